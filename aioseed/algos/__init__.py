@@ -1,0 +1,1 @@
+"""Algorithm math and agents. The math modules are pure functions over tensors."""

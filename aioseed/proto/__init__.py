@@ -1,0 +1,1 @@
+"""Generated gRPC code for ``aioseed.proto`` (regenerate with ``make proto``)."""

@@ -1,0 +1,70 @@
+"""The environment spec that actors declare and the learner checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import gymnasium as gym
+import numpy as np
+
+from aioseed.proto import aioseed_pb2 as pb
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """What one environment's observations and actions look like."""
+
+    observation_shape: tuple[int, ...]
+    """Shape of one observation, without the batch dimension."""
+    observation_dtype: str
+    """NumPy dtype name of the observation elements, e.g. "float32"."""
+    num_actions: int
+    """Size of the Discrete action space."""
+
+    def __post_init__(self) -> None:
+        if any(d <= 0 for d in self.observation_shape):
+            raise ValueError(f"observation_shape must be positive, got {self.observation_shape}")
+        np.dtype(self.observation_dtype)  # raises TypeError on an unknown name
+        if self.num_actions <= 0:
+            raise ValueError(f"num_actions must be positive, got {self.num_actions}")
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.observation_dtype)
+
+    @property
+    def observation_nbytes(self) -> int:
+        """Bytes of one observation on the wire."""
+        return math.prod(self.observation_shape) * self.dtype.itemsize
+
+    @classmethod
+    def from_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> EnvSpec:
+        if not isinstance(observation_space, gym.spaces.Box):
+            raise TypeError(f"aioseed needs a Box observation space, got {observation_space}")
+        if not isinstance(action_space, gym.spaces.Discrete):
+            raise TypeError(f"aioseed needs a Discrete action space, got {action_space}")
+        return cls(
+            observation_shape=tuple(int(d) for d in observation_space.shape),
+            observation_dtype=np.dtype(observation_space.dtype).name,
+            num_actions=int(action_space.n),
+        )
+
+    def to_proto(self) -> pb.EnvSpec:
+        return pb.EnvSpec(
+            observation_shape=list(self.observation_shape),
+            observation_dtype=self.observation_dtype,
+            num_actions=self.num_actions,
+        )
+
+    @classmethod
+    def from_proto(cls, message: pb.EnvSpec) -> EnvSpec:
+        return cls(
+            observation_shape=tuple(message.observation_shape),
+            observation_dtype=message.observation_dtype,
+            num_actions=message.num_actions,
+        )
+
+    def describe(self) -> str:
+        shape = ",".join(str(d) for d in self.observation_shape)
+        return f"obs {self.observation_dtype}[{shape}], {self.num_actions} actions"
