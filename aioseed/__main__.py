@@ -1,0 +1,5 @@
+import sys
+
+from aioseed.cli import main
+
+sys.exit(main())

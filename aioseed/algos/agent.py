@@ -1,0 +1,33 @@
+"""What the learner needs from an agent. Agents live in ``aioseed.algos.*``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+Column = tuple[tuple[int, ...], Any]
+
+
+class Agent(Protocol):
+    def output_columns(self) -> Mapping[str, Column]:
+        """Per-row inference outputs kept in unrolls (shape without batch, dtype); includes "action"."""
+        ...
+
+    def infer(self, observations: np.ndarray) -> dict[str, np.ndarray]:
+        """Batched policy step on ``[B, *obs_shape]``; thread-safe against ``train_step``."""
+        ...
+
+    def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
+        """One update on time-major ``[T + 1, B, ...]`` unrolls; returns scalar metrics."""
+        ...
+
+    def checkpoint_objects(self) -> dict[str, Any]:
+        """Trackables saved in checkpoints (model, optimizer, ...)."""
+        ...
+
+    def set_learning_rate(self, value: float) -> None: ...
+
+    @property
+    def learning_rate(self) -> float: ...

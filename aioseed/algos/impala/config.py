@@ -1,0 +1,49 @@
+"""Configuration of the V-trace (IMPALA) agent."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+
+@dataclasses.dataclass(frozen=True)
+class ImpalaConfig:
+    """V-trace actor-critic (Espeholt et al. 2018). Defaults suit CartPole-v1."""
+
+    # Optimisation
+    learning_rate: float = 1e-3
+    """Adam learning rate (can be changed while training)."""
+    adam_epsilon: float = 1e-7
+    """Adam epsilon."""
+    max_grad_norm: float | None = 40.0
+    """Clip the global gradient norm to this value (None: no clipping)."""
+
+    # Loss
+    discount: float = 0.99
+    """gamma."""
+    baseline_cost: float = 0.5
+    """Weight of the value loss."""
+    entropy_cost: float = 0.01
+    """Weight of the entropy bonus."""
+    clip_rho_threshold: float = 1.0
+    """rho-bar: importance weight clip in the V-trace targets."""
+    clip_pg_rho_threshold: float = 1.0
+    """Importance weight clip in the policy-gradient advantages."""
+    lambda_: float = 1.0
+    """Trace mixing lambda of V-trace."""
+    reward_clipping: Literal["none", "abs_one", "soft_asymmetric"] = "none"
+    """none; abs_one clips to [-1, 1] (Atari); soft_asymmetric is SEED's 5*tanh(r/5) with negatives scaled by 0.3."""
+
+    # Network
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layer sizes of the MLP torso."""
+
+    def __post_init__(self) -> None:
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        if not 0.0 <= self.discount <= 1.0:
+            raise ValueError(f"discount must be in [0, 1], got {self.discount}")
+        if not 0.0 <= self.lambda_ <= 1.0:
+            raise ValueError(f"lambda_ must be in [0, 1], got {self.lambda_}")
+        if self.max_grad_norm is not None and self.max_grad_norm <= 0:
+            raise ValueError(f"max_grad_norm must be positive or None, got {self.max_grad_norm}")

@@ -1,0 +1,58 @@
+"""The ``aioseed`` command line, generated from the component configs with tyro."""
+
+from __future__ import annotations
+
+import sys
+import tyro
+
+from aioseed import log as logging_setup
+from aioseed.bench.config import Bench
+from aioseed.clients.actor import ActorConfig
+from aioseed.evaluate import EvalConfig
+from aioseed.launch import RunConfig
+from aioseed.server.config import LearnerConfig
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging_setup.configure()
+    command = tyro.extras.subcommand_cli_from_dict(
+        {
+            "learner": LearnerConfig,
+            "actor": ActorConfig,
+            "run": RunConfig,
+            "eval": EvalConfig,
+            "bench": Bench,
+        },
+        prog="aioseed",
+        args=argv,
+    )
+    return dispatch(command)
+
+
+def dispatch(command: object) -> int:
+    import uvloop
+
+    from aioseed import launch
+
+    match command:
+        case LearnerConfig():
+            return uvloop.run(launch.serve_learner(command))
+        case ActorConfig():
+            from aioseed.clients.actor import run_actor
+
+            return uvloop.run(run_actor(command))
+        case RunConfig():
+            return uvloop.run(launch.run_local(command))
+        case EvalConfig():
+            from aioseed import evaluate
+
+            return evaluate.main(command)
+        case Bench():
+            from aioseed.bench.run import run_bench
+
+            return run_bench(command.command)
+    raise TypeError(f"unknown command {command!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""The actor client: steps environments and streams every observation to the learner.
+
+One process holds ``num_envs`` environments split into groups of
+``envs_per_message``; each group has its own bidirectional stream on a shared
+channel. Streams reconnect with exponential backoff and full jitter, keep their
+run_ids and ask for their previous slots back. Errors that retrying cannot fix
+(bad spec, bad token, invalid messages) stop the actor with a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import secrets
+import signal
+import socket
+
+import grpc
+import numpy as np
+import structlog
+import tenacity
+
+from aioseed.clients.env_group import EnvGroup
+from aioseed.clients.envs import make_env
+from aioseed.proto import aioseed_pb2 as pb
+from aioseed.proto import aioseed_pb2_grpc as pb_grpc
+from aioseed.spec import EnvSpec
+
+log = structlog.get_logger()
+
+FATAL_CODES = frozenset(
+    {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.UNIMPLEMENTED,
+    }
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorConfig:
+    """An actor process: environments and the connection to the learner."""
+
+    learner: str = "127.0.0.1:8686"
+    """HOST:PORT of the learner."""
+    env: str = "CartPole-v1"
+    """Gymnasium id of the environment."""
+    num_envs: int = 8
+    """Environments in this process (N)."""
+    envs_per_message: int = 8
+    """Env rows per stream message (K); each group of K envs has its own stream."""
+    token: str | None = None
+    """Learner token, sent as gRPC metadata (authorization: Bearer TOKEN)."""
+    seed: int | None = None
+    """Base seed of the environments (None: random)."""
+    name: str | None = None
+    """Name shown in the learner's logs and console (default host:pid)."""
+    backoff_initial_s: float = 0.05
+    """First reconnect delay bound; it doubles per failed attempt (full jitter)."""
+    backoff_max_s: float = 5.0
+    """Largest reconnect delay."""
+    max_steps: int | None = None
+    """Stop after this many env steps (None: run until stopped)."""
+
+    def __post_init__(self) -> None:
+        if self.num_envs < 1 or self.envs_per_message < 1:
+            raise ValueError("num_envs and envs_per_message must be >= 1")
+        if self.backoff_initial_s <= 0 or self.backoff_max_s < self.backoff_initial_s:
+            raise ValueError("need 0 < backoff_initial_s <= backoff_max_s")
+
+
+class ActorError(RuntimeError):
+    """The learner refused this actor for a reason that retrying cannot fix."""
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, grpc.aio.AioRpcError) and exc.code() not in FATAL_CODES
+
+
+class _StreamLost(Exception):
+    """The learner closed the stream without a status; reconnect."""
+
+
+class Actor:
+    def __init__(self, config: ActorConfig) -> None:
+        self.config = config
+        self.name = config.name or f"{socket.gethostname()}:{os.getpid()}"
+        self._metadata = (("authorization", f"Bearer {config.token}"),) if config.token else ()
+        envs = [make_env(config.env) for _ in range(config.num_envs)]
+        self.spec = EnvSpec.from_spaces(envs[0].observation_space, envs[0].action_space)
+        # Drawn once per process: the same across reconnects, new after a restart.
+        self.run_ids = np.array([secrets.randbits(64) | 1 for _ in envs], np.uint64)
+        k = config.envs_per_message
+        seed = config.seed
+        self.groups = [
+            EnvGroup(envs[i : i + k], self.spec, self.run_ids[i : i + k], None if seed is None else seed + i)
+            for i in range(0, len(envs), k)
+        ]
+        self.connects = 0
+
+    @property
+    def steps(self) -> int:
+        return sum(group.steps for group in self.groups)
+
+    async def run(self) -> None:
+        """Runs every group's stream until ``max_steps`` or cancellation."""
+        async with grpc.aio.insecure_channel(self.config.learner) as channel:
+            stub = pb_grpc.LearnerStub(channel)
+            async with asyncio.TaskGroup() as group_tasks:
+                for index, group in enumerate(self.groups):
+                    group_tasks.create_task(self._run_group(stub, index, group))
+        log.info("actor_done", steps=self.steps)
+
+    async def _run_group(self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup) -> None:
+        slots = np.zeros(0, np.int32)
+        while not self._finished():
+            try:
+                call, slots = await self._connect(stub, index, group, slots)
+                await self._stream(call, group, slots)
+            except (grpc.aio.AioRpcError, _StreamLost) as exc:
+                if isinstance(exc, grpc.aio.AioRpcError) and not _transient(exc):
+                    raise ActorError(f"learner refused the actor: {exc.code().name}: {exc.details()}") from exc
+                log.warning("stream_lost", group=index, error=_describe(exc))
+
+    async def _connect(
+        self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup, previous: np.ndarray
+    ) -> tuple[grpc.aio.StreamStreamCall, np.ndarray]:
+        retrying = tenacity.AsyncRetrying(
+            wait=tenacity.wait_random_exponential(multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s),
+            retry=tenacity.retry_if_exception(lambda e: _transient(e) or isinstance(e, _StreamLost)),
+            before_sleep=lambda state: log.info(
+                "reconnecting", group=index, attempt=state.attempt_number, error=_describe(state.outcome.exception())
+            ),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                call = stub.Act(metadata=self._metadata)
+                await call.write(
+                    pb.ActorMessage(
+                        hello=pb.Hello(
+                            spec=self.spec.to_proto(),
+                            num_envs=len(group),
+                            run_ids=group.run_ids.tolist(),
+                            previous_slots=previous.tolist(),
+                            actor_name=f"{self.name}/{index}",
+                        )
+                    )
+                )
+                reply = await call.read()
+                if reply is grpc.aio.EOF:
+                    await _raise_status(call)
+                self.connects += 1
+                return call, np.array(reply.welcome.slots, np.int32)
+        raise AssertionError("unreachable")
+
+    async def _stream(self, call: grpc.aio.StreamStreamCall, group: EnvGroup, slots: np.ndarray) -> None:
+        while not self._finished():
+            await call.write(group.message(slots))
+            reply = await call.read()
+            if reply is grpc.aio.EOF:
+                await _raise_status(call)
+            group.step(np.frombuffer(reply.actions.actions, "<i4"))
+        await call.done_writing()
+
+    def _finished(self) -> bool:
+        return self.config.max_steps is not None and self.steps >= self.config.max_steps
+
+
+async def _raise_status(call: grpc.aio.StreamStreamCall) -> None:
+    code = await call.code()
+    if code != grpc.StatusCode.OK:
+        raise grpc.aio.AioRpcError(code, await call.initial_metadata(), await call.trailing_metadata(), await call.details())
+    raise _StreamLost("the learner closed the stream")
+
+
+def _describe(exc: BaseException | None) -> str:
+    if isinstance(exc, grpc.aio.AioRpcError):
+        return f"{exc.code().name}: {exc.details()}"
+    return repr(exc)
+
+
+async def run_actor(config: ActorConfig) -> int:
+    """Runs an actor until done or SIGINT/SIGTERM; returns the process exit code."""
+    actor = Actor(config)
+    log.info("actor_starting", learner=config.learner, env=config.env, envs=config.num_envs, streams=len(actor.groups))
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        await actor.run()
+    except asyncio.CancelledError:
+        log.info("actor_stopped", steps=actor.steps)
+    except ExceptionGroup as group:
+        refused = group.subgroup(ActorError)
+        if refused is None:
+            raise
+        log.error("actor_refused", error=str(refused.exceptions[0]))
+        return 2
+    return 0

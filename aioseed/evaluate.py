@@ -1,0 +1,93 @@
+"""``aioseed eval``: run the latest checkpoint locally; optionally export a SavedModel."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import sys
+
+import numpy as np
+import structlog
+
+from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.launch import load_run_config, resolve_device
+
+log = structlog.get_logger()
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """Evaluate a learner's latest checkpoint."""
+
+    logdir: pathlib.Path = pathlib.Path("logs/cartpole")
+    """The learner's logdir (holds config.json and checkpoints/)."""
+    env: str | None = None
+    """Gymnasium id to evaluate on (default: the env the learner trained on)."""
+    episodes: int = 10
+    """Episodes to run."""
+    greedy: bool = False
+    """Take the most likely action instead of sampling."""
+    seed: int | None = 0
+    """Seed of the first episode; episode i uses seed + i."""
+    export: pathlib.Path | None = None
+    """Also write the policy as a TensorFlow SavedModel here (signatures serving_default and greedy)."""
+    device: str = "auto"
+    """TensorFlow device."""
+
+
+def evaluate(config: EvalConfig) -> dict[str, float]:
+    import tensorflow as tf
+
+    from aioseed.algos.impala.agent import ImpalaAgent
+    from aioseed.clients.envs import make_env
+    from aioseed.server.checkpoint import Checkpointer
+    from aioseed.spec import EnvSpec
+
+    saved = load_run_config(config.logdir)
+    agent_fields = {f.name for f in dataclasses.fields(ImpalaConfig)}
+    agent_config = ImpalaConfig(
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in saved["agent"].items() if k in agent_fields}
+    )
+    env_id = config.env or saved["env"]
+    env = make_env(env_id)
+    spec = EnvSpec.from_spaces(env.observation_space, env.action_space)
+    agent = ImpalaAgent(spec, agent_config, device=resolve_device(config.device))
+    progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()
+    if progress is None:
+        raise FileNotFoundError(f"no checkpoint under {config.logdir / 'checkpoints'}")
+    act = agent.policy.greedy if config.greedy else agent.policy.act
+    returns = []
+    for episode in range(config.episodes):
+        obs, _ = env.reset(seed=None if config.seed is None else config.seed + episode)
+        total, finished = 0.0, False
+        while not finished:
+            action = int(act(obs[np.newaxis].astype(spec.dtype))["action"][0])
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            finished = terminated or truncated
+        returns.append(total)
+    env.close()
+    result = {
+        "env": env_id,
+        "episodes": config.episodes,
+        "mean_return": float(np.mean(returns)),
+        "std_return": float(np.std(returns)),
+        "train_steps": progress.train_steps,
+        "frames": progress.frames,
+    }
+    if config.export is not None:
+        tf.saved_model.save(
+            agent.policy,
+            str(config.export),
+            signatures={"serving_default": agent.policy.act, "greedy": agent.policy.greedy},
+        )
+        log.info("policy_exported", path=str(config.export))
+        result["export"] = str(config.export)
+    return result
+
+
+def main(config: EvalConfig) -> int:
+    result = evaluate(config)
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0

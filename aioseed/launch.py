@@ -1,0 +1,180 @@
+"""Composition roots of the commands: build a learner from its config, run one locally with actors."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import multiprocessing
+import os
+import pathlib
+import signal
+from typing import Any
+
+import structlog
+
+from aioseed.clients.actor import ActorConfig
+from aioseed.server.config import LearnerConfig
+
+log = structlog.get_logger()
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """A learner plus local actor processes over loopback, in one command."""
+
+    learner: LearnerConfig = LearnerConfig(host="127.0.0.1", port=0, stop_at_return=475.0)
+    num_actors: int = 2
+    """Actor processes to spawn."""
+    envs_per_actor: int = 64
+    """Environments per actor process."""
+    envs_per_message: int = 16
+    """Env rows per stream message (K)."""
+
+    def actor_config(self, port: int, index: int) -> ActorConfig:
+        seed = None if self.learner.seed is None else self.learner.seed * 1000 + index * self.envs_per_actor
+        return ActorConfig(
+            learner=f"127.0.0.1:{port}",
+            env=self.learner.env,
+            num_envs=self.envs_per_actor,
+            envs_per_message=self.envs_per_message,
+            token=self.learner.token,
+            seed=seed,
+            name=f"local-{index}",
+        )
+
+
+def resolve_device(flag: str) -> str:
+    """auto -> the first GPU when TensorFlow sees one, else the CPU."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    match flag.lower():
+        case "auto":
+            return "/GPU:0" if gpus else "/CPU:0"
+        case "cpu":
+            return "/CPU:0"
+        case "gpu":
+            if not gpus:
+                raise ValueError("--device gpu: TensorFlow sees no GPU")
+            return "/GPU:0"
+        case _:
+            return flag
+
+
+def save_run_config(config: LearnerConfig) -> None:
+    """Writes logdir/config.json so that ``aioseed eval`` can rebuild the agent."""
+    if config.logdir is None:
+        return
+    config.logdir.mkdir(parents=True, exist_ok=True)
+    (config.logdir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2, default=str))
+
+
+def build_learner(config: LearnerConfig) -> Any:
+    """Spec from the env, the V-trace agent on the chosen device, checkpoints, the learner."""
+    import tensorflow as tf
+
+    from aioseed.algos.impala.agent import ImpalaAgent
+    from aioseed.clients.envs import env_spec
+    from aioseed.server.checkpoint import Checkpointer
+    from aioseed.server.learner import Learner
+
+    if config.seed is not None:
+        tf.random.set_seed(config.seed)
+    spec = env_spec(config.env)
+    device = resolve_device(config.device)
+    agent = ImpalaAgent(spec, config.agent, device=device)
+    checkpointer = None
+    if config.logdir is not None:
+        save_run_config(config)
+        checkpointer = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects())
+    log.info("learner_built", env=config.env, device=device, logdir=str(config.logdir))
+    return Learner(config, spec, agent, checkpointer)
+
+
+async def serve_learner(config: LearnerConfig) -> int:
+    """``aioseed learner``: serve until SIGINT/SIGTERM, then stop in order and exit 0."""
+    learner = build_learner(config)
+    _stop_on_signals(learner.request_stop)
+    await learner.run()
+    return 0
+
+
+def _actor_process(config: ActorConfig, parent: int, level: str) -> None:
+    """Entry point of a spawned local actor process."""
+    import uvloop
+
+    from aioseed import log as logging_setup
+    from aioseed.clients.actor import run_actor
+
+    logging_setup.configure(level)
+
+    async def main() -> int:
+        async def watch_parent() -> None:
+            while os.getppid() == parent:
+                await asyncio.sleep(1.0)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        watcher = asyncio.create_task(watch_parent())
+        try:
+            return await run_actor(config)
+        finally:
+            watcher.cancel()
+
+    raise SystemExit(uvloop.run(main()))
+
+
+def start_actors(configs: list[ActorConfig], level: str = "warning") -> list[multiprocessing.process.BaseProcess]:
+    """Starts actor processes with spawn: safe next to gRPC and TensorFlow threads."""
+    context = multiprocessing.get_context("spawn")
+    processes = []
+    for config in configs:
+        process = context.Process(target=_actor_process, args=(config, os.getpid(), level), name=config.name)
+        process.start()
+        processes.append(process)
+    return processes
+
+
+def stop_actors(processes: list[multiprocessing.process.BaseProcess], timeout_s: float = 10.0) -> None:
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout_s)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+async def run_local(config: RunConfig) -> int:
+    """``aioseed run``: a learner and ``num_actors`` actor processes on loopback."""
+    learner = build_learner(config.learner)
+    port = await learner.start()
+    processes = start_actors([config.actor_config(port, i) for i in range(config.num_actors)])
+    log.info("actors_started", count=len(processes), envs=config.num_actors * config.envs_per_actor, port=port)
+    _stop_on_signals(learner.request_stop)
+    try:
+        await learner.run()
+    finally:
+        await asyncio.to_thread(stop_actors, processes)
+    log.info(
+        "run_finished",
+        frames=learner.frames,
+        mean_return=round(learner.stats.mean_return(), 1),
+        train_steps=learner.trainer.version,
+        logdir=str(config.learner.logdir),
+    )
+    return 0
+
+
+def _stop_on_signals(stop: Any) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop)
+
+
+def load_run_config(logdir: pathlib.Path) -> dict[str, Any]:
+    path = logdir / "config.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: is {logdir} a learner's logdir?")
+    return json.loads(path.read_text())

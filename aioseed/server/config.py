@@ -1,0 +1,65 @@
+"""Configuration of the learner daemon."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+
+from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.server.batcher import BatcherConfig
+from aioseed.server.training import TrainingConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerConfig:
+    """The learner daemon: gRPC server, batching, training and checkpoints."""
+
+    env: str = "CartPole-v1"
+    """Gymnasium id of the environment the actors run; defines the spec the learner serves."""
+    host: str = "0.0.0.0"
+    """Address the gRPC server binds."""
+    port: int = 8686
+    """gRPC port (0 picks a free one)."""
+    logdir: pathlib.Path | None = pathlib.Path("logs/cartpole")
+    """Checkpoints, TensorBoard summaries and config.json go here (None: keep nothing)."""
+    device: str = "auto"
+    """TensorFlow device for inference and training: auto (a GPU when visible), cpu, gpu or e.g. /GPU:1."""
+    token: str | None = None
+    """Shared secret actors must send (gRPC metadata authorization: Bearer TOKEN); None disables auth."""
+
+    batcher: BatcherConfig = BatcherConfig()
+    training: TrainingConfig = TrainingConfig()
+    agent: ImpalaConfig = ImpalaConfig()
+
+    max_envs: int = 65536
+    """Env slots the learner will hand out in total."""
+    max_envs_per_stream: int = 1024
+    """Largest K (envs per message) one stream may declare."""
+    slot_grace_s: float = 30.0
+    """A disconnected actor's slots stay reserved this long for its reconnect."""
+    max_message_bytes: int = 64 * 1024 * 1024
+    """Largest gRPC message accepted or sent."""
+    shutdown_grace_s: float = 1.0
+    """Seconds in-flight streams get to finish when the learner stops."""
+    checkpoint_every_s: float = 600.0
+    """Periodic checkpoint interval (0 disables; one is still written at shutdown)."""
+    log_every_s: float = 5.0
+    """Interval of progress log lines and TensorBoard summaries."""
+    tensorboard: bool = True
+    """Write TensorBoard summaries under logdir/tensorboard."""
+    return_window: int = 100
+    """Episodes averaged for the mean return."""
+    stop_at_return: float | None = None
+    """Stop once the mean return over return_window episodes reaches this."""
+    stop_after_frames: int | None = None
+    """Stop after this many env frames."""
+    seed: int | None = None
+    """TensorFlow seed (None: random)."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in [0, 65535], got {self.port}")
+        if self.max_envs < 1 or self.max_envs_per_stream < 1:
+            raise ValueError("max_envs and max_envs_per_stream must be >= 1")
+        if self.return_window < 1:
+            raise ValueError(f"return_window must be >= 1, got {self.return_window}")

@@ -1,0 +1,105 @@
+"""Per-env state the learner keeps for every slot (pure NumPy).
+
+It turns the wire's done flags into what trajectories need:
+  * ``done``: the transition into this row crosses an episode boundary, so its
+    discount is zero (a termination, or the reset row after a truncation);
+  * ``phantom``: the row carries the final observation of a truncated episode.
+    Its action is never executed; it exists so the previous step can bootstrap
+    from V(final observation). The loss gives it zero weight.
+A row whose run_id differs from the stored one starts a new run: its state is
+reset. The first row after a (re)connection is also ``fresh``: it starts a new
+unroll and its reward is not counted, since it may have been seen already.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+TERMINATED = 1
+TRUNCATED = 2
+
+
+@dataclasses.dataclass
+class Observation:
+    """What ``EnvTable.observe`` derived for one batch of rows."""
+
+    fresh: np.ndarray
+    """<bool>[B] the row starts a new unroll (new run_id or reconnection)."""
+    done: np.ndarray
+    """<bool>[B] the discount into this row is zero."""
+    phantom: np.ndarray
+    """<bool>[B] the row is a truncated episode's final observation."""
+    episode_returns: np.ndarray
+    """<float64>[E] returns of the episodes that ended in this batch."""
+    episode_lengths: np.ndarray
+    """<int64>[E] their lengths in env steps."""
+    frames: int
+    """Env steps represented by this batch (rows whose action will be executed)."""
+
+
+class EnvTable:
+    """Verbs: ``observe`` a batch of rows, ``forget`` slots on disconnect."""
+
+    def __init__(self) -> None:
+        self._capacity = 0
+        self._run_id = np.zeros(0, np.uint64)
+        self._fresh = np.zeros(0, bool)
+        self._after_truncation = np.zeros(0, bool)
+        self._return = np.zeros(0, np.float64)
+        self._length = np.zeros(0, np.int64)
+        self._grow(16)
+
+    def observe(self, slots: np.ndarray, run_ids: np.ndarray, rewards: np.ndarray, flags: np.ndarray) -> Observation:
+        self._ensure(int(slots.max()) if len(slots) else 0)
+        new_run = self._run_id[slots] != run_ids
+        fresh = self._fresh[slots] | new_run
+        self._run_id[slots] = run_ids
+        self._fresh[slots] = False
+        new_slots = slots[new_run]
+        self._return[new_slots] = 0.0
+        self._length[new_slots] = 0
+
+        terminated = (flags & TERMINATED) != 0
+        truncated = ((flags & TRUNCATED) != 0) & ~terminated
+        after_truncation = self._after_truncation[slots] & ~fresh
+        self._after_truncation[slots] = truncated
+        counted = ~fresh & ~after_truncation
+        self._return[slots] += np.where(counted, rewards, 0.0)
+        self._length[slots] += counted
+        ended = slots[(terminated | truncated) & counted]
+        episode_returns = self._return[ended].copy()
+        episode_lengths = self._length[ended].copy()
+        self._return[ended] = 0.0
+        self._length[ended] = 0
+        return Observation(
+            fresh=fresh,
+            done=(terminated | after_truncation) & ~fresh,
+            phantom=truncated,
+            episode_returns=episode_returns,
+            episode_lengths=episode_lengths,
+            frames=int(len(slots) - truncated.sum()),
+        )
+
+    def forget(self, slots: np.ndarray) -> None:
+        """Marks ``slots`` so that their next row starts a fresh unroll."""
+        self._ensure(int(slots.max()) if len(slots) else 0)
+        self._fresh[slots] = True
+
+    def _ensure(self, max_slot: int) -> None:
+        if max_slot >= self._capacity:
+            self._grow(max(2 * self._capacity, max_slot + 1))
+
+    def _grow(self, capacity: int) -> None:
+        def grown(old: np.ndarray) -> np.ndarray:
+            new = np.zeros(capacity, old.dtype)
+            new[: len(old)] = old
+            return new
+
+        self._run_id = grown(self._run_id)
+        self._fresh = grown(self._fresh)
+        self._after_truncation = grown(self._after_truncation)
+        self._return = grown(self._return)
+        self._length = grown(self._length)
+        self._capacity = capacity

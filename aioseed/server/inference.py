@@ -1,0 +1,134 @@
+"""The inference loop: closed batches -> policy in a worker thread -> unrolls and actions.
+
+All per-env state (``EnvTable``, ``UnrollStore``) is touched only from the one
+inference worker thread, so batches and disconnects apply in a single order.
+The event loop only moves batches, futures and completed unrolls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+import numpy as np
+import structlog
+
+from aioseed.server.batcher import Batch, Batcher
+from aioseed.server.env_table import EnvTable, Observation
+from aioseed.server.unroll_store import UnrollStore
+
+log = structlog.get_logger()
+
+
+class Policy(Protocol):
+    """What the inference loop needs from an agent."""
+
+    def infer(self, observations: np.ndarray) -> dict[str, np.ndarray]:
+        """Runs the policy on ``[B, *obs_shape]``; returns row-aligned outputs incl. ``"action"``."""
+        ...
+
+
+class InferenceError(RuntimeError):
+    """The policy failed on a batch; every stream with rows in it is told."""
+
+
+@dataclasses.dataclass
+class StepResult:
+    actions: np.ndarray
+    observation: Observation
+    unrolls: dict[str, np.ndarray] | None
+
+
+def record(
+    envs: EnvTable,
+    store: UnrollStore,
+    inputs: Mapping[str, np.ndarray],
+    outputs: Mapping[str, np.ndarray],
+    version: int,
+) -> tuple[Observation, dict[str, np.ndarray] | None]:
+    """Updates per-env state and appends one step per row; returns completed unrolls."""
+    slots = inputs["slots"]
+    observation = envs.observe(slots, inputs["run_ids"], inputs["rewards"], inputs["flags"])
+    if observation.fresh.any():
+        store.reset(slots[observation.fresh])
+    step = {
+        "observation": inputs["observations"],
+        "reward": inputs["rewards"],
+        "done": observation.done,
+        "phantom": observation.phantom,
+        "version": np.full(len(slots), version, np.int64),
+        **outputs,
+    }
+    return observation, store.append(slots, step)
+
+
+class InferenceLoop:
+    """Verbs: ``run`` (a task), ``submit`` rows, ``detach`` a stream's slots."""
+
+    def __init__(
+        self,
+        batcher: Batcher,
+        policy: Policy,
+        envs: EnvTable,
+        store: UnrollStore,
+        unrolls: asyncio.Queue[dict[str, np.ndarray]],
+        version: Callable[[], int],
+        on_batch: Callable[[Batch, StepResult, float], None],
+    ) -> None:
+        self._batcher = batcher
+        self._policy = policy
+        self._envs = envs
+        self._store = store
+        self._unrolls = unrolls
+        self._version = version
+        self._on_batch = on_batch
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="inference")
+
+    def submit(self, rows: Mapping[str, np.ndarray]) -> asyncio.Future[dict[str, np.ndarray]]:
+        return self._batcher.submit(rows)
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                batch = await self._batcher.get()
+                started = loop.time()
+                try:
+                    result = await loop.run_in_executor(self._executor, self._step, batch.inputs)
+                except Exception as exc:  # the learner carries on; the streams get INTERNAL
+                    log.warning("inference_failed", rows=batch.size, error=repr(exc))
+                    batch.set_exception(InferenceError(f"inference failed: {exc!r}"))
+                    continue
+                self._on_batch(batch, result, loop.time() - started)
+                if result.unrolls is not None:
+                    for i in range(len(result.unrolls["slot"])):
+                        # Back-pressure: when training lags, this waits and the actors stall.
+                        await self._unrolls.put({k: v[i] for k, v in result.unrolls.items()})
+                batch.set_result({"action": result.actions})
+        finally:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def detach(self, slots: np.ndarray, pending: asyncio.Future | None, release: Callable[[], None]) -> None:
+        """After a stream ends: once its last rows are answered, forget its slots, then ``release``."""
+        loop = asyncio.get_running_loop()
+
+        def forget(_: object = None) -> None:
+            try:
+                job = loop.run_in_executor(self._executor, self._envs.forget, slots)
+            except RuntimeError:  # the learner is shutting down and per-env state goes with it
+                release()
+                return
+            job.add_done_callback(lambda _: release())
+
+        if pending is not None and not pending.done():
+            pending.add_done_callback(forget)
+        else:
+            forget()
+
+    def _step(self, inputs: Mapping[str, np.ndarray]) -> StepResult:
+        outputs = self._policy.infer(inputs["observations"])
+        observation, unrolls = record(self._envs, self._store, inputs, outputs, self._version())
+        return StepResult(actions=outputs["action"], observation=observation, unrolls=unrolls)

@@ -1,0 +1,219 @@
+"""The learner: wires batcher, inference, unroll store, queue, trainer and gRPC server.
+
+``Learner`` is the composition root of the server side. Its public methods are
+the Python control API (the console drives the same calls): ``configure_batcher``,
+``pause``/``resume``, ``set_learning_rate``, ``checkpoint_now`` and ``request_stop``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import time
+from typing import Any
+
+import grpc
+import numpy as np
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from aioseed.algos.agent import Agent
+from aioseed.proto import aioseed_pb2_grpc as pb_grpc
+from aioseed.server.auth import TokenInterceptor
+from aioseed.server.batcher import Batch, Batcher, BatcherConfig
+from aioseed.server.config import LearnerConfig
+from aioseed.server.env_table import EnvTable
+from aioseed.server.inference import InferenceLoop, StepResult
+from aioseed.server.service import LearnerService
+from aioseed.server.slots import SlotTable
+from aioseed.server.stats import Stats
+from aioseed.server.training import Progress, Trainer
+from aioseed.server.unroll_store import UnrollStore
+from aioseed.spec import EnvSpec
+
+log = structlog.get_logger()
+
+SERVICE_NAME = "aioseed.v1.Learner"
+
+
+class Learner:
+    def __init__(self, config: LearnerConfig, spec: EnvSpec, agent: Agent, checkpointer: Any = None) -> None:
+        self.config = config
+        self.spec = spec
+        self.agent = agent
+        self.stats = Stats(window=config.return_window)
+        self._checkpointer = checkpointer
+        self._stop = asyncio.Event()
+        self._unrolls: asyncio.Queue[dict[str, np.ndarray]] = asyncio.Queue(config.training.queue_capacity)
+        self.batcher = Batcher(config.batcher)
+        columns = {
+            "observation": (spec.observation_shape, spec.dtype),
+            "reward": ((), np.float32),
+            "done": ((), bool),
+            "phantom": ((), bool),
+            "version": ((), np.int64),
+            **agent.output_columns(),
+        }
+        self.store = UnrollStore(config.training.unroll_length, columns, overlap=1)
+        self.trainer = Trainer(config.training, agent, self._unrolls, self._on_train_step)
+        self.inference = InferenceLoop(
+            self.batcher, agent, EnvTable(), self.store, self._unrolls, lambda: self.trainer.version, self._on_batch
+        )
+        self.slots = SlotTable(config.max_envs, config.slot_grace_s)
+        self.service = LearnerService(
+            spec, self.slots, self.inference, config.max_envs_per_stream, self.batcher.set_connected_rows
+        )
+        self.batcher.set_connected_rows(0)
+        self._health = health.aio.HealthServicer()
+        self._server: grpc.aio.Server | None = None
+        self.port: int | None = None
+        self._frames_offset = 0
+        self._last_checkpoint = time.monotonic()
+
+    # ---- the control API -------------------------------------------------------------------
+    def configure_batcher(self, max_batch_size: int | None = None, deadline_ms: float | None = None) -> BatcherConfig:
+        """Stages new batching settings; they apply from the next batch."""
+        return self.batcher.configure(max_batch_size=max_batch_size, deadline_ms=deadline_ms)
+
+    def pause(self) -> None:
+        self.trainer.pause()
+        log.info("training_paused")
+
+    def resume(self) -> None:
+        self.trainer.resume()
+        log.info("training_resumed")
+
+    async def set_learning_rate(self, value: float) -> None:
+        """Applies between train steps."""
+        if not value > 0:
+            raise ValueError(f"learning_rate must be positive, got {value}")
+        await self.trainer.run_between_steps(lambda: self.agent.set_learning_rate(value))
+
+    async def checkpoint_now(self) -> str | None:
+        """Saves a checkpoint between train steps; returns its path."""
+        if self._checkpointer is None:
+            return None
+        progress = self._progress()
+        path = await self.trainer.run_between_steps(lambda: self._checkpointer.save(progress))
+        self._last_checkpoint = time.monotonic()
+        return path
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def frames(self) -> int:
+        return self._frames_offset + self.stats.frames
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> int:
+        """Restores the latest checkpoint and starts serving; returns the bound port."""
+        if self._checkpointer is not None:
+            progress = await self.trainer.run_between_steps(self._checkpointer.restore)
+            if progress is not None:
+                self.trainer.version = progress.train_steps
+                self.stats.train_steps = progress.train_steps
+                self._frames_offset = progress.frames
+        options = [
+            ("grpc.max_receive_message_length", self.config.max_message_bytes),
+            ("grpc.max_send_message_length", self.config.max_message_bytes),
+        ]
+        interceptors = [TokenInterceptor(self.config.token)] if self.config.token else []
+        self._server = grpc.aio.server(options=options, interceptors=interceptors)
+        pb_grpc.add_LearnerServicer_to_server(self.service, self._server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        self.port = self._server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+        if self.port == 0:
+            raise OSError(f"cannot bind {self.config.host}:{self.config.port}")
+        await self._server.start()
+        await self._health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        log.info("learner_listening", host=self.config.host, port=self.port, spec=self.spec.describe())
+        return self.port
+
+    async def run(self) -> None:
+        """Serves until ``request_stop``; then stops accepting, drains, checkpoints and returns."""
+        if self._server is None:
+            await self.start()
+        assert self._server is not None
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [
+                    group.create_task(self.inference.run(), name="inference"),
+                    group.create_task(self.trainer.prefetch(), name="prefetch"),
+                    group.create_task(self.trainer.train(), name="train"),
+                    group.create_task(self._report(), name="report"),
+                ]
+                await self._stop.wait()
+                log.info("learner_stopping", frames=self.frames, train_steps=self.trainer.version)
+                await self._health.enter_graceful_shutdown()
+                await self._server.stop(self.config.shutdown_grace_s)
+                for task in tasks:
+                    task.cancel()
+        finally:
+            await self._server.stop(None)
+            if self._checkpointer is not None:
+                await self.checkpoint_now()
+            self.trainer.executor.shutdown(wait=True)
+            log.info("learner_stopped", frames=self.frames, train_steps=self.trainer.version)
+
+    def _progress(self) -> Progress:
+        return Progress(train_steps=self.trainer.version, frames=self.frames)
+
+    # ---- callbacks and the report task -----------------------------------------------------
+    def _on_batch(self, batch: Batch, result: StepResult, inference_s: float) -> None:
+        observation = result.observation
+        self.stats.record_batch(batch.size, batch.fill_seconds, inference_s, observation.frames)
+        if len(observation.episode_returns):
+            self.stats.record_episodes(observation.episode_returns, observation.episode_lengths)
+            self._check_stop_conditions()
+        elif self.config.stop_after_frames is not None:
+            self._check_stop_conditions()
+
+    def _on_train_step(self, metrics: dict[str, float], policy_lag: float) -> None:
+        self.stats.record_train(metrics, policy_lag)
+
+    def _check_stop_conditions(self) -> None:
+        c = self.config
+        if self._stop.is_set():
+            return
+        if c.stop_after_frames is not None and self.frames >= c.stop_after_frames:
+            log.info("stop_condition", reason="frames", frames=self.frames)
+            self._stop.set()
+        elif (
+            c.stop_at_return is not None
+            and len(self.stats.returns) >= c.return_window
+            and self.stats.mean_return() >= c.stop_at_return
+        ):
+            log.info("stop_condition", reason="return", mean_return=round(self.stats.mean_return(), 2))
+            self._stop.set()
+
+    async def _report(self) -> None:
+        writer = self._summary_writer()
+        while True:
+            await asyncio.sleep(self.config.log_every_s)
+            snapshot = self.stats.snapshot()
+            log.info(
+                "progress",
+                frames=self.frames,
+                fps=round(snapshot["charts/frames_per_s"]),
+                mean_return=round(snapshot["charts/return"], 1),
+                episodes=self.stats.episodes,
+                train_steps=self.trainer.version,
+                loss=round(snapshot.get("losses/total", float("nan")), 4),
+                batch=round(snapshot["batcher/batch_size"], 1),
+                streams=len(self.service.streams),
+                lag=round(self.stats.policy_lag, 2),
+            )
+            if writer is not None:
+                await self.trainer.run_between_steps(lambda: writer(snapshot, self.frames))
+            every = self.config.checkpoint_every_s
+            if self._checkpointer is not None and every > 0 and time.monotonic() - self._last_checkpoint >= every:
+                await self.checkpoint_now()
+
+    def _summary_writer(self) -> Any:
+        if self.config.logdir is None or not self.config.tensorboard:
+            return None
+        from aioseed.server.summaries import SummaryWriter
+
+        return SummaryWriter(pathlib.Path(self.config.logdir))
+

@@ -1,0 +1,105 @@
+"""The grpc.aio servicer: handshake, then one Actions answer per Steps message."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Callable
+
+import grpc
+import numpy as np
+import structlog
+
+from aioseed.proto import aioseed_pb2 as pb
+from aioseed.proto import aioseed_pb2_grpc as pb_grpc
+from aioseed.server.inference import InferenceError, InferenceLoop
+from aioseed.server.protocol import ProtocolError, RowParser, SpecMismatch, check_hello
+from aioseed.server.slots import SlotsExhausted, SlotTable
+from aioseed.spec import EnvSpec
+
+log = structlog.get_logger()
+
+
+@dataclasses.dataclass
+class StreamInfo:
+    """One connected stream, as the console and logs see it."""
+
+    peer: str
+    actor: str
+    slots: np.ndarray
+    connected_at: float = dataclasses.field(default_factory=time.time)
+    last_seen: float = dataclasses.field(default_factory=time.time)
+    steps: int = 0
+
+
+class LearnerService(pb_grpc.LearnerServicer):
+    def __init__(
+        self,
+        spec: EnvSpec,
+        slots: SlotTable,
+        inference: InferenceLoop,
+        max_envs_per_stream: int,
+        on_connected_rows: Callable[[int], None],
+    ) -> None:
+        self._spec = spec
+        self._slots = slots
+        self._inference = inference
+        self._max_envs_per_stream = max_envs_per_stream
+        self._on_connected_rows = on_connected_rows
+        self.streams: dict[int, StreamInfo] = {}
+        self._next_stream = 0
+
+    async def Act(
+        self, request_iterator: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.LearnerMessage]:
+        try:
+            first = await anext(aiter(request_iterator))
+        except StopAsyncIteration:
+            return
+        if first.WhichOneof("payload") != "hello":
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello")
+        hello = first.hello
+        try:
+            check_hello(hello, self._spec, self._max_envs_per_stream)
+            slots = self._slots.acquire(list(hello.run_ids), list(hello.previous_slots))
+        except SpecMismatch as exc:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except ProtocolError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except SlotsExhausted as exc:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+
+        stream_id = self._next_stream
+        self._next_stream += 1
+        info = StreamInfo(peer=context.peer(), actor=hello.actor_name, slots=slots)
+        self.streams[stream_id] = info
+        self._on_connected_rows(self._slots.connected)
+        log.info("stream_connected", stream=stream_id, actor=info.actor, peer=info.peer, slots=len(slots))
+        parser = RowParser(self._spec, slots)
+        pending: asyncio.Future | None = None
+        try:
+            yield pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist()))
+            async for message in request_iterator:
+                try:
+                    rows = parser.parse(message)
+                except ProtocolError as exc:
+                    log.warning("bad_message", stream=stream_id, actor=info.actor, error=str(exc))
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+                pending = self._inference.submit(rows)
+                try:
+                    outputs = await asyncio.shield(pending)
+                except InferenceError as exc:
+                    await context.abort(grpc.StatusCode.INTERNAL, str(exc))
+                info.last_seen = time.time()
+                info.steps += len(slots)
+                yield pb.LearnerMessage(actions=pb.Actions(actions=outputs["action"].astype("<i4").tobytes()))
+        finally:
+            del self.streams[stream_id]
+            log.info("stream_closed", stream=stream_id, actor=info.actor, steps=info.steps)
+
+            def release() -> None:
+                self._slots.release(slots.tolist())
+                self._on_connected_rows(self._slots.connected)
+
+            self._inference.detach(slots, pending, release)

@@ -1,0 +1,99 @@
+"""Prefetch and train tasks: unroll queue -> time-major batches -> train step in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from aioseed.algos.agent import Agent
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+    """Trajectories and the train step."""
+
+    unroll_length: int = 20
+    """T: steps per unroll (each unroll holds T + 1 observations)."""
+    batch_size: int = 32
+    """Unrolls per train step."""
+    queue_capacity: int = 64
+    """Bound of the unroll queue; when full, inference waits and the actors stall (back-pressure)."""
+    prefetch_batches: int = 1
+    """Time-major batches prepared ahead of the train step."""
+
+    def __post_init__(self) -> None:
+        for name in ("unroll_length", "batch_size", "queue_capacity", "prefetch_batches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """Counters saved with checkpoints."""
+
+    train_steps: int
+    frames: int
+
+
+def stack_time_major(unrolls: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """B unrolls of ``[T + 1, ...]`` -> ``[T + 1, B, ...]`` (``slot`` stays ``[B]``)."""
+    return {
+        key: np.stack([u[key] for u in unrolls], axis=0 if key == "slot" else 1) for key in unrolls[0]
+    }
+
+
+class Trainer:
+    """Verbs: ``prefetch`` and ``train`` (tasks), ``pause``/``resume``, ``run_between_steps``."""
+
+    def __init__(
+        self,
+        config: TrainingConfig,
+        agent: Agent,
+        unrolls: asyncio.Queue[dict[str, np.ndarray]],
+        on_step: Callable[[dict[str, float], float], None],
+    ) -> None:
+        self._config = config
+        self._agent = agent
+        self._unrolls = unrolls
+        self._batches: asyncio.Queue[dict[str, np.ndarray]] = asyncio.Queue(config.prefetch_batches)
+        self._on_step = on_step
+        self._running = asyncio.Event()
+        self._running.set()
+        self.version = 0
+        """Parameter version: the number of updates applied."""
+        self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="train")
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def pause(self) -> None:
+        """Stops after the current train step; the queue fills and back-pressure stalls the actors."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    async def run_between_steps(self, fn: Callable[[], object]) -> object:
+        """Runs ``fn`` in the train thread, after the step in progress (e.g. a checkpoint)."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn)
+
+    async def prefetch(self) -> None:
+        while True:
+            unrolls = [await self._unrolls.get() for _ in range(self._config.batch_size)]
+            batch = await asyncio.to_thread(stack_time_major, unrolls)
+            await self._batches.put(batch)
+
+    async def train(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = await self._batches.get()
+            await self._running.wait()
+            metrics = await loop.run_in_executor(self.executor, self._agent.train_step, batch)
+            lag = float(self.version - batch["version"][:-1].mean())
+            self.version += 1
+            self._on_step(metrics, lag)

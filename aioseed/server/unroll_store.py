@@ -1,0 +1,87 @@
+"""Per-env trajectories assembled on the learner (pure NumPy).
+
+Each env slot accumulates ``unroll_length + 1`` steps. A completed unroll is
+emitted and its last ``overlap`` steps start the next one, so consecutive
+unrolls of one env share their boundary step exactly as in SEED (overlap 1 for
+V-trace; ``burn_in + 1`` for R2D2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+Column = tuple[tuple[int, ...], np.dtype]
+
+
+class UnrollStore:
+    """Verbs: ``append`` a batch of steps, ``reset`` slots."""
+
+    def __init__(self, unroll_length: int, columns: Mapping[str, Column], overlap: int = 1) -> None:
+        if unroll_length < 1:
+            raise ValueError(f"unroll_length must be >= 1, got {unroll_length}")
+        if not 0 <= overlap <= unroll_length:
+            raise ValueError(f"overlap must be in [0, unroll_length], got {overlap}")
+        self.unroll_length = unroll_length
+        self.overlap = overlap
+        self._columns = {name: (tuple(shape), np.dtype(dtype)) for name, (shape, dtype) in columns.items()}
+        self._capacity = 0
+        self._buffers: dict[str, np.ndarray] = {}
+        self._pos = np.zeros(0, np.int64)
+        self._grow(16)
+
+    @property
+    def steps_per_unroll(self) -> int:
+        return self.unroll_length + 1
+
+    def append(self, slots: np.ndarray, step: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+        """Appends one step for each of ``slots`` (distinct). Returns the completed unrolls.
+
+        The result maps each column to ``[n, unroll_length + 1, ...]`` plus
+        ``"slot": <int32>[n]``, or is None when no unroll completed.
+        """
+        if len(slots) == 0:
+            return None
+        self._ensure(int(slots.max()))
+        pos = self._pos[slots]
+        for name, buffer in self._buffers.items():
+            buffer[slots, pos] = step[name]
+        pos += 1
+        self._pos[slots] = pos
+        full = pos == self.steps_per_unroll
+        if not full.any():
+            return None
+        done = slots[full]
+        unrolls = {name: buffer[done] for name, buffer in self._buffers.items()}
+        unrolls["slot"] = done.astype(np.int32)
+        if self.overlap:
+            for buffer in self._buffers.values():
+                buffer[done, : self.overlap] = buffer[done, self.steps_per_unroll - self.overlap :]
+        self._pos[done] = self.overlap
+        return unrolls
+
+    def reset(self, slots: np.ndarray) -> None:
+        """Discards the partial unrolls of ``slots``."""
+        slots = slots[slots < self._capacity]
+        self._pos[slots] = 0
+
+    def partial_length(self, slot: int) -> int:
+        """Steps currently held for ``slot``."""
+        return int(self._pos[slot]) if slot < self._capacity else 0
+
+    def _ensure(self, max_slot: int) -> None:
+        if max_slot >= self._capacity:
+            self._grow(max(2 * self._capacity, max_slot + 1))
+
+    def _grow(self, capacity: int) -> None:
+        for name, (shape, dtype) in self._columns.items():
+            buffer = np.zeros((capacity, self.steps_per_unroll, *shape), dtype)
+            old = self._buffers.get(name)
+            if old is not None:
+                buffer[: self._capacity] = old
+            self._buffers[name] = buffer
+        pos = np.zeros(capacity, np.int64)
+        pos[: self._capacity] = self._pos
+        self._pos = pos
+        self._capacity = capacity
