@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+import subprocess
 import sys
 import tempfile
 
@@ -18,22 +19,20 @@ OUTPUTS = ("aioseed_pb2.py", "aioseed_pb2.pyi", "aioseed_pb2_grpc.py")
 
 def generate(out_dir: pathlib.Path) -> None:
     """Writes the generated modules for ``aioseed.proto`` into ``out_dir``."""
-    from grpc_tools import protoc  # dev dependency, imported only here
-
-    include = pathlib.Path(protoc.__file__).parent / "_proto"
-    code = protoc.main(
+    # protoc runs in its own process: its protobuf runtime must not meet TensorFlow's.
+    subprocess.run(
         [
+            sys.executable,
+            "-m",
             "grpc_tools.protoc",
             f"-I{HERE}",
-            f"-I{include}",
             f"--python_out={out_dir}",
             f"--pyi_out={out_dir}",
             f"--grpc_python_out={out_dir}",
             str(PROTO),
-        ]
+        ],
+        check=True,
     )
-    if code != 0:
-        raise RuntimeError(f"protoc failed with exit code {code}")
     grpc_file = out_dir / "aioseed_pb2_grpc.py"
     # protoc emits an absolute import; make it package-relative.
     text = re.sub(

@@ -184,7 +184,13 @@ class Learner:
             and len(self.stats.returns) >= c.return_window
             and self.stats.mean_return() >= c.stop_at_return
         ):
-            log.info("stop_condition", reason="return", mean_return=round(self.stats.mean_return(), 2))
+            log.info(
+                "stop_condition",
+                reason="return",
+                frames=self.frames,
+                mean_return=round(self.stats.mean_return(), 2),
+                seconds=round(time.monotonic() - self.stats.started, 2),
+            )
             self._stop.set()
 
     async def _report(self) -> None:

@@ -1,0 +1,68 @@
+"""The actor client against a real learner: run_ids, reconnects and fatal refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import grpc
+import numpy as np
+import pytest
+
+from tests.conftest import small_config
+from tests.wire import Stream, hello
+
+from aioseed.clients.actor import Actor, ActorConfig, ActorError
+
+
+async def _wait_for(predicate, what: str, attempts: int = 1000) -> None:
+    for _ in range(attempts):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_run_ids_are_new_per_process_start() -> None:
+    config = ActorConfig(num_envs=4, envs_per_message=2)
+    first, second = Actor(config), Actor(config)
+    assert len(set(first.run_ids.tolist())) == 4
+    assert not set(first.run_ids.tolist()) & set(second.run_ids.tolist())
+
+
+async def test_reconnect_keeps_run_ids_and_slots(running_learner, tmp_path) -> None:
+    config = small_config(tmp_path / "a", slot_grace_s=30.0)
+    async with running_learner(config) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+        port = learner.port
+        await Stream(channel).handshake(hello(2))  # holds slots 0 and 1, so the actor gets 2..5
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{port}", num_envs=4, envs_per_message=2, backoff_max_s=0.2))
+        run_ids = actor.run_ids.copy()
+        task = asyncio.create_task(actor.run())
+        await _wait_for(lambda: actor.steps > 50, "first steps")
+        slots_before = sorted(
+            s for info in learner.service.streams.values() if info.actor != "test" for s in info.slots.tolist()
+        )
+        assert slots_before == [2, 3, 4, 5]
+    # The learner is gone; the actor keeps retrying. A new learner on the same port:
+    steps_at_restart = actor.steps
+    config_b = dataclasses.replace(small_config(tmp_path / "b"), port=port)
+    async with running_learner(config_b) as learner_b:
+        await _wait_for(
+            lambda: len(learner_b.service.streams) == 2 and actor.steps > steps_at_restart + 50,
+            "both streams back and stepping",
+        )
+        slots_after = sorted(s for info in learner_b.service.streams.values() for s in info.slots.tolist())
+        assert actor.connects >= 4  # two streams, each connected twice
+        np.testing.assert_array_equal(actor.run_ids, run_ids)
+        assert slots_after == slots_before  # asked for again and granted, though 0 and 1 are free
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_spec_mismatch_stops_the_actor(running_learner, tmp_path) -> None:
+    async with running_learner(small_config(tmp_path)) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", env="MountainCar-v0", num_envs=1))
+        with pytest.raises(ExceptionGroup) as group:
+            await asyncio.wait_for(actor.run(), 10)
+        assert group.group_contains(ActorError, match="FAILED_PRECONDITION")

@@ -1,0 +1,88 @@
+"""Real aioseed processes for end-to-end tests: started, watched through their logs, stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+from collections.abc import Sequence
+
+PYTHON = sys.executable
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+class Process:
+    """An ``aioseed`` subcommand whose stderr lines are collected as they come."""
+
+    def __init__(self, args: Sequence[str]) -> None:
+        self.args = [PYTHON, "-m", "aioseed", *args]
+        self.lines: list[str] = []
+        self.proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task | None = None
+        self._new_line = asyncio.Event()
+
+    async def start(self) -> Process:
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV
+        )
+        self._reader = asyncio.create_task(self._read())
+        return self
+
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        async for raw in self.proc.stderr:
+            self.lines.append(raw.decode(errors="replace").rstrip())
+            self._new_line.set()
+
+    async def wait_for_line(self, pattern: str, timeout_s: float = 60.0) -> re.Match:
+        """The first log line matching ``pattern``, waiting up to ``timeout_s``."""
+        regex = re.compile(pattern)
+        seen = 0
+
+        async def scan() -> re.Match:
+            nonlocal seen
+            while True:
+                for line in self.lines[seen:]:
+                    seen += 1
+                    if match := regex.search(line):
+                        return match
+                if self.proc.returncode is not None and self._reader.done():
+                    raise AssertionError(f"process exited ({self.proc.returncode}) before {pattern!r}:\n{self.log}")
+                self._new_line.clear()
+                try:
+                    await asyncio.wait_for(self._new_line.wait(), 0.5)
+                except TimeoutError:
+                    pass
+
+        try:
+            return await asyncio.wait_for(scan(), timeout_s)
+        except TimeoutError:
+            raise AssertionError(f"no line matching {pattern!r} within {timeout_s}s:\n{self.log}") from None
+
+    def signal(self, sig: signal.Signals) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    async def wait(self, timeout_s: float = 60.0) -> int:
+        assert self.proc is not None
+        code = await asyncio.wait_for(self.proc.wait(), timeout_s)
+        await self._reader
+        return code
+
+    async def stdout(self) -> str:
+        assert self.proc is not None and self.proc.stdout is not None
+        return (await self.proc.stdout.read()).decode()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.kill()
+
+    @property
+    def log(self) -> str:
+        return "\n".join(self.lines[-60:])
+
+    def errors(self) -> list[str]:
+        """Error-level log lines and tracebacks."""
+        return [line for line in self.lines if "[error]" in line or "[critical]" in line or "Traceback" in line]
