@@ -1,0 +1,37 @@
+"""A trivial agent (no TensorFlow) so that transport benchmarks measure the learner's plumbing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from aioseed.spec import EnvSpec
+
+
+class NullAgent:
+    """Always action 0; the train step only touches the batch. Implements ``Agent``."""
+
+    def __init__(self, spec: EnvSpec) -> None:
+        self.spec = spec
+        self._learning_rate = 0.0
+
+    def output_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
+        return {"action": ((), np.int32)}
+
+    def infer(self, observations: np.ndarray) -> dict[str, np.ndarray]:
+        return {"action": np.zeros(len(observations), np.int32)}
+
+    def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
+        return {"losses/total": float(batch["reward"].sum())}
+
+    def checkpoint_objects(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def learning_rate(self) -> float:
+        return self._learning_rate
+
+    def set_learning_rate(self, value: float) -> None:
+        self._learning_rate = value

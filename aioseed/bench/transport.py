@@ -1,0 +1,213 @@
+"""``aioseed bench transport``: the real learner (null env, trivial model) against a raw grpc.aio echo.
+
+For each (streams, K) the same client code drives two servers in separate
+processes: a raw grpc.aio echo server (bytes in, pre-serialized bytes out, no
+parsing) and the aioseed learner with ``NullAgent`` (validation, batcher,
+inference thread, per-env state, unroll store, queue and train task all run).
+Message sizes are equal on both. Clients run in their own process(es).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import multiprocessing
+import sys
+import time
+
+import numpy as np
+
+from aioseed.bench.config import TransportBench
+from aioseed.proto import aioseed_pb2 as pb
+from aioseed.spec import EnvSpec
+
+SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)
+METHOD = "/aioseed.v1.Learner/Act"
+WARMUP_S = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Trial:
+    server: str  # "echo" | "learner"
+    streams: int
+    k: int
+    seconds: float
+    client_processes: int
+
+
+# ---- servers (each in its own spawned process) -------------------------------------------
+def _serve(server: str, k: int, streams: int, ready: multiprocessing.Queue, stop: multiprocessing.Event) -> None:
+    import uvloop
+
+    from aioseed import log as logging_setup
+
+    logging_setup.configure("warning")
+    uvloop.run(_serve_async(server, k, streams, ready, stop))
+
+
+async def _serve_async(server: str, k: int, streams: int, ready, stop) -> None:
+    import grpc
+
+    loop = asyncio.get_running_loop()
+    if server == "echo":
+        welcome = pb.LearnerMessage(welcome=pb.Welcome(slots=list(range(k)))).SerializeToString()
+        actions = pb.LearnerMessage(actions=pb.Actions(actions=np.zeros(k, "<i4").tobytes())).SerializeToString()
+
+        async def echo(request_iterator, context):
+            first = True
+            async for _ in request_iterator:
+                yield welcome if first else actions
+                first = False
+
+        handler = grpc.method_handlers_generic_handler(
+            "aioseed.v1.Learner", {"Act": grpc.stream_stream_rpc_method_handler(echo)}
+        )
+        grpc_server = grpc.aio.server()
+        grpc_server.add_generic_rpc_handlers((handler,))
+        port = grpc_server.add_insecure_port("127.0.0.1:0")
+        await grpc_server.start()
+        ready.put(port)
+        await loop.run_in_executor(None, stop.wait)
+        await grpc_server.stop(0)
+        return
+
+    from aioseed.bench.null_agent import NullAgent
+    from aioseed.server.batcher import BatcherConfig
+    from aioseed.server.config import LearnerConfig
+    from aioseed.server.learner import Learner
+
+    config = LearnerConfig(
+        host="127.0.0.1",
+        port=0,
+        logdir=None,
+        log_every_s=3600.0,
+        batcher=BatcherConfig(max_batch_size=max(256, k), deadline_ms=2.0),
+        max_envs=streams * k,
+        max_envs_per_stream=k,
+    )
+    learner = Learner(config, SPEC, NullAgent(SPEC))
+    port = await learner.start()
+    ready.put(port)
+    run = asyncio.create_task(learner.run())
+    await loop.run_in_executor(None, stop.wait)
+    batches = learner.stats.batch_sizes
+    ready.put(float(np.mean(batches)) if batches else 0.0)
+    learner.request_stop()
+    await run
+
+
+# ---- clients -------------------------------------------------------------------------------
+def _client(port: int, streams: int, k: int, seconds: float, results: multiprocessing.Queue, seed: int) -> None:
+    import uvloop
+
+    results.put(uvloop.run(_client_async(port, streams, k, seconds, seed)))
+
+
+async def _client_async(port: int, streams: int, k: int, seconds: float, seed: int) -> dict:
+    import grpc
+
+    observations = np.zeros((k, *SPEC.observation_shape), SPEC.dtype).tobytes()
+    start_at = time.monotonic() + WARMUP_S
+    end_at = start_at + seconds
+    latencies: list[float] = []
+    counts = [0]
+
+    async def one(channel: grpc.aio.Channel, index: int) -> None:
+        call = channel.stream_stream(METHOD, request_serializer=None, response_deserializer=None)()
+        run_ids = np.arange(1, k + 1, dtype="<u8") + (seed * 1_000_000 + index) * k
+        hello = pb.ActorMessage(
+            hello=pb.Hello(spec=SPEC.to_proto(), num_envs=k, run_ids=run_ids.tolist(), actor_name="bench")
+        )
+        await call.write(hello.SerializeToString())
+        welcome = pb.LearnerMessage.FromString(await call.read())
+        request = pb.ActorMessage(
+            steps=pb.Steps(
+                slots=np.array(welcome.welcome.slots, "<i4").tobytes(),
+                run_ids=run_ids.tobytes(),
+                rewards=np.zeros(k, "<f4").tobytes(),
+                flags=np.zeros(k, np.uint8).tobytes(),
+                observations=observations,
+            )
+        ).SerializeToString()
+        clock = time.monotonic
+        while True:
+            sent = clock()
+            if sent >= end_at:
+                break
+            await call.write(request)
+            await call.read()
+            done = clock()
+            if sent >= start_at:
+                counts[0] += 1
+                latencies.append(done - sent)
+        await call.done_writing()
+
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        await asyncio.gather(*(one(channel, i) for i in range(streams)))
+    return {"round_trips": counts[0], "latencies": latencies}
+
+
+def _trial(trial: Trial) -> dict:
+    context = multiprocessing.get_context("spawn")
+    ready, stop, results = context.Queue(), context.Event(), context.Queue()
+    server = context.Process(target=_serve, args=(trial.server, trial.k, trial.streams, ready, stop))
+    server.start()
+    port = ready.get(timeout=120)
+    per_process = [trial.streams // trial.client_processes] * trial.client_processes
+    per_process[0] += trial.streams - sum(per_process)
+    clients = [
+        context.Process(target=_client, args=(port, n, trial.k, trial.seconds, results, i))
+        for i, n in enumerate(per_process)
+        if n
+    ]
+    for client in clients:
+        client.start()
+    outputs = [results.get(timeout=trial.seconds + 120) for _ in clients]
+    for client in clients:
+        client.join()
+    stop.set()
+    mean_batch = ready.get(timeout=60) if trial.server == "learner" else None
+    server.join(60)
+    latencies = np.concatenate([np.asarray(o["latencies"]) for o in outputs]) * 1e3
+    round_trips = sum(o["round_trips"] for o in outputs)
+    return {
+        "round_trips_per_s": round_trips / trial.seconds,
+        "p50_ms": float(np.percentile(latencies, 50)) if len(latencies) else float("nan"),
+        "p99_ms": float(np.percentile(latencies, 99)) if len(latencies) else float("nan"),
+        "mean_batch": mean_batch,
+    }
+
+
+def main(config: TransportBench) -> int:
+    for streams in config.streams:
+        for k in config.rows_per_message:
+            procs = min(config.actor_processes, streams)
+            echo = _trial(Trial("echo", streams, k, config.seconds, procs))
+            learner = _trial(Trial("learner", streams, k, config.seconds, procs))
+            row = {
+                "streams": streams,
+                "rows_per_message": k,
+                "steps_per_s": round(learner["round_trips_per_s"] * k),
+                "round_trips_per_s": round(learner["round_trips_per_s"]),
+                "p50_ms": round(learner["p50_ms"], 3),
+                "p99_ms": round(learner["p99_ms"], 3),
+                "echo_round_trips_per_s": round(echo["round_trips_per_s"]),
+                "echo_p50_ms": round(echo["p50_ms"], 3),
+                "ratio_vs_echo": round(learner["round_trips_per_s"] / max(echo["round_trips_per_s"], 1e-9), 3),
+                "mean_batch": round(learner["mean_batch"], 1),
+                "client_processes": procs,
+                "seconds": config.seconds,
+            }
+            sys.stdout.write((json.dumps(row) if config.json else _human(row)) + "\n")
+            sys.stdout.flush()
+    return 0
+
+
+def _human(row: dict) -> str:
+    return (
+        f"streams={row['streams']:5d} K={row['rows_per_message']:3d}  steps/s={row['steps_per_s']:9d}  "
+        f"rt/s={row['round_trips_per_s']:7d} (echo {row['echo_round_trips_per_s']:7d}, "
+        f"ratio {row['ratio_vs_echo']:.2f})  p50={row['p50_ms']:.2f}ms p99={row['p99_ms']:.2f}ms  "
+        f"batch={row['mean_batch']}"
+    )
