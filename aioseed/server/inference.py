@@ -18,7 +18,6 @@ import structlog
 
 from aioseed.server.batcher import Batch, Batcher
 from aioseed.server.env_table import EnvTable, Observation
-from aioseed.server.unroll_queue import UnrollQueue
 from aioseed.server.unroll_store import UnrollStore
 
 log = structlog.get_logger()
@@ -75,7 +74,7 @@ class InferenceLoop:
         policy: Policy,
         envs: EnvTable,
         store: UnrollStore,
-        unrolls: UnrollQueue,
+        unrolls: asyncio.Queue[dict[str, np.ndarray]],
         version: Callable[[], int],
         on_batch: Callable[[Batch, StepResult, float], None],
     ) -> None:
@@ -105,8 +104,9 @@ class InferenceLoop:
                     continue
                 self._on_batch(batch, result, loop.time() - started)
                 if result.unrolls is not None:
-                    # Back-pressure: when training lags, this waits and so do the actors.
-                    await self._unrolls.put(result.unrolls)
+                    for i in range(len(result.unrolls["slot"])):
+                        # Back-pressure: when training lags, this waits and the actors stall.
+                        await self._unrolls.put({k: v[i] for k, v in result.unrolls.items()})
                 batch.set_result({"action": result.actions})
         finally:
             self._executor.shutdown(wait=False, cancel_futures=True)

@@ -28,7 +28,6 @@ from aioseed.server.service import LearnerService
 from aioseed.server.slots import SlotTable
 from aioseed.server.stats import Stats
 from aioseed.server.training import Progress, Trainer
-from aioseed.server.unroll_queue import UnrollQueue
 from aioseed.server.unroll_store import UnrollStore
 from aioseed.spec import EnvSpec
 
@@ -45,7 +44,7 @@ class Learner:
         self.stats = Stats(window=config.return_window)
         self._checkpointer = checkpointer
         self._stop = asyncio.Event()
-        self.unrolls = UnrollQueue(config.training.queue_capacity)
+        self._unrolls: asyncio.Queue[dict[str, np.ndarray]] = asyncio.Queue(config.training.queue_capacity)
         self.batcher = Batcher(config.batcher)
         columns = {
             "observation": (spec.observation_shape, spec.dtype),
@@ -56,9 +55,9 @@ class Learner:
             **agent.output_columns(),
         }
         self.store = UnrollStore(config.training.unroll_length, columns, overlap=1)
-        self.trainer = Trainer(config.training, agent, self.unrolls, self._on_train_step)
+        self.trainer = Trainer(config.training, agent, self._unrolls, self._on_train_step)
         self.inference = InferenceLoop(
-            self.batcher, agent, EnvTable(), self.store, self.unrolls, lambda: self.trainer.version, self._on_batch
+            self.batcher, agent, EnvTable(), self.store, self._unrolls, lambda: self.trainer.version, self._on_batch
         )
         self.slots = SlotTable(config.max_envs, config.slot_grace_s)
         self.service = LearnerService(

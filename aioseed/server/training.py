@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from aioseed.algos.agent import Agent
-from aioseed.server.unroll_queue import UnrollQueue
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,11 +29,6 @@ class TrainingConfig:
         for name in ("unroll_length", "batch_size", "queue_capacity", "prefetch_batches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.queue_capacity < self.batch_size:
-            raise ValueError(
-                f"queue_capacity ({self.queue_capacity}) must be >= batch_size ({self.batch_size}): "
-                "a train step could never gather its batch"
-            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,9 +39,11 @@ class Progress:
     frames: int
 
 
-def time_major(unrolls: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Batch-major ``[B, T + 1, ...]`` unrolls -> time-major ``[T + 1, B, ...]`` (``slot`` stays ``[B]``)."""
-    return {key: value if key == "slot" else np.ascontiguousarray(np.swapaxes(value, 0, 1)) for key, value in unrolls.items()}
+def stack_time_major(unrolls: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """B unrolls of ``[T + 1, ...]`` -> ``[T + 1, B, ...]`` (``slot`` stays ``[B]``)."""
+    return {
+        key: np.stack([u[key] for u in unrolls], axis=0 if key == "slot" else 1) for key in unrolls[0]
+    }
 
 
 class Trainer:
@@ -57,7 +53,7 @@ class Trainer:
         self,
         config: TrainingConfig,
         agent: Agent,
-        unrolls: UnrollQueue,
+        unrolls: asyncio.Queue[dict[str, np.ndarray]],
         on_step: Callable[[dict[str, float], float], None],
     ) -> None:
         self._config = config
@@ -88,8 +84,8 @@ class Trainer:
 
     async def prefetch(self) -> None:
         while True:
-            unrolls = await self._unrolls.get(self._config.batch_size)
-            batch = await asyncio.to_thread(time_major, unrolls)
+            unrolls = [await self._unrolls.get() for _ in range(self._config.batch_size)]
+            batch = await asyncio.to_thread(stack_time_major, unrolls)
             await self._batches.put(batch)
 
     async def train(self) -> None:
