@@ -35,8 +35,6 @@ class EnvGroup:
         self._needs_reset = np.zeros(k, bool)
         self.steps = 0
         """Env steps executed so far."""
-        self.episode_returns: list[float] = []
-        self._returns = np.zeros(k, np.float64)
         for i, env in enumerate(self.envs):
             obs, _ = env.reset(seed=None if seed is None else seed + i)
             self.observations[i] = obs
@@ -67,7 +65,6 @@ class EnvGroup:
             obs, reward, terminated, truncated, _ = env.step(int(actions[i]))
             self.steps += 1
             self.rewards[i] = reward
-            self._returns[i] += reward
             if terminated:
                 obs, _ = env.reset()
                 self.flags[i] = TERMINATED
@@ -76,9 +73,6 @@ class EnvGroup:
                 self._needs_reset[i] = True
             else:
                 self.flags[i] = 0
-            if terminated or truncated:
-                self.episode_returns.append(float(self._returns[i]))
-                self._returns[i] = 0.0
             self.observations[i] = obs
 
     def close(self) -> None:
