@@ -26,9 +26,9 @@ class RunConfig:
     learner: LearnerConfig = LearnerConfig(host="127.0.0.1", port=0, stop_at_return=475.0)
     num_actors: int = 2
     """Actor processes to spawn."""
-    envs_per_actor: int = 64
+    envs_per_actor: int = 128
     """Environments per actor process."""
-    envs_per_message: int = 16
+    envs_per_message: int = 64
     """Env rows per stream message (K)."""
 
     def actor_config(self, port: int, index: int) -> ActorConfig:
@@ -146,8 +146,24 @@ def stop_actors(processes: list[multiprocessing.process.BaseProcess], timeout_s:
             process.join()
 
 
-async def run_local(config: RunConfig) -> int:
-    """``aioseed run``: a learner and ``num_actors`` actor processes on loopback."""
+@dataclasses.dataclass(frozen=True)
+class RunSummary:
+    """How a local run ended."""
+
+    frames: int
+    train_steps: int
+    mean_return: float
+    stop_reason: str | None
+    stop_time: float | None
+    """Wall-clock time (time.time()) at which the stop condition was met."""
+    stop_frames: int | None
+    """Frames when the stop condition was met (``frames`` also counts the drain)."""
+    stop_mean_return: float
+    """Mean return when the stop condition was met."""
+
+
+async def train_locally(config: RunConfig) -> RunSummary:
+    """A learner and ``num_actors`` actor processes on loopback, until a stop condition or signal."""
     learner = build_learner(config.learner)
     port = await learner.start()
     processes = start_actors([config.actor_config(port, i) for i in range(config.num_actors)])
@@ -157,11 +173,25 @@ async def run_local(config: RunConfig) -> int:
         await learner.run()
     finally:
         await asyncio.to_thread(stop_actors, processes)
+    return RunSummary(
+        frames=learner.frames,
+        train_steps=learner.trainer.version,
+        mean_return=learner.stats.mean_return(),
+        stop_reason=learner.stop_reason,
+        stop_time=learner.stop_time,
+        stop_frames=learner.stop_frames,
+        stop_mean_return=learner.stop_mean_return,
+    )
+
+
+async def run_local(config: RunConfig) -> int:
+    """``aioseed run``."""
+    summary = await train_locally(config)
     log.info(
         "run_finished",
-        frames=learner.frames,
-        mean_return=round(learner.stats.mean_return(), 1),
-        train_steps=learner.trainer.version,
+        frames=summary.frames,
+        mean_return=round(summary.mean_return, 1),
+        train_steps=summary.train_steps,
         logdir=str(config.learner.logdir),
     )
     return 0

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import tyro
 
+from aioseed.launch import RunConfig
+
 
 @dataclasses.dataclass(frozen=True)
 class TransportBench:
@@ -20,22 +22,36 @@ class TransportBench:
     """Measured seconds per configuration (after warm-up)."""
     actor_processes: int = 1
     """Client processes sharing the streams."""
+    max_batch_size: int = 256
+    """The learner's max_batch_size (raised to K when K is larger)."""
+    deadline_ms: float = 2.0
+    """The learner's batch deadline."""
     json: bool = False
     """Print one JSON object per configuration."""
 
 
+def _cartpole_run() -> RunConfig:
+    return RunConfig(learner=dataclasses.replace(RunConfig().learner, logdir=None))
+
+
 @dataclasses.dataclass(frozen=True)
 class CartpoleBench:
-    """Wall seconds and env steps until mean return over 100 episodes >= 475."""
+    """Wall seconds and env steps until the mean return over 100 episodes reaches 475 (median of runs)."""
 
+    run: RunConfig = dataclasses.field(default_factory=_cartpole_run)
+    """The ``aioseed run`` set-up each run uses (no logdir: nothing is written)."""
     runs: int = 3
-    """Independent runs; the median is reported."""
+    """Independent runs, seeded seed, seed + 1, ...; the median is reported."""
+    seed: int = 0
+    """Seed of the first run."""
     target_return: float = 475.0
-    """Mean return over the last 100 episodes to reach."""
+    """Mean return to reach."""
+    target_window: int = 100
+    """Episodes the mean return is taken over."""
     timeout_s: float = 300.0
     """Give up a run after this long."""
     json: bool = False
-    """Print the result as JSON."""
+    """Print the result as one JSON line."""
 
 
 @dataclasses.dataclass(frozen=True)

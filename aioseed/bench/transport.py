@@ -20,6 +20,7 @@ import numpy as np
 
 from aioseed.bench.config import TransportBench
 from aioseed.proto import aioseed_pb2 as pb
+from aioseed.server.batcher import BatcherConfig
 from aioseed.spec import EnvSpec
 
 SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)
@@ -34,19 +35,20 @@ class Trial:
     k: int
     seconds: float
     client_processes: int
+    batcher: BatcherConfig
 
 
 # ---- servers (each in its own spawned process) -------------------------------------------
-def _serve(server: str, k: int, streams: int, ready: multiprocessing.Queue, stop: multiprocessing.Event) -> None:
+def _serve(server: str, k: int, streams: int, batcher, ready: multiprocessing.Queue, stop: multiprocessing.Event) -> None:
     import uvloop
 
     from aioseed import log as logging_setup
 
     logging_setup.configure("warning")
-    uvloop.run(_serve_async(server, k, streams, ready, stop))
+    uvloop.run(_serve_async(server, k, streams, batcher, ready, stop))
 
 
-async def _serve_async(server: str, k: int, streams: int, ready, stop) -> None:
+async def _serve_async(server: str, k: int, streams: int, batcher, ready, stop) -> None:
     import grpc
 
     loop = asyncio.get_running_loop()
@@ -73,7 +75,6 @@ async def _serve_async(server: str, k: int, streams: int, ready, stop) -> None:
         return
 
     from aioseed.bench.null_agent import NullAgent
-    from aioseed.server.batcher import BatcherConfig
     from aioseed.server.config import LearnerConfig
     from aioseed.server.learner import Learner
 
@@ -82,7 +83,7 @@ async def _serve_async(server: str, k: int, streams: int, ready, stop) -> None:
         port=0,
         logdir=None,
         log_every_s=3600.0,
-        batcher=BatcherConfig(max_batch_size=max(256, k), deadline_ms=2.0),
+        batcher=batcher,
         max_envs=streams * k,
         max_envs_per_stream=k,
     )
@@ -151,7 +152,7 @@ async def _client_async(port: int, streams: int, k: int, seconds: float, seed: i
 def _trial(trial: Trial) -> dict:
     context = multiprocessing.get_context("spawn")
     ready, stop, results = context.Queue(), context.Event(), context.Queue()
-    server = context.Process(target=_serve, args=(trial.server, trial.k, trial.streams, ready, stop))
+    server = context.Process(target=_serve, args=(trial.server, trial.k, trial.streams, trial.batcher, ready, stop))
     server.start()
     port = ready.get(timeout=120)
     per_process = [trial.streams // trial.client_processes] * trial.client_processes
@@ -183,8 +184,9 @@ def main(config: TransportBench) -> int:
     for streams in config.streams:
         for k in config.rows_per_message:
             procs = min(config.actor_processes, streams)
-            echo = _trial(Trial("echo", streams, k, config.seconds, procs))
-            learner = _trial(Trial("learner", streams, k, config.seconds, procs))
+            batcher = BatcherConfig(max_batch_size=max(config.max_batch_size, k), deadline_ms=config.deadline_ms)
+            echo = _trial(Trial("echo", streams, k, config.seconds, procs, batcher))
+            learner = _trial(Trial("learner", streams, k, config.seconds, procs, batcher))
             row = {
                 "streams": streams,
                 "rows_per_message": k,

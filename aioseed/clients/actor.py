@@ -22,7 +22,7 @@ import structlog
 import tenacity
 
 from aioseed.clients.env_group import EnvGroup
-from aioseed.clients.envs import make_env
+from aioseed.clients.envs import make_vector_env
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.spec import EnvSpec
@@ -89,15 +89,22 @@ class Actor:
         self.config = config
         self.name = config.name or f"{socket.gethostname()}:{os.getpid()}"
         self._metadata = (("authorization", f"Bearer {config.token}"),) if config.token else ()
-        envs = [make_env(config.env) for _ in range(config.num_envs)]
-        self.spec = EnvSpec.from_spaces(envs[0].observation_space, envs[0].action_space)
-        # Drawn once per process: the same across reconnects, new after a restart.
-        self.run_ids = np.array([secrets.randbits(64) | 1 for _ in envs], np.uint64)
         k = config.envs_per_message
-        seed = config.seed
+        sizes = [min(k, config.num_envs - start) for start in range(0, config.num_envs, k)]
+        vector_envs = [make_vector_env(config.env, size) for size in sizes]
+        first = vector_envs[0]
+        self.spec = EnvSpec.from_spaces(first.single_observation_space, first.single_action_space)
+        # Drawn once per process: the same across reconnects, new after a restart.
+        self.run_ids = np.array([secrets.randbits(64) | 1 for _ in range(config.num_envs)], np.uint64)
+        offsets = np.cumsum([0, *sizes])
         self.groups = [
-            EnvGroup(envs[i : i + k], self.spec, self.run_ids[i : i + k], None if seed is None else seed + i)
-            for i in range(0, len(envs), k)
+            EnvGroup(
+                envs,
+                self.spec,
+                self.run_ids[offsets[i] : offsets[i + 1]],
+                None if config.seed is None else config.seed + int(offsets[i]),
+            )
+            for i, envs in enumerate(vector_envs)
         ]
         self.connects = 0
 
@@ -107,11 +114,15 @@ class Actor:
 
     async def run(self) -> None:
         """Runs every group's stream until ``max_steps`` or cancellation."""
-        async with grpc.aio.insecure_channel(self.config.learner) as channel:
-            stub = pb_grpc.LearnerStub(channel)
-            async with asyncio.TaskGroup() as group_tasks:
-                for index, group in enumerate(self.groups):
-                    group_tasks.create_task(self._run_group(stub, index, group))
+        try:
+            async with grpc.aio.insecure_channel(self.config.learner) as channel:
+                stub = pb_grpc.LearnerStub(channel)
+                async with asyncio.TaskGroup() as group_tasks:
+                    for index, group in enumerate(self.groups):
+                        group_tasks.create_task(self._run_group(stub, index, group))
+        finally:
+            for group in self.groups:
+                group.close()
         log.info("actor_done", steps=self.steps)
 
     async def _run_group(self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup) -> None:

@@ -1,8 +1,6 @@
-"""K environments stepped together and their pending row (the actor's side of the done convention)."""
+"""K environments stepped together and their pending rows (the actor's side of the done convention)."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -12,69 +10,55 @@ from aioseed.spec import EnvSpec
 
 TERMINATED = 1
 TRUNCATED = 2
+FINAL = 4
 
 
 class EnvGroup:
     """Verbs: ``message`` (the pending rows as a Steps message), ``step`` with the learner's actions.
 
-    On termination the env is reset at once and its row carries the final reward,
-    TERMINATED and the next episode's first observation. On truncation the row
-    carries the final reward, TRUNCATED and the *final* observation; the action
-    the learner sends back for it is ignored, and the env's next row is the
-    reset observation with reward 0.
+    The K envs are one gymnasium vector env with next-step autoreset. When an
+    episode ends, its row carries the final reward, TERMINATED and/or TRUNCATED,
+    FINAL and the *final* observation. The action the learner sends back for
+    that row is ignored: the next vector step resets the env, and its next row
+    is the first observation of the new episode with reward 0.
     """
 
-    def __init__(self, envs: Sequence[gym.Env], spec: EnvSpec, run_ids: np.ndarray, seed: int | None = None) -> None:
-        self.envs = list(envs)
+    def __init__(self, envs: gym.vector.VectorEnv, spec: EnvSpec, run_ids: np.ndarray, seed: int | None = None) -> None:
+        self.envs = envs
         self.spec = spec
-        self.run_ids = np.asarray(run_ids, np.uint64)
-        k = len(self.envs)
-        self.observations = np.zeros((k, *spec.observation_shape), spec.dtype)
-        self.rewards = np.zeros(k, np.float32)
+        self.run_ids = np.asarray(run_ids, "<u8")
+        k = envs.num_envs
+        if len(self.run_ids) != k:
+            raise ValueError(f"need {k} run_ids, got {len(self.run_ids)}")
+        observations, _ = envs.reset(seed=seed)
+        self.observations = np.ascontiguousarray(observations, spec.dtype)
+        self.rewards = np.zeros(k, "<f4")
         self.flags = np.zeros(k, np.uint8)
-        self._needs_reset = np.zeros(k, bool)
         self.steps = 0
-        """Env steps executed so far."""
-        for i, env in enumerate(self.envs):
-            obs, _ = env.reset(seed=None if seed is None else seed + i)
-            self.observations[i] = obs
+        """Env steps executed so far (autoreset steps excluded)."""
 
     def __len__(self) -> int:
-        return len(self.envs)
+        return self.envs.num_envs
 
     def message(self, slots: np.ndarray) -> pb.ActorMessage:
         return pb.ActorMessage(
             steps=pb.Steps(
                 slots=slots.astype("<i4").tobytes(),
-                run_ids=self.run_ids.astype("<u8").tobytes(),
-                rewards=self.rewards.astype("<f4").tobytes(),
+                run_ids=self.run_ids.tobytes(),
+                rewards=self.rewards.tobytes(),
                 flags=self.flags.tobytes(),
                 observations=self.observations.tobytes(),
             )
         )
 
     def step(self, actions: np.ndarray) -> None:
-        for i, env in enumerate(self.envs):
-            if self._needs_reset[i]:
-                obs, _ = env.reset()
-                self._needs_reset[i] = False
-                self.rewards[i] = 0.0
-                self.flags[i] = 0
-                self.observations[i] = obs
-                continue
-            obs, reward, terminated, truncated, _ = env.step(int(actions[i]))
-            self.steps += 1
-            self.rewards[i] = reward
-            if terminated:
-                obs, _ = env.reset()
-                self.flags[i] = TERMINATED
-            elif truncated:
-                self.flags[i] = TRUNCATED
-                self._needs_reset[i] = True
-            else:
-                self.flags[i] = 0
-            self.observations[i] = obs
+        resetting = self.flags != 0  # these envs autoreset in this step and ignore their action
+        observations, rewards, terminated, truncated, _ = self.envs.step(actions.astype(np.int64))
+        self.steps += int(len(resetting) - resetting.sum())
+        self.observations = np.ascontiguousarray(observations, self.spec.dtype)
+        self.rewards = np.asarray(rewards, "<f4")
+        ended = terminated | truncated
+        self.flags = (terminated * TERMINATED | truncated * TRUNCATED | ended * FINAL).astype(np.uint8)
 
     def close(self) -> None:
-        for env in self.envs:
-            env.close()
+        self.envs.close()

@@ -1,4 +1,4 @@
-"""Environments the actors step: any gymnasium id."""
+"""Environments the actors step: any gymnasium id, as a vector env with next-step autoreset."""
 
 from __future__ import annotations
 
@@ -7,13 +7,27 @@ import gymnasium as gym
 from aioseed.spec import EnvSpec
 
 
-def make_env(env_id: str, seed: int | None = None) -> gym.Env:
-    """Builds a gymnasium env by id (with its registered time limit)."""
-    env = gym.make(env_id, disable_env_checker=True)
-    if seed is not None:
-        env.reset(seed=seed)
-        env.action_space.seed(seed)
-    return env
+def make_env(env_id: str) -> gym.Env:
+    """One gymnasium env by id, with its registered time limit (for evaluation)."""
+    return gym.make(env_id, disable_env_checker=True)
+
+
+def make_vector_env(env_id: str, num_envs: int, **env_kwargs: object) -> gym.vector.VectorEnv:
+    """``num_envs`` copies of ``env_id`` stepped together (``env_kwargs`` go to the env, e.g. max_episode_steps).
+
+    Uses the env's own vectorized implementation when it registers one (e.g.
+    CartPole's NumPy ``CartPoleVectorEnv``), otherwise a ``SyncVectorEnv``.
+    Either way the autoreset mode is gymnasium's default, next-step: the step
+    after an episode's final observation resets that env and ignores its action.
+    """
+    spec = gym.spec(env_id)
+    mode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"
+    kwargs = {} if mode == "vector_entry_point" else {"vector_kwargs": {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}}
+    envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, **kwargs, **env_kwargs)
+    autoreset = envs.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
+    if autoreset != gym.vector.AutoresetMode.NEXT_STEP:
+        raise ValueError(f"{env_id}: aioseed needs next-step autoreset, the vector env uses {autoreset}")
+    return envs
 
 
 def env_spec(env_id: str) -> EnvSpec:

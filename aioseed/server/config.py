@@ -53,6 +53,8 @@ class LearnerConfig:
     """Stop once the mean return over return_window episodes reaches this."""
     stop_after_frames: int | None = None
     """Stop after this many env frames."""
+    stop_after_seconds: float | None = None
+    """Stop after this many seconds of serving."""
     seed: int | None = None
     """TensorFlow seed (None: random)."""
 

@@ -2,10 +2,13 @@
 
 It turns the wire's done flags into what trajectories need:
   * ``done``: the transition into this row crosses an episode boundary, so its
-    discount is zero (a termination, or the reset row after a truncation);
-  * ``phantom``: the row carries the final observation of a truncated episode.
-    Its action is never executed; it exists so the previous step can bootstrap
-    from V(final observation). The loss gives it zero weight.
+    discount is zero (a termination, or the reset row after a final row);
+  * ``phantom``: the row carries an episode's final observation (FINAL, or
+    TRUNCATED, which always comes with the final observation). Its action is
+    never executed; it exists so that the previous step can bootstrap from
+    V(final observation) after a truncation. The loss gives it zero weight.
+A TERMINATED row without FINAL follows SEED's convention instead: it carries
+the first observation of the next episode, which is not a phantom.
 A row whose run_id differs from the stored one starts a new run: its state is
 reset. The first row after a (re)connection is also ``fresh``: it starts a new
 unroll and its reward is not counted, since it may have been seen already.
@@ -18,7 +21,11 @@ import dataclasses
 import numpy as np
 
 TERMINATED = 1
+"""The episode ended in a terminal state: no bootstrap."""
 TRUNCATED = 2
+"""The episode was cut (time limit): bootstrap from the final observation, which this row carries."""
+FINAL = 4
+"""The row carries the episode's final observation (gymnasium's next-step autoreset); its action is not run."""
 
 
 @dataclasses.dataclass
@@ -30,7 +37,7 @@ class Observation:
     done: np.ndarray
     """<bool>[B] the discount into this row is zero."""
     phantom: np.ndarray
-    """<bool>[B] the row is a truncated episode's final observation."""
+    """<bool>[B] the row is an episode's final observation; its action is not executed."""
     episode_returns: np.ndarray
     """<float64>[E] returns of the episodes that ended in this batch."""
     episode_lengths: np.ndarray
@@ -46,7 +53,7 @@ class EnvTable:
         self._capacity = 0
         self._run_id = np.zeros(0, np.uint64)
         self._fresh = np.zeros(0, bool)
-        self._after_truncation = np.zeros(0, bool)
+        self._after_final = np.zeros(0, bool)
         self._return = np.zeros(0, np.float64)
         self._length = np.zeros(0, np.int64)
         self._grow(16)
@@ -62,10 +69,11 @@ class EnvTable:
         self._length[new_slots] = 0
 
         terminated = (flags & TERMINATED) != 0
-        truncated = ((flags & TRUNCATED) != 0) & ~terminated
-        after_truncation = self._after_truncation[slots] & ~fresh
-        self._after_truncation[slots] = truncated
-        counted = ~fresh & ~after_truncation
+        truncated = (flags & TRUNCATED) != 0
+        final = ((flags & FINAL) != 0) | (truncated & ~terminated)
+        after_final = self._after_final[slots] & ~fresh
+        self._after_final[slots] = final
+        counted = ~fresh & ~after_final
         self._return[slots] += np.where(counted, rewards, 0.0)
         self._length[slots] += counted
         ended = slots[(terminated | truncated) & counted]
@@ -75,11 +83,11 @@ class EnvTable:
         self._length[ended] = 0
         return Observation(
             fresh=fresh,
-            done=(terminated | after_truncation) & ~fresh,
-            phantom=truncated,
+            done=(terminated | after_final) & ~fresh,
+            phantom=final,
             episode_returns=episode_returns,
             episode_lengths=episode_lengths,
-            frames=int(len(slots) - truncated.sum()),
+            frames=int(len(slots) - final.sum()),
         )
 
     def forget(self, slots: np.ndarray) -> None:
@@ -99,7 +107,7 @@ class EnvTable:
 
         self._run_id = grown(self._run_id)
         self._fresh = grown(self._fresh)
-        self._after_truncation = grown(self._after_truncation)
+        self._after_final = grown(self._after_final)
         self._return = grown(self._return)
         self._length = grown(self._length)
         self._capacity = capacity

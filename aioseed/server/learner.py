@@ -69,6 +69,14 @@ class Learner:
         self.port: int | None = None
         self._frames_offset = 0
         self._last_checkpoint = time.monotonic()
+        self.stop_reason: str | None = None
+        """Why the learner stopped: "requested", "frames" or "return"."""
+        self.stop_time: float | None = None
+        """Wall-clock time (time.time()) of the stop request."""
+        self.stop_frames: int | None = None
+        """Frames at the stop request (before the drain)."""
+        self.stop_mean_return = float("nan")
+        """Mean return at the stop request."""
 
     # ---- the control API -------------------------------------------------------------------
     def configure_batcher(self, max_batch_size: int | None = None, deadline_ms: float | None = None) -> BatcherConfig:
@@ -98,8 +106,19 @@ class Learner:
         self._last_checkpoint = time.monotonic()
         return path
 
-    def request_stop(self) -> None:
-        self._stop.set()
+    def request_stop(self, reason: str = "requested") -> None:
+        """Starts the ordered shutdown: stop accepting, drain, checkpoint, return from ``run``."""
+        if not self._stop.is_set():
+            self.stop_reason = reason
+            self.stop_time = time.time()
+            self.stop_frames = self.frames
+            self.stop_mean_return = self.stats.mean_return()
+            self._stop.set()
+
+    @property
+    def queue_depth(self) -> int:
+        """Completed unrolls waiting for the prefetch task."""
+        return self._unrolls.qsize()
 
     @property
     def frames(self) -> int:
@@ -143,6 +162,8 @@ class Learner:
                     group.create_task(self.trainer.train(), name="train"),
                     group.create_task(self._report(), name="report"),
                 ]
+                if self.config.stop_after_seconds is not None:
+                    tasks.append(group.create_task(self._stop_after(self.config.stop_after_seconds), name="timer"))
                 await self._stop.wait()
                 log.info("learner_stopping", frames=self.frames, train_steps=self.trainer.version)
                 await self._health.enter_graceful_shutdown()
@@ -178,7 +199,7 @@ class Learner:
             return
         if c.stop_after_frames is not None and self.frames >= c.stop_after_frames:
             log.info("stop_condition", reason="frames", frames=self.frames)
-            self._stop.set()
+            self.request_stop("frames")
         elif (
             c.stop_at_return is not None
             and len(self.stats.returns) >= c.return_window
@@ -191,7 +212,12 @@ class Learner:
                 mean_return=round(self.stats.mean_return(), 2),
                 seconds=round(time.monotonic() - self.stats.started, 2),
             )
-            self._stop.set()
+            self.request_stop("return")
+
+    async def _stop_after(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        log.info("stop_condition", reason="time", frames=self.frames)
+        self.request_stop("time")
 
     async def _report(self) -> None:
         writer = self._summary_writer()

@@ -7,7 +7,6 @@ import numpy as np
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.spec import EnvSpec
 
-FLAG_BITS = 0b11
 
 
 class ProtocolError(ValueError):
@@ -38,7 +37,8 @@ def check_hello(hello: pb.Hello, spec: EnvSpec, max_envs_per_stream: int) -> Non
         raise ProtocolError("hello.run_ids must be non-zero")
 
 
-VALID_FLAG_BYTES = bytes(range(FLAG_BITS + 1))
+# terminated (1) and truncated (2) in any combination, FINAL (4) only with one of them.
+VALID_FLAG_BYTES = bytes([0, 1, 2, 3, 5, 6, 7])
 
 
 class RowParser:
@@ -79,7 +79,9 @@ class RowParser:
             raise ProtocolError(f"steps.rewards must be finite; rows {bad} are not")
         flags = self._column(steps.flags, "u1", "flags")
         if steps.flags.translate(None, VALID_FLAG_BYTES):
-            raise ProtocolError("steps.flags may only set bit 0 (terminated) and bit 1 (truncated)")
+            raise ProtocolError(
+                "steps.flags may only set bit 0 (terminated), bit 1 (truncated) and, with one of them, bit 2 (final)"
+            )
         if len(steps.observations) != self._obs_nbytes:
             raise ProtocolError(
                 f"steps.observations has {len(steps.observations)} bytes, expected {self._obs_nbytes} "

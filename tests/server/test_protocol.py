@@ -68,7 +68,8 @@ BAD_MESSAGES = {
         lambda slots: steps(slots, observations=np.array([[0, 0, 0, np.inf], [0, 0, 0, 0]], np.float32)),
         "observations must be finite",
     ),
-    "unknown flag": (lambda slots: steps(slots, flags=np.array([0, 4])), "flags may only set"),
+    "unknown flag": (lambda slots: steps(slots, flags=np.array([0, 8])), "flags may only set"),
+    "final without an episode end": (lambda slots: steps(slots, flags=np.array([4, 0])), "flags may only set"),
 }
 
 

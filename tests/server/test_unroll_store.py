@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aioseed.server.env_table import TERMINATED, TRUNCATED, EnvTable
+from aioseed.server.env_table import FINAL, TERMINATED, TRUNCATED, EnvTable
 from aioseed.server.inference import record
 from aioseed.server.unroll_store import UnrollStore
 
@@ -153,3 +153,31 @@ def test_terminated_and_truncated_together_count_as_termination() -> None:
     both = env.row(7.0, reward=1.0, flags=TERMINATED | TRUNCATED)
     assert both.done[0] and not both.phantom[0]
     assert env.episodes == [(1.0, 1)]
+
+
+def test_termination_with_the_final_observation_is_a_phantom_with_zero_discount() -> None:
+    # Gymnasium's next-step autoreset: the terminal observation comes first, then the reset row.
+    env = Env()
+    env.row(0.0)
+    env.row(1.0, reward=1.0)
+    final = env.row(2.0, reward=2.0, flags=TERMINATED | FINAL)
+    assert final.phantom[0] and final.done[0] and final.frames == 0
+    reset = env.row(50.0, reward=0.0)
+    assert reset.done[0] and not reset.phantom[0]
+    unroll = env.unrolls[0]
+    np.testing.assert_array_equal(unroll["observation"], [0, 1, 2, 50])
+    np.testing.assert_array_equal(unroll["done"], [False, False, True, True])
+    np.testing.assert_array_equal(unroll["phantom"], [False, False, True, False])
+    assert env.episodes == [(3.0, 2)]
+
+
+def test_truncation_with_the_final_flag_matches_truncation_alone() -> None:
+    plain, flagged = Env(), Env()
+    for env, flags in ((plain, TRUNCATED), (flagged, TRUNCATED | FINAL)):
+        env.row(0.0)
+        env.row(1.0, reward=1.0)
+        env.row(2.0, reward=2.0, flags=flags)
+        env.row(50.0)
+    for key in ("done", "phantom", "observation", "reward"):
+        np.testing.assert_array_equal(plain.unrolls[0][key], flagged.unrolls[0][key])
+    assert plain.episodes == flagged.episodes == [(3.0, 2)]

@@ -45,7 +45,9 @@ class ImpalaAgent:
         self.config = config
         self.device = device
         with tf.device(device):
-            self.network = MLPPolicyValue(spec.num_actions, config.hidden_sizes)
+            self.network = MLPPolicyValue(
+                spec.num_actions, config.hidden_sizes, shared_torso=config.shared_torso, activation=config.activation
+            )
             self.network(np.zeros((1, *spec.observation_shape), spec.observation_dtype))
             self.optimizer = keras.optimizers.Adam(
                 learning_rate=config.learning_rate, epsilon=config.adam_epsilon, global_clipnorm=config.max_grad_norm

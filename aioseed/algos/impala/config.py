@@ -15,8 +15,9 @@ class ImpalaConfig:
     """Adam learning rate (can be changed while training)."""
     adam_epsilon: float = 1e-7
     """Adam epsilon."""
-    max_grad_norm: float | None = 40.0
-    """Clip the global gradient norm to this value (None: no clipping)."""
+    max_grad_norm: float | None = 1.0
+    """Clip the global gradient norm to this value (None: no clipping). On CartPole, 1.0 prevented the
+    occasional collapse to a deterministic policy seen with 40 (1 run in 13) and learned faster."""
 
     # Loss
     discount: float = 0.99
@@ -37,6 +38,10 @@ class ImpalaConfig:
     # Network
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the MLP torso."""
+    shared_torso: bool = False
+    """One MLP torso for both heads; by default the value has its own."""
+    activation: Literal["tanh", "relu"] = "tanh"
+    """Activation of the MLP torso."""
 
     def __post_init__(self) -> None:
         if self.learning_rate <= 0:

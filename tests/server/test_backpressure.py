@@ -1,0 +1,44 @@
+"""The bounded unroll queue: when training stops, the queue fills, inference waits and the actors stall."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.conftest import small_config
+
+from aioseed.clients.actor import Actor, ActorConfig
+from aioseed.server.training import TrainingConfig
+
+NUM_ENVS = 4
+UNROLL = 5
+
+
+async def test_paused_training_stalls_actors_and_resume_restarts_them(running_learner, tmp_path) -> None:
+    training = TrainingConfig(unroll_length=UNROLL, batch_size=2, queue_capacity=4)
+    async with running_learner(small_config(tmp_path, training=training)) as learner:
+        learner.pause()
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=NUM_ENVS, envs_per_message=NUM_ENVS))
+        task = asyncio.create_task(actor.run())
+        for _ in range(2000):
+            if learner.queue_depth == training.queue_capacity:
+                break
+            await asyncio.sleep(0.01)
+        assert learner.queue_depth == training.queue_capacity
+        at_full = actor.steps
+        # Each env completes at most one more unroll before inference blocks on the full queue.
+        await asyncio.sleep(0.5)
+        stalled = actor.steps
+        await asyncio.sleep(0.5)
+        assert actor.steps == stalled, "actors kept stepping while the queue was full"
+        assert stalled - at_full <= NUM_ENVS * (UNROLL + 1)
+        assert learner.trainer.version == 0
+        assert learner.queue_depth == training.queue_capacity  # bounded: nothing grew, nothing dropped
+
+        learner.resume()
+        for _ in range(2000):
+            if learner.trainer.version >= 5 and actor.steps > stalled + 100:
+                break
+            await asyncio.sleep(0.01)
+        assert learner.trainer.version >= 5
+        assert actor.steps > stalled + 100
+        task.cancel()
