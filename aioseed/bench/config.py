@@ -22,7 +22,7 @@ class TransportBench:
     """Measured seconds per configuration (after warm-up)."""
     actor_processes: int = 1
     """Client processes sharing the streams."""
-    max_batch_size: int = 256
+    max_batch_size: int = 1024
     """The learner's max_batch_size (raised to K when K is larger)."""
     deadline_ms: float = 2.0
     """The learner's batch deadline."""

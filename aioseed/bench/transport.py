@@ -92,8 +92,8 @@ async def _serve_async(server: str, k: int, streams: int, batcher, ready, stop) 
     ready.put(port)
     run = asyncio.create_task(learner.run())
     await loop.run_in_executor(None, stop.wait)
-    batches = learner.stats.batch_sizes
-    ready.put(float(np.mean(batches)) if batches else 0.0)
+    snapshot = learner.stats.snapshot()
+    ready.put({key: snapshot[key] for key in ("batcher/batch_size", "batcher/fill_ms", "inference/ms")})
     learner.request_stop()
     await run
 
@@ -168,7 +168,7 @@ def _trial(trial: Trial) -> dict:
     for client in clients:
         client.join()
     stop.set()
-    mean_batch = ready.get(timeout=60) if trial.server == "learner" else None
+    batching = ready.get(timeout=60) if trial.server == "learner" else None
     server.join(60)
     latencies = np.concatenate([np.asarray(o["latencies"]) for o in outputs]) * 1e3
     round_trips = sum(o["round_trips"] for o in outputs)
@@ -176,7 +176,7 @@ def _trial(trial: Trial) -> dict:
         "round_trips_per_s": round_trips / trial.seconds,
         "p50_ms": float(np.percentile(latencies, 50)) if len(latencies) else float("nan"),
         "p99_ms": float(np.percentile(latencies, 99)) if len(latencies) else float("nan"),
-        "mean_batch": mean_batch,
+        "batching": batching,
     }
 
 
@@ -197,7 +197,11 @@ def main(config: TransportBench) -> int:
                 "echo_round_trips_per_s": round(echo["round_trips_per_s"]),
                 "echo_p50_ms": round(echo["p50_ms"], 3),
                 "ratio_vs_echo": round(learner["round_trips_per_s"] / max(echo["round_trips_per_s"], 1e-9), 3),
-                "mean_batch": round(learner["mean_batch"], 1),
+                "mean_batch": round(learner["batching"]["batcher/batch_size"], 1),
+                "fill_ms": round(learner["batching"]["batcher/fill_ms"], 3),
+                "inference_ms": round(learner["batching"]["inference/ms"], 3),
+                "max_batch_size": batcher.max_batch_size,
+                "deadline_ms": batcher.deadline_ms,
                 "client_processes": procs,
                 "seconds": config.seconds,
             }
@@ -211,5 +215,5 @@ def _human(row: dict) -> str:
         f"streams={row['streams']:5d} K={row['rows_per_message']:3d}  steps/s={row['steps_per_s']:9d}  "
         f"rt/s={row['round_trips_per_s']:7d} (echo {row['echo_round_trips_per_s']:7d}, "
         f"ratio {row['ratio_vs_echo']:.2f})  p50={row['p50_ms']:.2f}ms p99={row['p99_ms']:.2f}ms  "
-        f"batch={row['mean_batch']}"
+        f"batch={row['mean_batch']} fill={row['fill_ms']}ms inference={row['inference_ms']}ms"
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Mapping
 
@@ -69,14 +70,17 @@ class Batch:
         """Seconds from the first row to the close."""
         self.reason = reason
         """Why it closed: "full", "deadline" or "all_waiting"."""
-        first = segments[0]
-        if len(segments) == 1 and first.stop - first.start == first.submission.size:
-            self.inputs: dict[str, np.ndarray] = dict(first.submission.inputs)
-        else:
-            self.inputs = {
-                key: np.concatenate([s.submission.inputs[key][s.start : s.stop] for s in segments])
-                for key in first.submission.inputs
-            }
+
+    @functools.cached_property
+    def inputs(self) -> dict[str, np.ndarray]:
+        """The rows, concatenated on first use (by the inference thread, off the event loop)."""
+        first = self._segments[0]
+        if len(self._segments) == 1 and first.stop - first.start == first.submission.size:
+            return dict(first.submission.inputs)
+        return {
+            key: np.concatenate([s.submission.inputs[key][s.start : s.stop] for s in self._segments])
+            for key in first.submission.inputs
+        }
 
     def set_result(self, outputs: Rows) -> None:
         """Scatters ``outputs`` (row-aligned with ``inputs``) back to the submitters."""

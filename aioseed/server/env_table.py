@@ -46,6 +46,10 @@ class Observation:
     """Env steps represented by this batch (rows whose action will be executed)."""
 
 
+_NO_RETURNS = np.zeros(0, np.float64)
+_NO_LENGTHS = np.zeros(0, np.int64)
+
+
 class EnvTable:
     """Verbs: ``observe`` a batch of rows, ``forget`` slots on disconnect."""
 
@@ -61,6 +65,12 @@ class EnvTable:
     def observe(self, slots: np.ndarray, run_ids: np.ndarray, rewards: np.ndarray, flags: np.ndarray) -> Observation:
         self._ensure(int(slots.max()) if len(slots) else 0)
         new_run = self._run_id[slots] != run_ids
+        if not (flags.any() or new_run.any() or self._fresh[slots].any() or self._after_final[slots].any()):
+            # The common case, rows in the middle of episodes: counters only.
+            self._return[slots] += rewards
+            self._length[slots] += 1
+            plain = np.zeros(len(slots), bool)
+            return Observation(plain, plain, plain, _NO_RETURNS, _NO_LENGTHS, len(slots))
         fresh = self._fresh[slots] | new_run
         self._run_id[slots] = run_ids
         self._fresh[slots] = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -40,6 +41,8 @@ class StepResult:
     actions: np.ndarray
     observation: Observation
     unrolls: dict[str, np.ndarray] | None
+    seconds: float
+    """Worker-thread time of the policy and the bookkeeping."""
 
 
 def record(
@@ -76,7 +79,7 @@ class InferenceLoop:
         store: UnrollStore,
         unrolls: asyncio.Queue[dict[str, np.ndarray]],
         version: Callable[[], int],
-        on_batch: Callable[[Batch, StepResult, float], None],
+        on_batch: Callable[[Batch, StepResult], None],
     ) -> None:
         self._batcher = batcher
         self._policy = policy
@@ -91,25 +94,38 @@ class InferenceLoop:
         return self._batcher.submit(rows)
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
+        """Two stages: ``_start`` hands each batch to the worker thread as soon as it closes, so
+        the next batch fills and starts while one runs; ``_finish`` answers batches in order,
+        then queues their completed unrolls, which waits while training lags (back-pressure)."""
+        started: asyncio.Queue[tuple[Batch, asyncio.Future[StepResult]]] = asyncio.Queue(1)
         try:
-            while True:
-                batch = await self._batcher.get()
-                started = loop.time()
-                try:
-                    result = await loop.run_in_executor(self._executor, self._step, batch.inputs)
-                except Exception as exc:  # the learner carries on; the streams get INTERNAL
-                    log.warning("inference_failed", rows=batch.size, error=repr(exc))
-                    batch.set_exception(InferenceError(f"inference failed: {exc!r}"))
-                    continue
-                self._on_batch(batch, result, loop.time() - started)
-                if result.unrolls is not None:
-                    for i in range(len(result.unrolls["slot"])):
-                        # Back-pressure: when training lags, this waits and the actors stall.
-                        await self._unrolls.put({k: v[i] for k, v in result.unrolls.items()})
-                batch.set_result({"action": result.actions})
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._start(started), name="inference-start")
+                group.create_task(self._finish(started), name="inference-finish")
         finally:
             self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _start(self, started: asyncio.Queue[tuple[Batch, asyncio.Future[StepResult]]]) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = await self._batcher.get()
+            await started.put((batch, loop.run_in_executor(self._executor, self._step, batch.inputs)))
+
+    async def _finish(self, started: asyncio.Queue[tuple[Batch, asyncio.Future[StepResult]]]) -> None:
+        while True:
+            batch, job = await started.get()
+            try:
+                result = await job
+            except Exception as exc:  # the learner carries on; the streams get INTERNAL
+                log.warning("inference_failed", rows=batch.size, error=repr(exc))
+                batch.set_exception(InferenceError(f"inference failed: {exc!r}"))
+                continue
+            batch.set_result({"action": result.actions})
+            self._on_batch(batch, result)
+            if result.unrolls is not None:
+                for i in range(len(result.unrolls["slot"])):
+                    # Back-pressure: when training lags, this waits, and so do the next batches and the actors.
+                    await self._unrolls.put({k: v[i] for k, v in result.unrolls.items()})
 
     def detach(self, slots: np.ndarray, pending: asyncio.Future | None, release: Callable[[], None]) -> None:
         """After a stream ends: once its last rows are answered, forget its slots, then ``release``."""
@@ -129,6 +145,7 @@ class InferenceLoop:
             forget()
 
     def _step(self, inputs: Mapping[str, np.ndarray]) -> StepResult:
+        started = time.perf_counter()
         outputs = self._policy.infer(inputs["observations"])
         observation, unrolls = record(self._envs, self._store, inputs, outputs, self._version())
-        return StepResult(actions=outputs["action"], observation=observation, unrolls=unrolls)
+        return StepResult(outputs["action"], observation, unrolls, time.perf_counter() - started)

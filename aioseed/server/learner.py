@@ -181,9 +181,9 @@ class Learner:
         return Progress(train_steps=self.trainer.version, frames=self.frames)
 
     # ---- callbacks and the report task -----------------------------------------------------
-    def _on_batch(self, batch: Batch, result: StepResult, inference_s: float) -> None:
+    def _on_batch(self, batch: Batch, result: StepResult) -> None:
         observation = result.observation
-        self.stats.record_batch(batch.size, batch.fill_seconds, inference_s, observation.frames)
+        self.stats.record_batch(batch.size, batch.fill_seconds, result.seconds, observation.frames)
         if len(observation.episode_returns):
             self.stats.record_episodes(observation.episode_returns, observation.episode_lengths)
             self._check_stop_conditions()
