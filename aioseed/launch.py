@@ -170,7 +170,11 @@ async def train_locally(config: RunConfig) -> RunSummary:
     log.info("actors_started", count=len(processes), envs=config.num_actors * config.envs_per_actor, port=port)
     _stop_on_signals(learner.request_stop)
     try:
-        await learner.run()
+        async with asyncio.TaskGroup() as group:
+            group.create_task(learner.run(), name="learner")
+            await learner.stopping()
+            # Local actors go first, so the learner's drain sees their streams end rather than reconnects.
+            await asyncio.to_thread(stop_actors, processes)
     finally:
         await asyncio.to_thread(stop_actors, processes)
     return RunSummary(

@@ -43,7 +43,7 @@ class LearnerConfig:
     """Seconds in-flight streams get to finish when the learner stops."""
     checkpoint_every_s: float = 600.0
     """Periodic checkpoint interval (0 disables; one is still written at shutdown)."""
-    log_every_s: float = 5.0
+    log_every_s: float = 2.0
     """Interval of progress log lines and TensorBoard summaries."""
     tensorboard: bool = True
     """Write TensorBoard summaries under logdir/tensorboard."""

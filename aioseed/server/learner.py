@@ -115,6 +115,10 @@ class Learner:
             self.stop_mean_return = self.stats.mean_return()
             self._stop.set()
 
+    async def stopping(self) -> None:
+        """Returns once a stop has been requested."""
+        await self._stop.wait()
+
     @property
     def queue_depth(self) -> int:
         """Completed unrolls waiting for the prefetch task."""
