@@ -9,7 +9,7 @@ import numpy as np
 
 from tests.processes import Process
 
-FRAME_BUDGET = 1_500_000
+FRAME_BUDGET = 500_000  # runs here reach 195 after ~100K frames
 
 
 async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
@@ -43,7 +43,7 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
     assert await evaluation.wait(timeout_s=120) == 0, evaluation.log
     result = json.loads(await evaluation.stdout())
     assert result["episodes"] == 5 and result["env"] == "CartPole-v1"
-    assert result["mean_return"] >= 60.0, result  # a random policy averages ~22
+    assert result["mean_return"] >= 150.0, result  # a random policy averages ~22; greedy here ~400
     assert result["train_steps"] > 0
 
     # The SavedModel loads with plain TensorFlow, without aioseed.
