@@ -7,20 +7,34 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test setup proto bench clean
 
+WEB_STAMP := web/node_modules/.installed
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip setuptools wheel
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+# The console's chart library (uPlot), from npm with the committed lock file.
+$(WEB_STAMP): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	touch $(WEB_STAMP)
 
-## Train V-trace on CartPole-v1: a learner and local actor processes over loopback.
-run: $(STAMP)
+# Debian's Chromium for the console's browser test (Playwright drives it; no browser download).
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+
+setup: $(STAMP) $(WEB_STAMP)
+
+## Train V-trace on CartPole-v1: a learner, local actor processes and the web console, over loopback.
+run: $(STAMP) $(WEB_STAMP)
 	$(BIN)/aioseed run $(ARGS)
 
 ## The whole test suite.
-test: $(STAMP)
+test: $(STAMP) $(WEB_STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest -q $(ARGS)
 
 ## Regenerate the committed gRPC code after editing aioseed/proto/aioseed.proto.
@@ -32,4 +46,4 @@ bench: $(STAMP)
 	$(BIN)/aioseed bench cartpole --json
 
 clean:
-	rm -rf $(VENV) build *.egg-info logs
+	rm -rf $(VENV) build *.egg-info logs web/node_modules test-output

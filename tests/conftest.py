@@ -31,6 +31,7 @@ def small_config(tmp_path: pathlib.Path | None, **overrides) -> LearnerConfig:
         log_every_s=0.5,
         tensorboard=False,
         slot_grace_s=0.5,
+        console_port=0,
     )
     return dataclasses.replace(base, **overrides)
 

@@ -31,7 +31,7 @@ class TransportBench:
 
 
 def _cartpole_run() -> RunConfig:
-    return RunConfig(learner=dataclasses.replace(RunConfig().learner, logdir=None))
+    return RunConfig(learner=dataclasses.replace(RunConfig().learner, logdir=None, console=False))
 
 
 @dataclasses.dataclass(frozen=True)

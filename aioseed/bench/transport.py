@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 import multiprocessing
 import sys
 import time
@@ -82,6 +83,7 @@ async def _serve_async(server: str, k: int, streams: int, batcher, ready, stop) 
         host="127.0.0.1",
         port=0,
         logdir=None,
+        console=False,
         log_every_s=3600.0,
         batcher=batcher,
         max_envs=streams * k,
@@ -92,8 +94,9 @@ async def _serve_async(server: str, k: int, streams: int, batcher, ready, stop) 
     ready.put(port)
     run = asyncio.create_task(learner.run())
     await loop.run_in_executor(None, stop.wait)
-    snapshot = learner.stats.snapshot()
-    ready.put({key: snapshot[key] for key in ("batcher/batch_size", "batcher/fill_ms", "inference/ms")})
+    snapshots = [s for s in learner.history.since() if s["batcher/batches"] > 0]
+    keys = ("batcher/batch_size", "batcher/fill_ms_p50", "inference/ms")
+    ready.put({key: float(np.nanmean([s[key] for s in snapshots])) if snapshots else math.nan for key in keys})
     learner.request_stop()
     await run
 
@@ -198,7 +201,7 @@ def main(config: TransportBench) -> int:
                 "echo_p50_ms": round(echo["p50_ms"], 3),
                 "ratio_vs_echo": round(learner["round_trips_per_s"] / max(echo["round_trips_per_s"], 1e-9), 3),
                 "mean_batch": round(learner["batching"]["batcher/batch_size"], 1),
-                "fill_ms": round(learner["batching"]["batcher/fill_ms"], 3),
+                "fill_ms_p50": round(learner["batching"]["batcher/fill_ms_p50"], 3),
                 "inference_ms": round(learner["batching"]["inference/ms"], 3),
                 "max_batch_size": batcher.max_batch_size,
                 "deadline_ms": batcher.deadline_ms,
@@ -215,5 +218,5 @@ def _human(row: dict) -> str:
         f"streams={row['streams']:5d} K={row['rows_per_message']:3d}  steps/s={row['steps_per_s']:9d}  "
         f"rt/s={row['round_trips_per_s']:7d} (echo {row['echo_round_trips_per_s']:7d}, "
         f"ratio {row['ratio_vs_echo']:.2f})  p50={row['p50_ms']:.2f}ms p99={row['p99_ms']:.2f}ms  "
-        f"batch={row['mean_batch']} fill={row['fill_ms']}ms inference={row['inference_ms']}ms"
+        f"batch={row['mean_batch']} fill p50={row['fill_ms_p50']}ms inference={row['inference_ms']}ms"
     )

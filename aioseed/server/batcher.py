@@ -140,6 +140,11 @@ class Batcher:
         """The settings that the next batch will use."""
         return self._staged
 
+    @property
+    def active(self) -> BatcherConfig:
+        """The settings of the batch being filled (or of the last one)."""
+        return self._active
+
     def configure(self, max_batch_size: int | None = None, deadline_ms: float | None = None) -> BatcherConfig:
         """Stages new settings; they take effect from the next batch. Raises ValueError."""
         self._staged = dataclasses.replace(

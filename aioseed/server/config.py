@@ -27,6 +27,15 @@ class LearnerConfig:
     token: str | None = None
     """Shared secret actors must send (gRPC metadata authorization: Bearer TOKEN); None disables auth."""
 
+    console: bool = True
+    """Serve the web console (--no-console turns it off)."""
+    console_host: str = "127.0.0.1"
+    """Address the console binds. Off loopback, reading needs the token too."""
+    console_port: int = 8080
+    """Console HTTP port (0 picks a free one)."""
+    console_token: str | None = None
+    """Token for the console's control endpoints (None: a random one, printed in the console URL)."""
+
     batcher: BatcherConfig = BatcherConfig()
     training: TrainingConfig = TrainingConfig()
     agent: ImpalaConfig = ImpalaConfig()
@@ -45,6 +54,8 @@ class LearnerConfig:
     """Periodic checkpoint interval (0 disables; one is still written at shutdown)."""
     log_every_s: float = 2.0
     """Interval of progress log lines and TensorBoard summaries."""
+    metrics_every_s: float = 1.0
+    """Interval of metric snapshots (the console's charts, /metrics)."""
     tensorboard: bool = True
     """Write TensorBoard summaries under logdir/tensorboard."""
     return_window: int = 100
@@ -59,6 +70,8 @@ class LearnerConfig:
     """TensorFlow seed (None: random)."""
 
     def __post_init__(self) -> None:
+        if not 0 <= self.console_port <= 65535:
+            raise ValueError(f"console_port must be in [0, 65535], got {self.console_port}")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
         if self.max_envs < 1 or self.max_envs_per_stream < 1:

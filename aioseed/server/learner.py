@@ -26,7 +26,7 @@ from aioseed.server.env_table import EnvTable
 from aioseed.server.inference import InferenceLoop, StepResult
 from aioseed.server.service import LearnerService
 from aioseed.server.slots import SlotTable
-from aioseed.server.stats import Stats
+from aioseed.server.stats import History, Stats
 from aioseed.server.training import Progress, Trainer
 from aioseed.server.unroll_store import UnrollStore
 from aioseed.spec import EnvSpec
@@ -42,6 +42,8 @@ class Learner:
         self.spec = spec
         self.agent = agent
         self.stats = Stats(window=config.return_window)
+        self.history = History()
+        """Metric snapshots, one per ``metrics_every_s``; the console and /metrics read them."""
         self._checkpointer = checkpointer
         self._stop = asyncio.Event()
         self._unrolls: asyncio.Queue[dict[str, np.ndarray]] = asyncio.Queue(config.training.queue_capacity)
@@ -61,13 +63,22 @@ class Learner:
         )
         self.slots = SlotTable(config.max_envs, config.slot_grace_s)
         self.service = LearnerService(
-            spec, self.slots, self.inference, config.max_envs_per_stream, self.batcher.set_connected_rows
+            spec,
+            self.slots,
+            self.inference,
+            config.max_envs_per_stream,
+            self.batcher.set_connected_rows,
+            self.stats.record_latency,
         )
         self.batcher.set_connected_rows(0)
         self._health = health.aio.HealthServicer()
         self._server: grpc.aio.Server | None = None
         self.port: int | None = None
         self._frames_offset = 0
+        self._learning_rate = agent.learning_rate
+        self.console: Any = None
+        """The web console server, once started (``config.console``)."""
+        self.console_url: str | None = None
         self._last_checkpoint = time.monotonic()
         self.stop_reason: str | None = None
         """Why the learner stopped: "requested", "frames" or "return"."""
@@ -96,6 +107,7 @@ class Learner:
         if not value > 0:
             raise ValueError(f"learning_rate must be positive, got {value}")
         await self.trainer.run_between_steps(lambda: self.agent.set_learning_rate(value))
+        self._learning_rate = self.agent.learning_rate
 
     async def checkpoint_now(self) -> str | None:
         """Saves a checkpoint between train steps; returns its path."""
@@ -114,6 +126,20 @@ class Learner:
             self.stop_frames = self.frames
             self.stop_mean_return = self.stats.mean_return()
             self._stop.set()
+
+    def disconnect(self, stream_id: int) -> None:
+        """Ends one actor stream (KeyError if there is none)."""
+        self.service.disconnect(stream_id)
+
+    def settings(self) -> dict[str, Any]:
+        """Settings in effect, and batcher settings staged for the next batch."""
+        return {
+            "max_batch_size": self.batcher.active.max_batch_size,
+            "deadline_ms": self.batcher.active.deadline_ms,
+            "learning_rate": self._learning_rate,
+            "paused": self.trainer.paused,
+            "staged": {"max_batch_size": self.batcher.config.max_batch_size, "deadline_ms": self.batcher.config.deadline_ms},
+        }
 
     async def stopping(self) -> None:
         """Returns once a stop has been requested."""
@@ -151,6 +177,11 @@ class Learner:
         await self._server.start()
         await self._health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
         log.info("learner_listening", host=self.config.host, port=self.port, spec=self.spec.describe())
+        if self.config.console:
+            from aioseed.console import ConsoleServer
+
+            self.console = ConsoleServer(self, self.config.console_host, self.config.console_port, self.config.console_token)
+            self.console_url = await self.console.start()
         return self.port
 
     async def run(self) -> None:
@@ -179,6 +210,8 @@ class Learner:
             if self._checkpointer is not None:
                 await self.checkpoint_now()
             self.trainer.executor.shutdown(wait=True)
+            if self.console is not None:
+                await self.console.stop()
             log.info("learner_stopped", frames=self.frames, train_steps=self.trainer.version)
 
     def _progress(self) -> Progress:
@@ -223,15 +256,39 @@ class Learner:
         log.info("stop_condition", reason="time", frames=self.frames)
         self.request_stop("time")
 
+    def _gauges(self) -> dict[str, float]:
+        """Instantaneous values added to every metrics snapshot."""
+        return {
+            "charts/frames": float(self.frames),
+            "learner/train_steps": float(self.trainer.version),
+            "learner/paused": float(self.trainer.paused),
+            "learner/learning_rate": self._learning_rate,
+            "queue/depth": float(self.queue_depth),
+            "queue/capacity": float(self.config.training.queue_capacity),
+            "actors/streams": float(len(self.service.streams)),
+            "actors/envs": float(self._slots_connected()),
+        }
+
+    def _slots_connected(self) -> int:
+        return sum(len(info.slots) for info in self.service.streams.values())
+
     async def _report(self) -> None:
+        """Samples metrics every ``metrics_every_s``; logs, writes summaries and checkpoints on their intervals."""
         writer = self._summary_writer()
+        logged_at, logged_frames = time.monotonic(), self.frames
         while True:
-            await asyncio.sleep(self.config.log_every_s)
-            snapshot = self.stats.snapshot()
+            await asyncio.sleep(self.config.metrics_every_s)
+            snapshot = self.stats.take(self._gauges())
+            self.history.append(snapshot)
+            now = time.monotonic()
+            for info in self.service.streams.values():
+                info.update_rate(now)
+            if now - logged_at < self.config.log_every_s:
+                continue
             log.info(
                 "progress",
                 frames=self.frames,
-                fps=round(snapshot["charts/frames_per_s"]),
+                fps=round((self.frames - logged_frames) / (now - logged_at)),
                 mean_return=round(snapshot["charts/return"], 1),
                 episodes=self.stats.episodes,
                 train_steps=self.trainer.version,
@@ -240,6 +297,7 @@ class Learner:
                 streams=len(self.service.streams),
                 lag=round(self.stats.policy_lag, 2),
             )
+            logged_at, logged_frames = now, self.frames
             if writer is not None:
                 await self.trainer.run_between_steps(lambda: writer(snapshot, self.frames))
             every = self.config.checkpoint_every_s

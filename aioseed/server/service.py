@@ -28,9 +28,21 @@ class StreamInfo:
     peer: str
     actor: str
     slots: np.ndarray
+    task: asyncio.Task | None
+    """The handler's task; cancelling it ends the stream (CANCELLED on the actor's side)."""
     connected_at: float = dataclasses.field(default_factory=time.time)
     last_seen: float = dataclasses.field(default_factory=time.time)
     steps: int = 0
+    steps_per_s: float = 0.0
+    """Env steps per second over the last metrics interval."""
+    _counted: tuple[float, int] = (0.0, 0)
+
+    def update_rate(self, now: float) -> None:
+        """Called once per metrics interval."""
+        then, steps = self._counted
+        if then:
+            self.steps_per_s = (self.steps - steps) / max(now - then, 1e-9)
+        self._counted = (now, self.steps)
 
 
 class LearnerService(pb_grpc.LearnerServicer):
@@ -41,14 +53,25 @@ class LearnerService(pb_grpc.LearnerServicer):
         inference: InferenceLoop,
         max_envs_per_stream: int,
         on_connected_rows: Callable[[int], None],
+        on_latency: Callable[[float], None] = lambda seconds: None,
     ) -> None:
         self._spec = spec
         self._slots = slots
         self._inference = inference
         self._max_envs_per_stream = max_envs_per_stream
         self._on_connected_rows = on_connected_rows
+        self._on_latency = on_latency
         self.streams: dict[int, StreamInfo] = {}
         self._next_stream = 0
+
+    def disconnect(self, stream_id: int) -> None:
+        """Ends one stream; its slots are kept for the grace period, and the actor may reconnect."""
+        info = self.streams.get(stream_id)
+        if info is None:
+            raise KeyError(f"no connected stream {stream_id}")
+        log.info("stream_disconnected", stream=stream_id, actor=info.actor)
+        if info.task is not None:
+            info.task.cancel()
 
     async def Act(
         self, request_iterator: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext
@@ -72,7 +95,7 @@ class LearnerService(pb_grpc.LearnerServicer):
 
         stream_id = self._next_stream
         self._next_stream += 1
-        info = StreamInfo(peer=context.peer(), actor=hello.actor_name, slots=slots)
+        info = StreamInfo(peer=context.peer(), actor=hello.actor_name, slots=slots, task=asyncio.current_task())
         self.streams[stream_id] = info
         self._on_connected_rows(self._slots.connected)
         log.info("stream_connected", stream=stream_id, actor=info.actor, peer=info.peer, slots=len(slots))
@@ -86,11 +109,13 @@ class LearnerService(pb_grpc.LearnerServicer):
                 except ProtocolError as exc:
                     log.warning("bad_message", stream=stream_id, actor=info.actor, error=str(exc))
                     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+                submitted = time.perf_counter()
                 pending = self._inference.submit(rows)
                 try:
                     outputs = await asyncio.shield(pending)
                 except InferenceError as exc:
                     await context.abort(grpc.StatusCode.INTERNAL, str(exc))
+                self._on_latency(time.perf_counter() - submitted)
                 info.last_seen = time.time()
                 info.steps += len(slots)
                 yield pb.LearnerMessage(actions=pb.Actions(actions=outputs["action"].astype("<i4").tobytes()))

@@ -15,6 +15,6 @@ class SummaryWriter:
     def __call__(self, snapshot: dict[str, float], frames: int) -> None:
         with self._writer.as_default(step=frames):
             for name, value in snapshot.items():
-                if not math.isnan(value):
+                if name != "time" and not math.isnan(value):
                     tf.summary.scalar(name, value)
         self._writer.flush()

@@ -23,6 +23,7 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
             "--learner.stop-at-return", "195",
             "--learner.stop-after-frames", str(FRAME_BUDGET),
             "--learner.log-every-s", "2",
+            "--learner.console-port", "0",
         ]
     ).start()
     try:

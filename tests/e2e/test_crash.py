@@ -12,7 +12,7 @@ from aioseed.clients.actor import Actor, ActorConfig
 
 async def test_sigkilled_actor_leaves_the_learner_serving_the_others(tmp_path) -> None:
     learner = await Process(
-        ["learner", "--host", "127.0.0.1", "--port", "0", "--logdir", str(tmp_path), "--log-every-s", "0.5",
+        ["learner", "--host", "127.0.0.1", "--port", "0", "--console-port", "0", "--logdir", str(tmp_path), "--log-every-s", "0.5",
          "--slot-grace-s", "0.5"]
     ).start()
     victim = None

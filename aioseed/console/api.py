@@ -1,0 +1,210 @@
+"""The console's JSON API and live feed: reads snapshots, writes staged commands.
+
+Reading: ``GET /api/metrics`` (latest snapshot), ``/api/series?since=T``
+(snapshots after time T), ``/api/actors``, ``/api/settings``, and the
+WebSocket ``/api/feed`` (one message per metrics interval).
+Control (token required): ``POST /api/settings`` with any of
+``max_batch_size``, ``deadline_ms``, ``learning_rate``; ``POST /api/pause``,
+``/api/resume``, ``/api/checkpoint`` and ``/api/actors/{stream}/disconnect``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from aioseed.server.learner import Learner
+
+LEARNER = web.AppKey("learner", "Learner")
+FEEDS = web.AppKey("feeds", set)
+"""Open feed WebSockets, closed when the console shuts down."""
+MAX_BATCH_SIZE = 65536
+MAX_DEADLINE_MS = 60_000.0
+
+
+class BadRequest(web.HTTPBadRequest):
+    def __init__(self, message: str) -> None:
+        super().__init__(text=_dumps({"error": message}), content_type="application/json")
+
+
+def _clean(value: Any) -> Any:
+    """NaN/inf -> None, recursively, so the JSON is valid."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _dumps(value: Any) -> str:
+    import json
+
+    return json.dumps(_clean(value), allow_nan=False)
+
+
+def _json(value: Any) -> web.Response:
+    return web.json_response(value, dumps=_dumps)
+
+
+def actors(learner: Learner) -> list[dict[str, Any]]:
+    return [
+        {
+            "stream": stream_id,
+            "actor": info.actor,
+            "address": info.peer,
+            "envs": len(info.slots),
+            "steps": info.steps,
+            "steps_per_s": info.steps_per_s,
+            "connected_since": info.connected_at,
+            "last_seen": info.last_seen,
+        }
+        for stream_id, info in sorted(learner.service.streams.items())
+    ]
+
+
+def state(learner: Learner) -> dict[str, Any]:
+    """What the live feed pushes: the latest snapshot, the settings and the actors."""
+    return {"metrics": learner.history.latest, "settings": learner.settings(), "actors": actors(learner)}
+
+
+async def get_metrics(request: web.Request) -> web.Response:
+    return _json(request.app[LEARNER].history.latest)
+
+
+async def get_series(request: web.Request) -> web.Response:
+    try:
+        since = float(request.query.get("since", "0"))
+    except ValueError:
+        raise BadRequest("since must be a number (seconds since the epoch)") from None
+    return _json(request.app[LEARNER].history.since(since))
+
+
+async def get_actors(request: web.Request) -> web.Response:
+    return _json(actors(request.app[LEARNER]))
+
+
+async def get_settings(request: web.Request) -> web.Response:
+    return _json(request.app[LEARNER].settings())
+
+
+def _number(body: dict[str, Any], name: str) -> float | None:
+    if name not in body:
+        return None
+    value = body[name]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise BadRequest(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def validate_settings(body: Any) -> dict[str, Any]:
+    """The requested changes, all checked before any is applied; BadRequest says what is wrong."""
+    if not isinstance(body, dict) or not body:
+        raise BadRequest("expected a JSON object with max_batch_size, deadline_ms and/or learning_rate")
+    unknown = sorted(set(body) - {"max_batch_size", "deadline_ms", "learning_rate"})
+    if unknown:
+        raise BadRequest(f"unknown field(s): {', '.join(unknown)}")
+    changes: dict[str, Any] = {}
+    size = _number(body, "max_batch_size")
+    if size is not None:
+        if not size.is_integer() or not 1 <= size <= MAX_BATCH_SIZE:
+            raise BadRequest(f"max_batch_size must be an integer in [1, {MAX_BATCH_SIZE}], got {body['max_batch_size']!r}")
+        changes["max_batch_size"] = int(size)
+    deadline = _number(body, "deadline_ms")
+    if deadline is not None:
+        if not 0 <= deadline <= MAX_DEADLINE_MS:
+            raise BadRequest(f"deadline_ms must be in [0, {MAX_DEADLINE_MS:g}], got {body['deadline_ms']!r}")
+        changes["deadline_ms"] = deadline
+    rate = _number(body, "learning_rate")
+    if rate is not None:
+        if not 0 < rate <= 1:
+            raise BadRequest(f"learning_rate must be in (0, 1], got {body['learning_rate']!r}")
+        changes["learning_rate"] = rate
+    return changes
+
+
+async def post_settings(request: web.Request) -> web.Response:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise BadRequest("the body must be JSON") from None
+    changes = validate_settings(body)
+    learner = request.app[LEARNER]
+    if "max_batch_size" in changes or "deadline_ms" in changes:
+        learner.configure_batcher(changes.get("max_batch_size"), changes.get("deadline_ms"))
+    if "learning_rate" in changes:
+        await learner.set_learning_rate(changes["learning_rate"])  # applies between train steps
+    return _json(learner.settings())
+
+
+async def post_pause(request: web.Request) -> web.Response:
+    request.app[LEARNER].pause()
+    return _json(request.app[LEARNER].settings())
+
+
+async def post_resume(request: web.Request) -> web.Response:
+    request.app[LEARNER].resume()
+    return _json(request.app[LEARNER].settings())
+
+
+async def post_checkpoint(request: web.Request) -> web.Response:
+    path = await request.app[LEARNER].checkpoint_now()
+    if path is None:
+        raise BadRequest("this learner has no logdir, so it keeps no checkpoints")
+    return _json({"path": path})
+
+
+async def post_disconnect(request: web.Request) -> web.Response:
+    raw = request.match_info["stream"]
+    try:
+        request.app[LEARNER].disconnect(int(raw))
+    except (ValueError, KeyError):
+        raise BadRequest(f"no connected actor stream {raw!r}") from None
+    return _json({"disconnected": int(raw)})
+
+
+async def feed(request: web.Request) -> web.WebSocketResponse:
+    """Pushes ``state`` once per metrics interval until the client or the learner goes."""
+    learner = request.app[LEARNER]
+    ws = web.WebSocketResponse(heartbeat=10.0)
+    await ws.prepare(request)
+    request.app[FEEDS].add(ws)
+    await ws.send_str(_dumps({"series": learner.history.since(0.0), **state(learner)}))
+    sent = learner.history.latest.get("time", 0.0)
+    try:
+        while not ws.closed:
+            await asyncio.sleep(min(learner.config.metrics_every_s, 1.0) / 2)
+            latest = learner.history.latest.get("time", 0.0)
+            if latest > sent:
+                await ws.send_str(_dumps(state(learner)))
+                sent = latest
+    except ConnectionResetError:
+        pass
+    finally:
+        request.app[FEEDS].discard(ws)
+    return ws
+
+
+async def _close_feeds(app: web.Application) -> None:
+    for ws in list(app[FEEDS]):
+        await ws.close(code=1001, message=b"learner stopping")
+
+
+def add_routes(app: web.Application) -> None:
+    app[FEEDS] = set()
+    app.on_shutdown.append(_close_feeds)
+    app.router.add_get("/api/metrics", get_metrics)
+    app.router.add_get("/api/series", get_series)
+    app.router.add_get("/api/actors", get_actors)
+    app.router.add_get("/api/settings", get_settings)
+    app.router.add_get("/api/feed", feed)
+    app.router.add_post("/api/settings", post_settings)
+    app.router.add_post("/api/pause", post_pause)
+    app.router.add_post("/api/resume", post_resume)
+    app.router.add_post("/api/checkpoint", post_checkpoint)
+    app.router.add_post("/api/actors/{stream}/disconnect", post_disconnect)

@@ -1,0 +1,72 @@
+"""The console server: aiohttp on ``AppRunner``/``TCPSite``, started and stopped by the learner."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import TYPE_CHECKING
+
+import structlog
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+
+from aioseed.console import api, auth, prometheus
+
+if TYPE_CHECKING:
+    from aioseed.server.learner import Learner
+
+log = structlog.get_logger()
+
+WEB = pathlib.Path(__file__).resolve().parents[2] / "web"
+"""The page's assets; uPlot comes from ``web/node_modules`` (``npm ci --prefix web``)."""
+
+
+class AccessLogger(AbstractAccessLogger):
+    """Method, path (never the query, which may carry the token), status and duration."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        structlog.get_logger().debug(
+            "console_request", method=request.method, path=request.path, status=response.status, ms=round(time * 1e3, 2)
+        )
+
+
+def init(learner: Learner, token: str, reading_needs_token: bool) -> web.Application:
+    app = web.Application(middlewares=[auth.middleware(token, reading_needs_token)])
+    app[api.LEARNER] = learner
+    api.add_routes(app)
+    app.router.add_get("/metrics", prometheus.handler(lambda: learner.history.latest))
+    app.router.add_get("/", _index)
+    app.router.add_static("/static/", WEB)
+    uplot = WEB / "node_modules" / "uplot" / "dist"
+    if uplot.is_dir():
+        app.router.add_static("/vendor/uplot/", uplot)
+    return app
+
+
+async def _index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(WEB / "index.html")
+
+
+class ConsoleServer:
+    """Verbs: ``start`` (returns the URL, token in the fragment), ``stop``."""
+
+    def __init__(self, learner: Learner, host: str, port: int, token: str | None) -> None:
+        self.host = host
+        self.token = token or auth.new_token()
+        self.reading_needs_token = not auth.is_loopback(host)
+        self._runner = web.AppRunner(
+            init(learner, self.token, self.reading_needs_token), access_log_class=AccessLogger, handle_signals=False
+        )
+        self._port = port
+        self.port: int | None = None
+
+    async def start(self) -> str:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self._port)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        url = f"http://{self.host}:{self.port}/#token={self.token}"
+        log.info("console_listening", url=url)
+        return url
+
+    async def stop(self) -> None:
+        await self._runner.cleanup()

@@ -1,0 +1,150 @@
+"""The console API against a real learner with a real actor on loopback (aiohttp test client)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import small_config
+
+from aioseed.clients.actor import Actor, ActorConfig
+from aioseed.console import server as console_server
+
+TOKEN = "test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+async def until(predicate, what: str, attempts: int = 1000) -> None:
+    for _ in range(attempts):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@contextlib.asynccontextmanager
+async def console(running_learner, tmp_path, reading_needs_token: bool = False, **overrides):
+    config = small_config(tmp_path, metrics_every_s=0.1, console=False, **overrides)
+    async with running_learner(config) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16))
+        task = asyncio.create_task(actor.run())
+        app = console_server.init(learner, TOKEN, reading_needs_token)
+        async with TestClient(TestServer(app)) as client:
+            await until(lambda: "losses/total" in learner.history.latest, "a snapshot taken after a train step")
+            try:
+                yield learner, client
+            finally:
+                task.cancel()
+
+
+async def test_control_needs_the_token_and_reading_is_open_on_loopback(running_learner, tmp_path) -> None:
+    async with console(running_learner, tmp_path) as (learner, client):
+        assert (await client.post("/api/pause")).status == 401
+        wrong = await client.post("/api/pause", headers={"Authorization": "Bearer nope"})
+        assert wrong.status == 401 and "token" in (await wrong.json())["error"]
+        assert not learner.trainer.paused
+        assert (await client.get("/api/metrics")).status == 200
+        assert (await client.get("/api/settings")).status == 200
+
+
+async def test_reading_needs_the_token_off_loopback(running_learner, tmp_path) -> None:
+    async with console(running_learner, tmp_path, reading_needs_token=True) as (_, client):
+        for path in ("/api/metrics", "/api/actors", "/api/series", "/metrics"):
+            assert (await client.get(path)).status == 401, path
+            assert (await client.get(path, headers=AUTH)).status == 200, path
+        assert (await client.get("/api/metrics", params={"token": TOKEN})).status == 200
+        assert (await client.get("/")).status == 200  # the page itself carries no data
+
+
+BAD_SETTINGS = [
+    ({"max_batch_size": 0}, "max_batch_size"),
+    ({"max_batch_size": -4}, "max_batch_size"),
+    ({"max_batch_size": 2.5}, "max_batch_size"),
+    ({"max_batch_size": "8"}, "max_batch_size must be a finite number"),
+    ({"max_batch_size": True}, "max_batch_size must be a finite number"),
+    ({"deadline_ms": -1}, "deadline_ms"),
+    ({"deadline_ms": 1e9}, "deadline_ms"),
+    ({"learning_rate": 0}, "learning_rate"),
+    ({"learning_rate": "fast"}, "learning_rate must be a finite number"),
+    ({"batch": 8}, "unknown field(s): batch"),
+    ({"max_batch_size": 8, "colour": "red"}, "unknown field(s): colour"),
+    ({}, "expected a JSON object"),
+    ([1, 2], "expected a JSON object"),
+]
+
+
+async def test_bad_settings_get_400_saying_what_is_wrong_and_nothing_changes(running_learner, tmp_path) -> None:
+    async with console(running_learner, tmp_path) as (learner, client):
+        before = learner.settings()
+        for body, message in BAD_SETTINGS:
+            response = await client.post("/api/settings", json=body, headers=AUTH)
+            assert response.status == 400, body
+            assert message in (await response.json())["error"], body
+        not_json = await client.post("/api/settings", data=b"{max", headers=AUTH)
+        assert not_json.status == 400 and "JSON" in (await not_json.json())["error"]
+        # a valid field next to an invalid one is not applied either
+        mixed = await client.post("/api/settings", json={"max_batch_size": 4, "deadline_ms": -1}, headers=AUTH)
+        assert mixed.status == 400
+        missing = await client.post("/api/actors/999/disconnect", headers=AUTH)
+        assert missing.status == 400 and "999" in (await missing.json())["error"]
+        assert learner.settings() == before
+
+
+async def test_max_batch_size_change_limits_the_batches_run(running_learner, tmp_path) -> None:
+    async with console(running_learner, tmp_path) as (learner, client):
+        await until(lambda: learner.history.latest.get("batcher/batch_size_max") == 16, "full batches of 16")
+        response = await client.post("/api/settings", json={"max_batch_size": 4}, headers=AUTH)
+        assert response.status == 200 and (await response.json())["staged"]["max_batch_size"] == 4
+        await until(lambda: learner.settings()["max_batch_size"] == 4, "the change to take effect")
+        changed_at = learner.history.latest["time"]
+        await until(lambda: len(learner.history.since(changed_at)) >= 6, "six more snapshots")
+        # The first two intervals may still record batches of 16 closed before the change
+        # (the inference pipeline holds at most three closed batches).
+        after = [s for s in learner.history.since(changed_at)[2:] if s["batcher/batches"] > 0]
+        assert after and all(s["batcher/batch_size_max"] <= 4 for s in after)
+        settings = await (await client.get("/api/settings")).json()
+        assert settings["max_batch_size"] == 4
+
+
+async def test_pause_resume_learning_rate_checkpoint_and_disconnect(running_learner, tmp_path) -> None:
+    async with console(running_learner, tmp_path) as (learner, client):
+        assert (await (await client.post("/api/pause", headers=AUTH)).json())["paused"] is True
+        await asyncio.sleep(0.3)  # a step in progress may still finish
+        paused_at = learner.trainer.version
+        await asyncio.sleep(0.5)
+        assert learner.trainer.version == paused_at
+        assert (await (await client.post("/api/resume", headers=AUTH)).json())["paused"] is False
+        await until(lambda: learner.trainer.version > paused_at + 2, "training to restart")
+
+        response = await client.post("/api/settings", json={"learning_rate": 3e-4}, headers=AUTH)
+        assert (await response.json())["learning_rate"] == pytest.approx(3e-4)
+        assert learner.agent.learning_rate == pytest.approx(3e-4)
+
+        path = (await (await client.post("/api/checkpoint", headers=AUTH)).json())["path"]
+        assert (tmp_path / "checkpoints").exists() and path.startswith(str(tmp_path))
+
+        stream = (await (await client.get("/api/actors")).json())[0]["stream"]
+        assert (await client.post(f"/api/actors/{stream}/disconnect", headers=AUTH)).status == 200
+        await until(lambda: stream not in learner.service.streams, "the stream to end")
+
+
+async def test_metrics_endpoint_parses_and_the_feed_pushes_updates(running_learner, tmp_path) -> None:
+    async with console(running_learner, tmp_path) as (learner, client):
+        text = await (await client.get("/metrics")).text()
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        for name in ("aioseed_charts_frames", "aioseed_charts_frames_per_s", "aioseed_queue_depth", "aioseed_losses_total"):
+            assert name in families, name
+        assert families["aioseed_charts_frames"].samples[0].value > 0
+
+        async with client.ws_connect("/api/feed") as ws:
+            first = json.loads(await ws.receive_str(timeout=5))
+            assert first["series"] and first["actors"] and "max_batch_size" in first["settings"]
+            times = [first["metrics"]["time"]]
+            for _ in range(2):
+                times.append(json.loads(await ws.receive_str(timeout=5))["metrics"]["time"])
+            assert times == sorted(times) and len(set(times)) == 3

@@ -1,0 +1,119 @@
+"""The console in real headless Chromium (Debian's /usr/bin/chromium, driven by Playwright)
+against a learner with a real actor on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+
+import pytest
+from playwright.async_api import Page, async_playwright
+
+from tests.conftest import small_config
+
+from aioseed.clients.actor import Actor, ActorConfig
+
+CHROMIUM = pathlib.Path("/usr/bin/chromium")
+SCREENSHOTS = pathlib.Path(__file__).resolve().parents[2] / "test-output"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+async def until(predicate, what: str, attempts: int = 2000) -> None:
+    for _ in range(attempts):
+        if await predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def chart(page: Page, title: str) -> tuple[int, list]:
+    box = page.locator(f'.chart[data-chart="{title}"]')
+    return int(await box.get_attribute("data-points") or 0), json.loads(await box.get_attribute("data-last") or "[]")
+
+
+async def test_console_charts_update_and_controls_steer_the_learner(running_learner, tmp_path) -> None:
+    assert CHROMIUM.exists(), "make test installs Debian's chromium"
+    config = small_config(tmp_path, metrics_every_s=0.2, console=True)
+    async with running_learner(config) as learner, async_playwright() as playwright:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16))
+        task = asyncio.create_task(actor.run())
+        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1400, "height": 1500})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.goto(learner.console_url)
+
+            # The charts update: points accumulate and the plotted values change.
+            await until(lambda: _points_at_least(page, "frames/s", 3), "three points on the frames/s chart")
+            first = await chart(page, "frames/s")
+            await until(lambda: _changed(page, "frames/s", first), "the frames/s chart to change")
+            await until(lambda: _points_at_least(page, "losses", 3), "losses plotted")
+
+            # Changing the batch size in the UI changes the batches the learner runs.
+            await page.fill("#max_batch_size", "4")
+            await page.click("#apply-batching")
+            await until(_async(lambda: learner.settings()["max_batch_size"] == 4), "max_batch_size 4 in effect")
+            changed_at = learner.history.latest["time"]
+            await until(_async(lambda: len(learner.history.since(changed_at)) >= 6), "six more snapshots")
+            after = [s for s in learner.history.since(changed_at)[2:] if s["batcher/batches"] > 0]
+            assert after and all(s["batcher/batch_size_max"] <= 4 for s in after)
+            await until(_text_contains(page, "#batching-effect", "in effect: 4 rows"), "the page to show 4 rows")
+
+            # Pause stops the train-step counter; resume restarts it.
+            await page.click("#pause")
+            await until(_text_contains(page, "#status", "paused"), "the page to show paused")
+            assert learner.trainer.paused
+            await asyncio.sleep(0.3)  # a step in progress may still finish
+            paused_at = learner.trainer.version
+            await asyncio.sleep(0.6)
+            assert learner.trainer.version == paused_at
+            assert "back-pressure" in await page.inner_text("#pause-note")
+            await page.click("#resume")
+            await until(_async(lambda: learner.trainer.version > paused_at + 2), "training to restart")
+            await until(_text_contains(page, "#status", "training"), "the page to show training")
+
+            assert await page.locator("#actors tbody tr").count() == 1
+            SCREENSHOTS.mkdir(exist_ok=True)
+            for path in (tmp_path / "console.png", SCREENSHOTS / "console.png"):
+                await page.screenshot(path=str(path), full_page=True)
+                assert path.stat().st_size > 10_000
+            assert errors == []
+        finally:
+            await browser.close()
+            task.cancel()
+
+
+def _async(predicate):
+    async def check() -> bool:
+        return predicate()
+
+    return check
+
+
+async def _points_at_least(page: Page, title: str, n: int) -> bool:
+    return (await chart(page, title))[0] >= n
+
+
+async def _changed(page: Page, title: str, first: tuple[int, list]) -> bool:
+    now = await chart(page, title)
+    return now[0] > first[0] and now[1] != first[1]
+
+
+def _text_contains(page: Page, selector: str, text: str):
+    async def check() -> bool:
+        return text in await page.inner_text(selector)
+
+    return check
+
+
+pytestmark = pytest.mark.e2e

@@ -1,0 +1,152 @@
+// The aioseed console: one WebSocket feed for metrics, settings and actors;
+// control calls carry the token from the URL fragment (never sent to the server by the browser).
+"use strict";
+
+const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
+const authHeaders = token ? { Authorization: `Bearer ${token}` } : {};
+const WINDOW = 600; // points kept per chart (one per metrics interval)
+
+const CHARTS = [
+  { title: "frames/s", series: [["charts/frames_per_s", "frames/s"]] },
+  { title: "episode return", series: [["charts/return", "mean (last 100)"], ["charts/return_last", "last"]] },
+  { title: "inference batch size", series: [["batcher/batch_size", "mean"], ["batcher/batch_size_max", "max"]] },
+  {
+    title: "batch fill and action latency (ms)",
+    series: [["batcher/fill_ms_p50", "fill p50"], ["batcher/fill_ms_p99", "fill p99"],
+             ["inference/latency_ms_p50", "action p50"], ["inference/latency_ms_p99", "action p99"]],
+  },
+  { title: "unroll queue depth", series: [["queue/depth", "depth"], ["queue/capacity", "capacity"]] },
+  { title: "policy lag (updates)", series: [["learner/policy_lag", "lag"]] },
+  { title: "losses", series: [["losses/total", "total"], ["losses/pg", "pg"], ["losses/baseline", "baseline"], ["losses/entropy", "entropy"]] },
+];
+const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"];
+
+const charts = CHARTS.map((spec, index) => {
+  const box = document.createElement("div");
+  box.className = "chart";
+  box.dataset.chart = spec.title;
+  box.innerHTML = `<h3>${spec.title}</h3>`;
+  document.getElementById("charts").append(box);
+  const plot = new uPlot({
+    width: 440, height: 200,
+    series: [{}, ...spec.series.map(([, label], i) => ({ label, stroke: COLOURS[i], spanGaps: true }))],
+    axes: [{}, { size: 60 }],
+  }, [[], ...spec.series.map(() => [])], box);
+  return { spec, plot, data: [[], ...spec.series.map(() => [])], box, index };
+});
+
+function addPoint(point) {
+  for (const chart of charts) {
+    chart.data[0].push(point.time);
+    chart.spec.series.forEach(([key], i) => chart.data[i + 1].push(point[key] ?? null));
+    if (chart.data[0].length > WINDOW) chart.data.forEach((column) => column.shift());
+    chart.plot.setData(chart.data);
+    chart.box.dataset.points = String(chart.data[0].length);
+    chart.box.dataset.last = JSON.stringify(chart.spec.series.map(([key]) => point[key] ?? null));
+  }
+}
+
+let lastMetrics = {};
+
+// Shows the feed's state; a control reply carries only settings, so the rest keeps its last value.
+function showState(state) {
+  if (state.metrics) lastMetrics = state.metrics;
+  const m = lastMetrics;
+  const s = state.settings || {};
+  const status = document.getElementById("status");
+  status.textContent = s.paused ? "paused" : "training";
+  status.className = `status ${s.paused ? "paused" : "training"}`;
+  document.getElementById("counters").textContent =
+    `frames ${fmt(m["charts/frames"], 0)} · train steps ${fmt(m["learner/train_steps"], 0)} · ` +
+    `episodes ${fmt(m["charts/episodes"], 0)} · actors ${fmt(m["actors/streams"], 0)} streams, ${fmt(m["actors/envs"], 0)} envs`;
+  document.getElementById("pause-note").textContent = s.paused
+    ? `Training is paused: no train steps run, the unroll queue fills (${fmt(m["queue/depth"], 0)}/${fmt(m["queue/capacity"], 0)}) ` +
+      "and then inference waits, so the actors stall by back-pressure until you resume."
+    : "Pausing stops the train step; the unroll queue then fills and the actors stall by back-pressure.";
+  const staged = s.staged || {};
+  document.getElementById("batching-effect").textContent =
+    `in effect: ${s.max_batch_size} rows, ${s.deadline_ms} ms` +
+    (staged.max_batch_size !== s.max_batch_size || staged.deadline_ms !== s.deadline_ms
+      ? ` · next batch: ${staged.max_batch_size} rows, ${staged.deadline_ms} ms` : "");
+  for (const [id, value] of [["max_batch_size", staged.max_batch_size], ["deadline_ms", staged.deadline_ms], ["learning_rate", s.learning_rate]]) {
+    const input = document.getElementById(id);
+    if (value !== undefined && document.activeElement !== input && !input.dataset.dirty) {
+      input.value = String(Number(Number(value).toPrecision(6)));
+    }
+  }
+  if (state.actors) showActors(state.actors);
+}
+
+function showActors(actors) {
+  const body = document.querySelector("#actors tbody");
+  body.replaceChildren(...actors.map((a) => {
+    const row = document.createElement("tr");
+    row.dataset.stream = a.stream;
+    const cells = [a.stream, a.actor, a.address, a.envs, fmt(a.steps_per_s, 0),
+                   new Date(a.connected_since * 1000).toLocaleTimeString(), `${fmt(Date.now() / 1000 - a.last_seen, 1)} s ago`];
+    row.innerHTML = cells.map((c) => `<td>${escapeHtml(String(c))}</td>`).join("") + "<td><button>Disconnect</button></td>";
+    row.querySelector("button").onclick = () => control(`/api/actors/${a.stream}/disconnect`);
+    return row;
+  }));
+}
+
+function fmt(value, digits) {
+  return value === null || value === undefined ? "–" : Number(value).toFixed(digits);
+}
+
+function escapeHtml(text) {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+async function control(path, body) {
+  const message = document.getElementById("message");
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", ...authHeaders },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const reply = await response.json().catch(() => ({}));
+  message.className = response.ok ? "" : "error";
+  message.textContent = response.ok ? `${path}: done` : `${path}: ${response.status} ${reply.error || ""}`;
+  if (response.ok && reply.max_batch_size !== undefined) showState({ settings: reply });
+  return response.ok;
+}
+
+for (const input of document.querySelectorAll("input")) input.oninput = () => (input.dataset.dirty = "1");
+
+document.getElementById("batching").onsubmit = async (event) => {
+  event.preventDefault();
+  const ok = await control("/api/settings", {
+    max_batch_size: Number(document.getElementById("max_batch_size").value),
+    deadline_ms: Number(document.getElementById("deadline_ms").value),
+  });
+  if (ok) for (const id of ["max_batch_size", "deadline_ms"]) delete document.getElementById(id).dataset.dirty;
+};
+document.getElementById("optimiser").onsubmit = async (event) => {
+  event.preventDefault();
+  if (await control("/api/settings", { learning_rate: Number(document.getElementById("learning_rate").value) })) {
+    delete document.getElementById("learning_rate").dataset.dirty;
+  }
+};
+document.getElementById("pause").onclick = () => control("/api/pause");
+document.getElementById("resume").onclick = () => control("/api/resume");
+document.getElementById("checkpoint").onclick = () => control("/api/checkpoint");
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const query = token ? `?token=${encodeURIComponent(token)}` : "";
+  const ws = new WebSocket(`${scheme}://${location.host}/api/feed${query}`);
+  ws.onmessage = (event) => {
+    const state = JSON.parse(event.data);
+    if (state.series) state.series.slice(-WINDOW).forEach(addPoint);
+    else if (state.metrics && state.metrics.time) addPoint(state.metrics);
+    showState(state);
+  };
+  ws.onclose = () => {
+    const status = document.getElementById("status");
+    status.textContent = "disconnected, retrying…";
+    status.className = "status";
+    setTimeout(connect, 2000);
+  };
+}
+connect();
