@@ -175,15 +175,23 @@ async def feed(request: web.Request) -> web.WebSocketResponse:
     await ws.prepare(request)
     request.app[FEEDS].add(ws)
     await ws.send_str(_dumps({"series": learner.history.since(0.0), **state(learner)}))
-    sent = learner.history.latest.get("time", 0.0)
-    try:
+
+    async def push() -> None:
+        sent = learner.history.latest.get("time", 0.0)
         while not ws.closed:
             await asyncio.sleep(min(learner.config.metrics_every_s, 1.0) / 2)
             latest = learner.history.latest.get("time", 0.0)
             if latest > sent:
                 await ws.send_str(_dumps(state(learner)))
                 sent = latest
-    except ConnectionResetError:
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            pusher = group.create_task(push())
+            async for _ in ws:  # reading answers pings and the client's close
+                pass
+            pusher.cancel()
+    except* ConnectionResetError:
         pass
     finally:
         request.app[FEEDS].discard(ws)
