@@ -10,17 +10,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import small_config
+from tests.waiting import until
 from tests.wire import Stream, hello
 
 from aioseed.clients.actor import Actor, ActorConfig, ActorError
-
-
-async def _wait_for(predicate, what: str, attempts: int = 1000) -> None:
-    for _ in range(attempts):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_run_ids_are_new_per_process_start() -> None:
@@ -38,7 +31,7 @@ async def test_reconnect_keeps_run_ids_and_slots(running_learner, tmp_path) -> N
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{port}", num_envs=4, envs_per_message=2, backoff_max_s=0.2))
         run_ids = actor.run_ids.copy()
         task = asyncio.create_task(actor.run())
-        await _wait_for(lambda: actor.steps > 50, "first steps")
+        await until(lambda: actor.steps > 50, "first steps")
         slots_before = sorted(
             s for info in learner.service.streams.values() if info.actor != "test" for s in info.slots.tolist()
         )
@@ -47,7 +40,7 @@ async def test_reconnect_keeps_run_ids_and_slots(running_learner, tmp_path) -> N
     steps_at_restart = actor.steps
     config_b = dataclasses.replace(small_config(tmp_path / "b"), port=port)
     async with running_learner(config_b) as learner_b:
-        await _wait_for(
+        await until(
             lambda: len(learner_b.service.streams) == 2 and actor.steps > steps_at_restart + 50,
             "both streams back and stepping",
         )

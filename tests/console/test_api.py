@@ -11,20 +11,13 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import small_config
+from tests.waiting import until
 
 from aioseed.clients.actor import Actor, ActorConfig
 from aioseed.console import server as console_server
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-async def until(predicate, what: str, attempts: int = 1000) -> None:
-    for _ in range(attempts):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @contextlib.asynccontextmanager

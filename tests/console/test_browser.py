@@ -11,6 +11,7 @@ import pytest
 from playwright.async_api import Page, async_playwright
 
 from tests.conftest import small_config
+from tests.waiting import until
 
 from aioseed.clients.actor import Actor, ActorConfig
 
@@ -25,14 +26,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-
-
-async def until(predicate, what: str, attempts: int = 2000) -> None:
-    for _ in range(attempts):
-        if await predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def chart(page: Page, title: str) -> tuple[int, list]:
@@ -62,9 +55,9 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
             # Changing the batch size in the UI changes the batches the learner runs.
             await page.fill("#max_batch_size", "4")
             await page.click("#apply-batching")
-            await until(_async(lambda: learner.settings()["max_batch_size"] == 4), "max_batch_size 4 in effect")
+            await until(lambda: learner.settings()["max_batch_size"] == 4, "max_batch_size 4 in effect")
             changed_at = learner.history.latest["time"]
-            await until(_async(lambda: len(learner.history.since(changed_at)) >= 6), "six more snapshots")
+            await until(lambda: len(learner.history.since(changed_at)) >= 6, "six more snapshots")
             after = [s for s in learner.history.since(changed_at)[2:] if s["batcher/batches"] > 0]
             assert after and all(s["batcher/batch_size_max"] <= 4 for s in after)
             await until(_text_contains(page, "#batching-effect", "in effect: 4 rows"), "the page to show 4 rows")
@@ -79,7 +72,7 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
             assert learner.trainer.version == paused_at
             assert "back-pressure" in await page.inner_text("#pause-note")
             await page.click("#resume")
-            await until(_async(lambda: learner.trainer.version > paused_at + 2), "training to restart")
+            await until(lambda: learner.trainer.version > paused_at + 2, "training to restart")
             await until(_text_contains(page, "#status", "training"), "the page to show training")
 
             assert await page.locator("#actors tbody tr").count() == 1
@@ -91,13 +84,6 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
         finally:
             await browser.close()
             task.cancel()
-
-
-def _async(predicate):
-    async def check() -> bool:
-        return predicate()
-
-    return check
 
 
 async def _points_at_least(page: Page, title: str, n: int) -> bool:
