@@ -81,7 +81,7 @@ class Learner:
         self.console_url: str | None = None
         self._last_checkpoint = time.monotonic()
         self.stop_reason: str | None = None
-        """Why the learner stopped: "requested", "frames" or "return"."""
+        """Why the learner stopped: "requested", "frames", "return" or "time"."""
         self.stop_time: float | None = None
         """Wall-clock time (time.time()) of the stop request."""
         self.stop_frames: int | None = None
