@@ -40,7 +40,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     import tensorflow as tf
 
     from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.clients.envs import make_env
+    from aioseed.clients.envs import make_vector_env
     from aioseed.server.checkpoint import Checkpointer
     from aioseed.spec import EnvSpec
 
@@ -50,8 +50,8 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
         **{k: tuple(v) if isinstance(v, list) else v for k, v in saved["agent"].items() if k in agent_fields}
     )
     env_id = config.env or saved["env"]
-    env = make_env(env_id)
-    spec = EnvSpec.from_spaces(env.observation_space, env.action_space)
+    env = make_vector_env(env_id, 1)  # the same preprocessing as the actors'
+    spec = EnvSpec.from_spaces(env.single_observation_space, env.single_action_space)
     agent = ImpalaAgent(spec, agent_config, device=resolve_device(config.device))
     progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()
     if progress is None:
@@ -62,10 +62,9 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
         obs, _ = env.reset(seed=None if config.seed is None else config.seed + episode)
         total, finished = 0.0, False
         while not finished:
-            action = int(act(obs[np.newaxis].astype(spec.dtype))["action"][0])
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total += float(reward)
-            finished = terminated or truncated
+            obs, reward, terminated, truncated, _ = env.step(act(obs.astype(spec.dtype))["action"].numpy())
+            total += float(reward[0])
+            finished = bool(terminated[0] or truncated[0])
         returns.append(total)
     env.close()
     result = {

@@ -43,3 +43,29 @@ class MLPPolicyValue(keras.Model):
             for layer in self.value_torso:
                 v = layer(v)
         return self.policy(h), tf.squeeze(self.value(v), -1)
+
+
+class NatureCNNPolicyValue(keras.Model):
+    """The Nature DQN torso (Mnih et al. 2015) with policy and value heads, for stacked frames.
+
+    Takes ``uint8[B, stack, 84, 84]`` (channels first, as ale-py stacks them) and
+    runs the convolutions channels-last, the layout TensorFlow's CPU kernels want.
+    """
+
+    def __init__(self, num_actions: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.torso = [
+            keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
+            keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
+            keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(512, activation="relu"),
+        ]
+        self.policy = keras.layers.Dense(num_actions, kernel_initializer=keras.initializers.Orthogonal(0.01))
+        self.value = keras.layers.Dense(1)
+
+    def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        x = tf.transpose(tf.cast(observations, tf.float32) / 255.0, [0, 2, 3, 1])
+        for layer in self.torso:
+            x = layer(x)
+        return self.policy(x), tf.squeeze(self.value(x), -1)

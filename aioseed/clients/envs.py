@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 
+from aioseed.clients.atari import is_atari, make_atari_vector_env
 from aioseed.spec import EnvSpec
-
-
-def make_env(env_id: str) -> gym.Env:
-    """One gymnasium env by id, with its registered time limit (for evaluation)."""
-    return gym.make(env_id, disable_env_checker=True)
 
 
 def make_vector_env(env_id: str, num_envs: int, **env_kwargs: object) -> gym.vector.VectorEnv:
@@ -20,6 +16,8 @@ def make_vector_env(env_id: str, num_envs: int, **env_kwargs: object) -> gym.vec
     Either way the autoreset mode is gymnasium's default, next-step: the step
     after an episode's final observation resets that env and ignores its action.
     """
+    if is_atari(env_id):
+        return make_atari_vector_env(env_id, num_envs)
     spec = gym.spec(env_id)
     mode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"
     kwargs = {} if mode == "vector_entry_point" else {"vector_kwargs": {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}}
@@ -32,8 +30,8 @@ def make_vector_env(env_id: str, num_envs: int, **env_kwargs: object) -> gym.vec
 
 def env_spec(env_id: str) -> EnvSpec:
     """The spec actors running ``env_id`` will declare."""
-    env = make_env(env_id)
+    envs = make_vector_env(env_id, 1)
     try:
-        return EnvSpec.from_spaces(env.observation_space, env.action_space)
+        return EnvSpec.from_spaces(envs.single_observation_space, envs.single_action_space)
     finally:
-        env.close()
+        envs.close()

@@ -11,8 +11,19 @@ import tensorflow as tf
 
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import clip_rewards, impala_loss
-from aioseed.algos.networks import MLPPolicyValue
+from aioseed.algos.networks import MLPPolicyValue, NatureCNNPolicyValue
 from aioseed.spec import EnvSpec
+
+
+def build_network(spec: EnvSpec, config: ImpalaConfig) -> keras.Model:
+    kind = config.network
+    if kind == "auto":
+        kind = "nature_cnn" if len(spec.observation_shape) == 3 and spec.dtype == np.uint8 else "mlp"
+    if kind == "nature_cnn":
+        return NatureCNNPolicyValue(spec.num_actions)
+    return MLPPolicyValue(
+        spec.num_actions, config.hidden_sizes, shared_torso=config.shared_torso, activation=config.activation
+    )
 
 
 class PolicyModule(tf.Module):
@@ -45,9 +56,7 @@ class ImpalaAgent:
         self.config = config
         self.device = device
         with tf.device(device):
-            self.network = MLPPolicyValue(
-                spec.num_actions, config.hidden_sizes, shared_torso=config.shared_torso, activation=config.activation
-            )
+            self.network = build_network(spec, config)
             self.network(np.zeros((1, *spec.observation_shape), spec.observation_dtype))
             self.optimizer = keras.optimizers.Adam(
                 learning_rate=config.learning_rate, epsilon=config.adam_epsilon, global_clipnorm=config.max_grad_norm

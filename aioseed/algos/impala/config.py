@@ -36,6 +36,8 @@ class ImpalaConfig:
     """none; abs_one clips to [-1, 1] (Atari); soft_asymmetric is SEED's 5*tanh(r/5) with negatives scaled by 0.3."""
 
     # Network
+    network: Literal["auto", "mlp", "nature_cnn"] = "auto"
+    """auto: the Nature CNN for stacked uint8 frames [stack, H, W], the MLP otherwise."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the MLP torso."""
     shared_torso: bool = False
