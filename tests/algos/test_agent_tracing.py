@@ -1,0 +1,39 @@
+"""Steady state never retraces: inference takes any batch size through one concrete function,
+and the train step keeps its one trace across learning-rate changes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aioseed.algos.impala.agent import ImpalaAgent
+from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.spec import EnvSpec
+
+PONG = EnvSpec(observation_shape=(4, 84, 84), observation_dtype="uint8", num_actions=6)
+
+
+def _batch(agent: ImpalaAgent, steps: int, size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    shape = (steps, size)
+    return {
+        "observation": rng.integers(0, 255, (*shape, *PONG.observation_shape), dtype=np.uint8),
+        "action": rng.integers(0, PONG.num_actions, shape, dtype=np.int32),
+        "logits": rng.normal(size=(*shape, PONG.num_actions)).astype(np.float32),
+        "reward": rng.normal(size=shape).astype(np.float32),
+        "done": rng.random(shape) < 0.1,
+        "phantom": np.zeros(shape, bool),
+    }
+
+
+def test_inference_and_train_step_trace_once() -> None:
+    agent = ImpalaAgent(PONG, ImpalaConfig())
+    rng = np.random.default_rng(0)
+    for size in (1, 3, 17, 64, 5, 256):
+        out = agent.infer(rng.integers(0, 255, (size, *PONG.observation_shape), dtype=np.uint8))
+        assert out["action"].shape == (size,) and out["logits"].shape == (size, PONG.num_actions)
+    assert agent.policy.act.experimental_get_tracing_count() == 1
+
+    for step in range(3):
+        agent.train_step(_batch(agent, 6, 2, rng))
+        if step == 1:
+            agent.set_learning_rate(1e-4)
+    assert agent._train.experimental_get_tracing_count() == 1
