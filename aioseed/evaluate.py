@@ -40,9 +40,8 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     import tensorflow as tf
 
     from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.clients.envs import make_vector_env
+    from aioseed.clients.envs import make_vector_env, vector_env_spec
     from aioseed.server.checkpoint import Checkpointer
-    from aioseed.spec import EnvSpec
 
     saved = load_run_config(config.logdir)
     agent_fields = {f.name for f in dataclasses.fields(ImpalaConfig)}
@@ -51,7 +50,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     )
     env_id = config.env or saved["env"]
     env = make_vector_env(env_id, 1)  # the same preprocessing as the actors'
-    spec = EnvSpec.from_spaces(env.single_observation_space, env.single_action_space)
+    spec = vector_env_spec(env_id, env)
     agent = ImpalaAgent(spec, agent_config, device=resolve_device(config.device))
     progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()
     if progress is None:

@@ -21,6 +21,8 @@ class EnvSpec:
     """NumPy dtype name of the observation elements, e.g. "float32"."""
     num_actions: int
     """Size of the Discrete action space."""
+    frames_per_step: int = 1
+    """Emulator frames per env step (Atari's frame skip); frame counters count these."""
 
     def __post_init__(self) -> None:
         if any(d <= 0 for d in self.observation_shape):
@@ -28,6 +30,8 @@ class EnvSpec:
         np.dtype(self.observation_dtype)  # raises TypeError on an unknown name
         if self.num_actions <= 0:
             raise ValueError(f"num_actions must be positive, got {self.num_actions}")
+        if self.frames_per_step < 1:
+            raise ValueError(f"frames_per_step must be positive, got {self.frames_per_step}")
 
     @property
     def dtype(self) -> np.dtype:
@@ -39,7 +43,7 @@ class EnvSpec:
         return math.prod(self.observation_shape) * self.dtype.itemsize
 
     @classmethod
-    def from_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> EnvSpec:
+    def from_spaces(cls, observation_space: gym.Space, action_space: gym.Space, frames_per_step: int = 1) -> EnvSpec:
         if not isinstance(observation_space, gym.spaces.Box):
             raise TypeError(f"aioseed needs a Box observation space, got {observation_space}")
         if not isinstance(action_space, gym.spaces.Discrete):
@@ -48,6 +52,7 @@ class EnvSpec:
             observation_shape=tuple(int(d) for d in observation_space.shape),
             observation_dtype=np.dtype(observation_space.dtype).name,
             num_actions=int(action_space.n),
+            frames_per_step=frames_per_step,
         )
 
     def to_proto(self) -> pb.EnvSpec:
@@ -55,6 +60,7 @@ class EnvSpec:
             observation_shape=list(self.observation_shape),
             observation_dtype=self.observation_dtype,
             num_actions=self.num_actions,
+            frames_per_step=self.frames_per_step,
         )
 
     @classmethod
@@ -63,8 +69,10 @@ class EnvSpec:
             observation_shape=tuple(message.observation_shape),
             observation_dtype=message.observation_dtype,
             num_actions=message.num_actions,
+            frames_per_step=message.frames_per_step or 1,
         )
 
     def describe(self) -> str:
         shape = ",".join(str(d) for d in self.observation_shape)
-        return f"obs {self.observation_dtype}[{shape}], {self.num_actions} actions"
+        skip = f", {self.frames_per_step} frames/step" if self.frames_per_step > 1 else ""
+        return f"obs {self.observation_dtype}[{shape}], {self.num_actions} actions{skip}"

@@ -22,10 +22,9 @@ import structlog
 import tenacity
 
 from aioseed.clients.env_group import EnvGroup
-from aioseed.clients.envs import make_vector_env
+from aioseed.clients.envs import make_vector_env, vector_env_spec
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
-from aioseed.spec import EnvSpec
 
 log = structlog.get_logger()
 
@@ -93,7 +92,7 @@ class Actor:
         sizes = [min(k, config.num_envs - start) for start in range(0, config.num_envs, k)]
         vector_envs = [make_vector_env(config.env, size) for size in sizes]
         first = vector_envs[0]
-        self.spec = EnvSpec.from_spaces(first.single_observation_space, first.single_action_space)
+        self.spec = vector_env_spec(config.env, first)
         # Drawn once per process: the same across reconnects, new after a restart.
         self.run_ids = np.array([secrets.randbits(64) | 1 for _ in range(config.num_envs)], np.uint64)
         offsets = np.cumsum([0, *sizes])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from aioseed.clients.atari import is_atari, make_atari_vector_env
+from aioseed.clients.atari import AtariConfig, is_atari, make_atari_vector_env
 from aioseed.spec import EnvSpec
 
 
@@ -28,10 +28,16 @@ def make_vector_env(env_id: str, num_envs: int, **env_kwargs: object) -> gym.vec
     return envs
 
 
+def vector_env_spec(env_id: str, envs: gym.vector.VectorEnv) -> EnvSpec:
+    """The spec of one of ``envs`` (made by ``make_vector_env(env_id, ...)``)."""
+    frames_per_step = AtariConfig().frameskip if is_atari(env_id) else 1
+    return EnvSpec.from_spaces(envs.single_observation_space, envs.single_action_space, frames_per_step)
+
+
 def env_spec(env_id: str) -> EnvSpec:
     """The spec actors running ``env_id`` will declare."""
     envs = make_vector_env(env_id, 1)
     try:
-        return EnvSpec.from_spaces(envs.single_observation_space, envs.single_action_space)
+        return vector_env_spec(env_id, envs)
     finally:
         envs.close()

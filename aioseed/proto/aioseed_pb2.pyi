@@ -7,14 +7,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EnvSpec(_message.Message):
-    __slots__ = ("observation_shape", "observation_dtype", "num_actions")
+    __slots__ = ("observation_shape", "observation_dtype", "num_actions", "frames_per_step")
     OBSERVATION_SHAPE_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_DTYPE_FIELD_NUMBER: _ClassVar[int]
     NUM_ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    FRAMES_PER_STEP_FIELD_NUMBER: _ClassVar[int]
     observation_shape: _containers.RepeatedScalarFieldContainer[int]
     observation_dtype: str
     num_actions: int
-    def __init__(self, observation_shape: _Optional[_Iterable[int]] = ..., observation_dtype: _Optional[str] = ..., num_actions: _Optional[int] = ...) -> None: ...
+    frames_per_step: int
+    def __init__(self, observation_shape: _Optional[_Iterable[int]] = ..., observation_dtype: _Optional[str] = ..., num_actions: _Optional[int] = ..., frames_per_step: _Optional[int] = ...) -> None: ...
 
 class Hello(_message.Message):
     __slots__ = ("spec", "num_envs", "run_ids", "previous_slots", "actor_name")

@@ -42,7 +42,7 @@ class Observation:
     """<float64>[E] returns of the episodes that ended in this batch."""
     episode_lengths: np.ndarray
     """<int64>[E] their lengths in env steps."""
-    frames: int
+    env_steps: int
     """Env steps represented by this batch (rows whose action will be executed)."""
 
 
@@ -97,7 +97,7 @@ class EnvTable:
             phantom=final,
             episode_returns=episode_returns,
             episode_lengths=episode_lengths,
-            frames=int(len(slots) - final.sum()),
+            env_steps=int(len(slots) - final.sum()),
         )
 
     def forget(self, slots: np.ndarray) -> None:

@@ -220,7 +220,9 @@ class Learner:
     # ---- callbacks and the report task -----------------------------------------------------
     def _on_batch(self, batch: Batch, result: StepResult) -> None:
         observation = result.observation
-        self.stats.record_batch(batch.size, batch.fill_seconds, result.seconds, observation.frames)
+        self.stats.record_batch(
+            batch.size, batch.fill_seconds, result.seconds, observation.env_steps * self.spec.frames_per_step
+        )
         if len(observation.episode_returns):
             self.stats.record_episodes(observation.episode_returns, observation.episode_lengths)
             self._check_stop_conditions()

@@ -26,7 +26,7 @@ async def test_pong_trains_through_learner_and_actor_processes(tmp_path) -> None
     actor = None
     try:
         port = int((await learner.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))
-        assert "obs uint8[4,84,84], 6 actions" in "\n".join(learner.lines)
+        assert "obs uint8[4,84,84], 6 actions, 4 frames/step" in "\n".join(learner.lines)
         actor = await Process(
             ["actor", "--learner", f"127.0.0.1:{port}", "--env", "ALE/Pong-v5", "--num-envs", "4",
              "--envs-per-message", "4"]
@@ -40,3 +40,12 @@ async def test_pong_trains_through_learner_and_actor_processes(tmp_path) -> None
         learner.kill()
         if actor is not None:
             actor.kill()
+
+
+def test_frames_per_step_is_part_of_the_spec_and_survives_the_wire() -> None:
+    from aioseed.spec import EnvSpec
+
+    pong = env_spec("ALE/Pong-v5")
+    assert pong.frames_per_step == 4 and "4 frames/step" in pong.describe()
+    assert EnvSpec.from_proto(pong.to_proto()) == pong
+    assert env_spec("CartPole-v1").frames_per_step == 1

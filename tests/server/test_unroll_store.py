@@ -136,7 +136,7 @@ def test_truncation_keeps_the_bootstrap_and_adds_a_phantom_row() -> None:
     env.row(0.0)
     env.row(1.0, reward=1.0)
     final = env.row(2.0, reward=2.0, flags=TRUNCATED)  # the final observation
-    assert final.phantom[0] and not final.done[0] and final.frames == 0
+    assert final.phantom[0] and not final.done[0] and final.env_steps == 0
     reset = env.row(50.0, reward=0.0)  # first obs of the next episode
     assert reset.done[0] and not reset.phantom[0]
     unroll = env.unrolls[0]
@@ -161,7 +161,7 @@ def test_termination_with_the_final_observation_is_a_phantom_with_zero_discount(
     env.row(0.0)
     env.row(1.0, reward=1.0)
     final = env.row(2.0, reward=2.0, flags=TERMINATED | FINAL)
-    assert final.phantom[0] and final.done[0] and final.frames == 0
+    assert final.phantom[0] and final.done[0] and final.env_steps == 0
     reset = env.row(50.0, reward=0.0)
     assert reset.done[0] and not reset.phantom[0]
     unroll = env.unrolls[0]
