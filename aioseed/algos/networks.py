@@ -69,3 +69,41 @@ class NatureCNNPolicyValue(keras.Model):
         for layer in self.torso:
             x = layer(x)
         return self.policy(x), tf.squeeze(self.value(x), -1)
+
+
+class ResidualStage(keras.layers.Layer):
+    """Conv, max-pool (stride 2), then two residual blocks (IMPALA, Espeholt et al. 2018, fig. 3)."""
+
+    def __init__(self, channels: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.conv = keras.layers.Conv2D(channels, 3, padding="same")
+        self.pool = keras.layers.MaxPool2D(3, strides=2, padding="same")
+        self.blocks = [
+            (keras.layers.Conv2D(channels, 3, padding="same"), keras.layers.Conv2D(channels, 3, padding="same"))
+            for _ in range(2)
+        ]
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        x = self.pool(self.conv(x))
+        for first, second in self.blocks:
+            x = x + second(tf.nn.relu(first(tf.nn.relu(x))))
+        return x
+
+
+class ImpalaResNetPolicyValue(keras.Model):
+    """The IMPALA deep torso (stages of 16, 32, 32 channels) with policy and value heads."""
+
+    def __init__(self, num_actions: int, channels: tuple[int, ...] = (16, 32, 32), **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.stages = [ResidualStage(c) for c in channels]
+        self.flatten = keras.layers.Flatten()
+        self.hidden = keras.layers.Dense(256, activation="relu")
+        self.policy = keras.layers.Dense(num_actions, kernel_initializer=keras.initializers.Orthogonal(0.01))
+        self.value = keras.layers.Dense(1)
+
+    def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        x = tf.transpose(tf.cast(observations, tf.float32) / 255.0, [0, 2, 3, 1])
+        for stage in self.stages:
+            x = stage(x)
+        x = self.hidden(self.flatten(tf.nn.relu(x)))
+        return self.policy(x), tf.squeeze(self.value(x), -1)

@@ -4,6 +4,7 @@ and the train step keeps its one trace across learning-rate changes."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from aioseed.algos.impala.agent import ImpalaAgent
 from aioseed.algos.impala.config import ImpalaConfig
@@ -24,16 +25,21 @@ def _batch(agent: ImpalaAgent, steps: int, size: int, rng: np.random.Generator) 
     }
 
 
-def test_inference_and_train_step_trace_once() -> None:
-    agent = ImpalaAgent(PONG, ImpalaConfig())
+@pytest.mark.parametrize("network", ["nature_cnn", "impala_resnet"])
+def test_inference_and_train_step_trace_once(network: str) -> None:
+    agent = ImpalaAgent(PONG, ImpalaConfig(network=network))
     rng = np.random.default_rng(0)
     for size in (1, 3, 17, 64, 5, 256):
         out = agent.infer(rng.integers(0, 255, (size, *PONG.observation_shape), dtype=np.uint8))
         assert out["action"].shape == (size,) and out["logits"].shape == (size, PONG.num_actions)
     assert agent.policy.act.experimental_get_tracing_count() == 1
 
+    before = [w.numpy().copy() for w in agent.network.trainable_weights]
     for step in range(3):
-        agent.train_step(_batch(agent, 6, 2, rng))
+        metrics = agent.train_step(_batch(agent, 6, 2, rng))
+        assert all(np.isfinite(v) for v in metrics.values())
         if step == 1:
             agent.set_learning_rate(1e-4)
     assert agent._train.experimental_get_tracing_count() == 1
+    after = agent.network.trainable_weights
+    assert all(not np.array_equal(b, a.numpy()) for b, a in zip(before, after))  # every layer learns

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import clip_rewards, impala_loss
-from aioseed.algos.networks import MLPPolicyValue, NatureCNNPolicyValue
+from aioseed.algos.networks import ImpalaResNetPolicyValue, MLPPolicyValue, NatureCNNPolicyValue
 from aioseed.spec import EnvSpec
 
 
@@ -21,6 +21,8 @@ def build_network(spec: EnvSpec, config: ImpalaConfig) -> keras.Model:
         kind = "nature_cnn" if len(spec.observation_shape) == 3 and spec.dtype == np.uint8 else "mlp"
     if kind == "nature_cnn":
         return NatureCNNPolicyValue(spec.num_actions)
+    if kind == "impala_resnet":
+        return ImpalaResNetPolicyValue(spec.num_actions)
     return MLPPolicyValue(
         spec.num_actions, config.hidden_sizes, shared_torso=config.shared_torso, activation=config.activation
     )

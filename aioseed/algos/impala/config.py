@@ -36,8 +36,9 @@ class ImpalaConfig:
     """none; abs_one clips to [-1, 1] (Atari); soft_asymmetric is SEED's 5*tanh(r/5) with negatives scaled by 0.3."""
 
     # Network
-    network: Literal["auto", "mlp", "nature_cnn"] = "auto"
-    """auto: the Nature CNN for stacked uint8 frames [stack, H, W], the MLP otherwise."""
+    network: Literal["auto", "mlp", "nature_cnn", "impala_resnet"] = "auto"
+    """auto: the Nature CNN for stacked uint8 frames [stack, H, W], the MLP otherwise. impala_resnet is
+    the IMPALA deep torso (about 8x slower than the Nature CNN on this CPU)."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the MLP torso."""
     shared_torso: bool = False
