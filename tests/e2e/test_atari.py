@@ -49,3 +49,29 @@ def test_frames_per_step_is_part_of_the_spec_and_survives_the_wire() -> None:
     assert pong.frames_per_step == 4 and "4 frames/step" in pong.describe()
     assert EnvSpec.from_proto(pong.to_proto()) == pong
     assert env_spec("CartPole-v1").frames_per_step == 1
+
+
+def test_atari_frames_stack_by_shifting_and_episodes_end_with_a_final_row() -> None:
+    import numpy as np
+
+    from aioseed.clients.atari import AtariConfig, make_atari_vector_env
+    from aioseed.clients.env_group import FINAL, TRUNCATED, EnvGroup
+
+    config = AtariConfig(noop_max=0, sticky_action_probability=0.0, max_episode_frames=4 * 40)
+    envs = make_atari_vector_env("ALE/Pong-v5", 2, config)
+    group = EnvGroup(envs, env_spec("ALE/Pong-v5"), np.array([1, 2], np.uint64), seed=0)
+    previous = group.observations.copy()
+    for step in range(60):
+        group.step(np.zeros(2, np.int32))
+        obs = group.observations
+        assert obs.shape == (2, 4, 84, 84) and obs.dtype == np.uint8
+        if group.flags.any():
+            break
+        # the newest frame enters last; the older three shift forward
+        np.testing.assert_array_equal(obs[:, :3], previous[:, 1:])
+        previous = obs.copy()
+    assert step == 39, "the 160-frame limit ends the episode after 40 steps of 4 frames"
+    assert group.flags.tolist() == [TRUNCATED | FINAL] * 2
+    group.step(np.zeros(2, np.int32))  # the autoreset step: the new episode's first observation
+    assert group.flags.tolist() == [0, 0] and group.rewards.tolist() == [0.0, 0.0]
+    assert group.steps == 2 * 40
