@@ -14,6 +14,7 @@ from typing import Any
 import structlog
 
 from aioseed.clients.actor import ActorConfig
+from aioseed.clients.atari import AtariConfig
 from aioseed.server.config import LearnerConfig
 
 log = structlog.get_logger()
@@ -41,6 +42,7 @@ class RunConfig:
             token=self.learner.token,
             seed=seed,
             name=f"local-{index}",
+            atari=AtariConfig(stack=1) if self.learner.learner_frame_stack > 1 else AtariConfig(),
         )
 
 
@@ -70,20 +72,34 @@ def save_run_config(config: LearnerConfig) -> None:
     (config.logdir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2, default=str))
 
 
+def learner_specs(config: LearnerConfig) -> tuple[Any, Any]:
+    """(what actors send, what the policy sees): they differ with learner-side frame stacking."""
+    from aioseed.clients.atari import AtariConfig, is_atari
+    from aioseed.clients.envs import env_spec
+
+    stack = config.learner_frame_stack
+    if stack == 1:
+        spec = env_spec(config.env)
+        return spec, spec
+    if not is_atari(config.env):
+        raise ValueError(f"learner_frame_stack needs an ALE/ env, got {config.env}")
+    wire = env_spec(config.env, AtariConfig(stack=1))
+    return wire, dataclasses.replace(wire, observation_shape=(stack, *wire.observation_shape[1:]))
+
+
 def build_learner(config: LearnerConfig) -> Any:
     """Spec from the env, the V-trace agent on the chosen device, checkpoints, the learner."""
     import tensorflow as tf
 
     from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.clients.envs import env_spec
     from aioseed.server.checkpoint import Checkpointer
     from aioseed.server.learner import Learner
 
     if config.seed is not None:
         tf.random.set_seed(config.seed)
-    spec = env_spec(config.env)
+    spec, seen = learner_specs(config)
     device = resolve_device(config.device)
-    agent = ImpalaAgent(spec, config.agent, device=device)
+    agent = ImpalaAgent(seen, config.agent, device=device)
     checkpointer = None
     if config.logdir is not None:
         save_run_config(config)

@@ -7,10 +7,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from aioseed.spec import EnvSpec
+
 Column = tuple[tuple[int, ...], Any]
 
 
 class Agent(Protocol):
+    spec: EnvSpec
+    """What the policy sees (with learner-side frame stacking, more frames than actors send)."""
+
     def output_columns(self) -> Mapping[str, Column]:
         """Per-row inference outputs kept in unrolls (shape without batch, dtype); includes "action"."""
         ...

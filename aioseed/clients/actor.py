@@ -21,6 +21,7 @@ import numpy as np
 import structlog
 import tenacity
 
+from aioseed.clients.atari import AtariConfig
 from aioseed.clients.env_group import EnvGroup
 from aioseed.clients.envs import make_vector_env, vector_env_spec
 from aioseed.proto import aioseed_pb2 as pb
@@ -63,6 +64,8 @@ class ActorConfig:
     """Largest reconnect delay."""
     max_steps: int | None = None
     """Stop after this many env steps (None: run until stopped)."""
+    atari: AtariConfig = AtariConfig()
+    """Preprocessing of ALE/ ids (stack 1 for a learner that stacks frames itself)."""
 
     def __post_init__(self) -> None:
         if self.num_envs < 1 or self.envs_per_message < 1:
@@ -90,9 +93,9 @@ class Actor:
         self._metadata = (("authorization", f"Bearer {config.token}"),) if config.token else ()
         k = config.envs_per_message
         sizes = [min(k, config.num_envs - start) for start in range(0, config.num_envs, k)]
-        vector_envs = [make_vector_env(config.env, size) for size in sizes]
+        vector_envs = [make_vector_env(config.env, size, config.atari) for size in sizes]
         first = vector_envs[0]
-        self.spec = vector_env_spec(config.env, first)
+        self.spec = vector_env_spec(config.env, first, config.atari)
         # Drawn once per process: the same across reconnects, new after a restart.
         self.run_ids = np.array([secrets.randbits(64) | 1 for _ in range(config.num_envs)], np.uint64)
         offsets = np.cumsum([0, *sizes])

@@ -8,7 +8,9 @@ from aioseed.clients.atari import AtariConfig, is_atari, make_atari_vector_env
 from aioseed.spec import EnvSpec
 
 
-def make_vector_env(env_id: str, num_envs: int, **env_kwargs: object) -> gym.vector.VectorEnv:
+def make_vector_env(
+    env_id: str, num_envs: int, atari: AtariConfig = AtariConfig(), **env_kwargs: object
+) -> gym.vector.VectorEnv:
     """``num_envs`` copies of ``env_id`` stepped together (``env_kwargs`` go to the env, e.g. max_episode_steps).
 
     Uses the env's own vectorized implementation when it registers one (e.g.
@@ -17,7 +19,7 @@ def make_vector_env(env_id: str, num_envs: int, **env_kwargs: object) -> gym.vec
     after an episode's final observation resets that env and ignores its action.
     """
     if is_atari(env_id):
-        return make_atari_vector_env(env_id, num_envs)
+        return make_atari_vector_env(env_id, num_envs, atari)
     spec = gym.spec(env_id)
     mode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"
     kwargs = {} if mode == "vector_entry_point" else {"vector_kwargs": {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}}
@@ -28,16 +30,16 @@ def make_vector_env(env_id: str, num_envs: int, **env_kwargs: object) -> gym.vec
     return envs
 
 
-def vector_env_spec(env_id: str, envs: gym.vector.VectorEnv) -> EnvSpec:
-    """The spec of one of ``envs`` (made by ``make_vector_env(env_id, ...)``)."""
-    frames_per_step = AtariConfig().frameskip if is_atari(env_id) else 1
+def vector_env_spec(env_id: str, envs: gym.vector.VectorEnv, atari: AtariConfig = AtariConfig()) -> EnvSpec:
+    """The spec of one of ``envs`` (made by ``make_vector_env(env_id, ..., atari)``)."""
+    frames_per_step = atari.frameskip if is_atari(env_id) else 1
     return EnvSpec.from_spaces(envs.single_observation_space, envs.single_action_space, frames_per_step)
 
 
-def env_spec(env_id: str) -> EnvSpec:
+def env_spec(env_id: str, atari: AtariConfig = AtariConfig()) -> EnvSpec:
     """The spec actors running ``env_id`` will declare."""
-    envs = make_vector_env(env_id, 1)
+    envs = make_vector_env(env_id, 1, atari)
     try:
-        return vector_env_spec(env_id, envs)
+        return vector_env_spec(env_id, envs, atari)
     finally:
         envs.close()

@@ -40,6 +40,9 @@ class LearnerConfig:
     training: TrainingConfig = TrainingConfig()
     agent: ImpalaConfig = ImpalaConfig()
 
+    learner_frame_stack: int = 1
+    """>1: the learner stacks this many frames per env itself and Atari actors send only the newest
+    (run them with --atari.stack 1): 4x less traffic, the same observations for the policy."""
     max_envs: int = 65536
     """Env slots the learner will hand out in total."""
     max_envs_per_stream: int = 1024
@@ -76,5 +79,7 @@ class LearnerConfig:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
         if self.max_envs < 1 or self.max_envs_per_stream < 1:
             raise ValueError("max_envs and max_envs_per_stream must be >= 1")
+        if self.learner_frame_stack < 1:
+            raise ValueError(f"learner_frame_stack must be >= 1, got {self.learner_frame_stack}")
         if self.return_window < 1:
             raise ValueError(f"return_window must be >= 1, got {self.return_window}")

@@ -19,6 +19,7 @@ import structlog
 
 from aioseed.server.batcher import Batch, Batcher
 from aioseed.server.env_table import EnvTable, Observation
+from aioseed.server.frame_stack import FrameStacker
 from aioseed.server.unroll_store import UnrollStore
 
 log = structlog.get_logger()
@@ -45,6 +46,35 @@ class StepResult:
     """Worker-thread time of the policy and the bookkeeping."""
 
 
+def observe(envs: EnvTable, store: UnrollStore, inputs: Mapping[str, np.ndarray]) -> Observation:
+    """Updates per-env state for a batch of rows; fresh rows discard their partial unrolls."""
+    slots = inputs["slots"]
+    observation = envs.observe(slots, inputs["run_ids"], inputs["rewards"], inputs["flags"])
+    if observation.fresh.any():
+        store.reset(slots[observation.fresh])
+    return observation
+
+
+def append(
+    store: UnrollStore,
+    inputs: Mapping[str, np.ndarray],
+    observations: np.ndarray,
+    observation: Observation,
+    outputs: Mapping[str, np.ndarray],
+    version: int,
+) -> dict[str, np.ndarray] | None:
+    """Appends one step per row (``observations`` as the policy saw them); returns completed unrolls."""
+    step = {
+        "observation": observations,
+        "reward": inputs["rewards"],
+        "done": observation.done,
+        "phantom": observation.phantom,
+        "version": np.full(len(observations), version, np.int64),
+        **outputs,
+    }
+    return store.append(inputs["slots"], step)
+
+
 def record(
     envs: EnvTable,
     store: UnrollStore,
@@ -52,20 +82,9 @@ def record(
     outputs: Mapping[str, np.ndarray],
     version: int,
 ) -> tuple[Observation, dict[str, np.ndarray] | None]:
-    """Updates per-env state and appends one step per row; returns completed unrolls."""
-    slots = inputs["slots"]
-    observation = envs.observe(slots, inputs["run_ids"], inputs["rewards"], inputs["flags"])
-    if observation.fresh.any():
-        store.reset(slots[observation.fresh])
-    step = {
-        "observation": inputs["observations"],
-        "reward": inputs["rewards"],
-        "done": observation.done,
-        "phantom": observation.phantom,
-        "version": np.full(len(slots), version, np.int64),
-        **outputs,
-    }
-    return observation, store.append(slots, step)
+    """``observe`` then ``append``, for rows whose outputs are already known (tests, tools)."""
+    observation = observe(envs, store, inputs)
+    return observation, append(store, inputs, inputs["observations"], observation, outputs, version)
 
 
 class InferenceLoop:
@@ -80,6 +99,7 @@ class InferenceLoop:
         unrolls: asyncio.Queue[dict[str, np.ndarray]],
         version: Callable[[], int],
         on_batch: Callable[[Batch, StepResult], None],
+        stacker: FrameStacker | None = None,
     ) -> None:
         self._batcher = batcher
         self._policy = policy
@@ -88,6 +108,7 @@ class InferenceLoop:
         self._unrolls = unrolls
         self._version = version
         self._on_batch = on_batch
+        self._stacker = stacker
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="inference")
 
     def submit(self, rows: Mapping[str, np.ndarray]) -> asyncio.Future[dict[str, np.ndarray]]:
@@ -146,6 +167,11 @@ class InferenceLoop:
 
     def _step(self, inputs: Mapping[str, np.ndarray]) -> StepResult:
         started = time.perf_counter()
-        outputs = self._policy.infer(inputs["observations"])
-        observation, unrolls = record(self._envs, self._store, inputs, outputs, self._version())
+        observation = observe(self._envs, self._store, inputs)
+        observations = inputs["observations"]
+        if self._stacker is not None:
+            starts = (observation.done & ~observation.phantom) | observation.fresh
+            observations = self._stacker.push(inputs["slots"], observations, starts)
+        outputs = self._policy.infer(observations)
+        unrolls = append(self._store, inputs, observations, observation, outputs, self._version())
         return StepResult(outputs["action"], observation, unrolls, time.perf_counter() - started)

@@ -23,6 +23,7 @@ from aioseed.server.auth import TokenInterceptor
 from aioseed.server.batcher import Batch, Batcher, BatcherConfig
 from aioseed.server.config import LearnerConfig
 from aioseed.server.env_table import EnvTable
+from aioseed.server.frame_stack import FrameStacker
 from aioseed.server.inference import InferenceLoop, StepResult
 from aioseed.server.service import LearnerService
 from aioseed.server.slots import SlotTable
@@ -49,7 +50,7 @@ class Learner:
         self._unrolls: asyncio.Queue[dict[str, np.ndarray]] = asyncio.Queue(config.training.queue_capacity)
         self.batcher = Batcher(config.batcher)
         columns = {
-            "observation": (spec.observation_shape, spec.dtype),
+            "observation": (agent.spec.observation_shape, spec.dtype),
             "reward": ((), np.float32),
             "done": ((), bool),
             "phantom": ((), bool),
@@ -58,8 +59,18 @@ class Learner:
         }
         self.store = UnrollStore(config.training.unroll_length, columns, overlap=1)
         self.trainer = Trainer(config.training, agent, self._unrolls, self._on_train_step)
+        stack = config.learner_frame_stack
+        if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
+            raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
         self.inference = InferenceLoop(
-            self.batcher, agent, EnvTable(), self.store, self._unrolls, lambda: self.trainer.version, self._on_batch
+            self.batcher,
+            agent,
+            EnvTable(),
+            self.store,
+            self._unrolls,
+            lambda: self.trainer.version,
+            self._on_batch,
+            FrameStacker(stack) if stack > 1 else None,
         )
         self.slots = SlotTable(config.max_envs, config.slot_grace_s)
         self.service = LearnerService(

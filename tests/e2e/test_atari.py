@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 from tests.processes import Process
 
 from aioseed.clients.atari import game_name
@@ -17,19 +19,27 @@ def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None
     assert (spec.observation_shape, spec.observation_dtype, spec.num_actions) == ((4, 84, 84), "uint8", 6)
 
 
-async def test_pong_trains_through_learner_and_actor_processes(tmp_path) -> None:
+@pytest.mark.parametrize(
+    "learner_flags,actor_flags,wire",
+    [
+        ([], [], "obs uint8[4,84,84], 6 actions, 4 frames/step"),
+        (["--learner-frame-stack", "4"], ["--atari.stack", "1"], "obs uint8[1,84,84], 6 actions, 4 frames/step"),
+    ],
+    ids=["actor stacking", "learner stacking"],
+)
+async def test_pong_trains_through_learner_and_actor_processes(tmp_path, learner_flags, actor_flags, wire) -> None:
     learner = await Process(
         ["learner", "--env", "ALE/Pong-v5", "--host", "127.0.0.1", "--port", "0", "--console-port", "0",
          "--logdir", str(tmp_path), "--log-every-s", "1", "--training.unroll-length", "5",
-         "--training.batch-size", "2", "--agent.reward-clipping", "abs_one"]
+         "--training.batch-size", "2", "--agent.reward-clipping", "abs_one", *learner_flags]
     ).start()
     actor = None
     try:
         port = int((await learner.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))
-        assert "obs uint8[4,84,84], 6 actions, 4 frames/step" in "\n".join(learner.lines)
+        assert wire in "\n".join(learner.lines)
         actor = await Process(
             ["actor", "--learner", f"127.0.0.1:{port}", "--env", "ALE/Pong-v5", "--num-envs", "4",
-             "--envs-per-message", "4"]
+             "--envs-per-message", "4", *actor_flags]
         ).start()
         await learner.wait_for_line(r"stream_connected .*slots=4")
         await learner.wait_for_line(r"progress .*train_steps=[1-9]", timeout_s=120)
