@@ -176,6 +176,8 @@ class RunSummary:
     """Frames when the stop condition was met (``frames`` also counts the drain)."""
     stop_mean_return: float
     """Mean return when the stop condition was met."""
+    history: list[dict[str, float]]
+    """The learner's metric snapshots."""
 
 
 async def train_locally(config: RunConfig) -> RunSummary:
@@ -201,6 +203,7 @@ async def train_locally(config: RunConfig) -> RunSummary:
         stop_time=learner.stop_time,
         stop_frames=learner.stop_frames,
         stop_mean_return=learner.stop_mean_return,
+        history=learner.history.since(0.0),
     )
 
 

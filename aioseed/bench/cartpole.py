@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import multiprocessing
 import statistics
 import sys
 import time
@@ -21,7 +20,8 @@ import gymnasium as gym
 import numpy as np
 
 from aioseed.bench.config import CartpoleBench
-from aioseed.launch import RunConfig, RunSummary
+from aioseed.bench.spawned import run_in_process
+from aioseed.launch import RunConfig
 
 PEER_REFERENCE = {"cleanrl_ppo_median_s": 40.0, "source": "shared/baselines.md, same machine kind"}
 
@@ -43,24 +43,9 @@ def env_steps_per_s(env_id: str, seconds: float = 1.0) -> float:
     return rate
 
 
-def _one_run(config: RunConfig, results: multiprocessing.Queue) -> None:
-    import uvloop
-
-    from aioseed import log as logging_setup
-    from aioseed.launch import train_locally
-
-    logging_setup.configure("warning")
-    results.put(uvloop.run(train_locally(config)))
-
-
 def timed_run(config: RunConfig, timeout_s: float) -> dict[str, float | int | bool]:
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
     launched = time.time()
-    process = context.Process(target=_one_run, args=(config, results), name="cartpole-run")
-    process.start()
-    summary: RunSummary = results.get(timeout=timeout_s + 120)
-    process.join(60)
+    summary = run_in_process(config, timeout_s)
     solved = summary.stop_reason == "return"
     return {
         "solved": solved,

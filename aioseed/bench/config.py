@@ -54,6 +54,36 @@ class CartpoleBench:
     """Print the result as one JSON line."""
 
 
+def _atari_run() -> RunConfig:
+    from aioseed.algos.impala.config import ImpalaConfig
+
+    learner = dataclasses.replace(
+        RunConfig().learner,
+        env="ALE/Pong-v5",
+        logdir=None,
+        console=False,
+        stop_at_return=None,
+        agent=ImpalaConfig(network="nature_cnn", reward_clipping="abs_one"),
+    )
+    return RunConfig(learner=learner, num_actors=2, envs_per_actor=16, envs_per_message=16)
+
+
+@dataclasses.dataclass(frozen=True)
+class AtariBench:
+    """End-to-end training frames/s on Pong next to each component alone and the compute bound they imply."""
+
+    run: RunConfig = dataclasses.field(default_factory=_atari_run)
+    """The ``aioseed run`` set-up that is measured."""
+    seconds: float = 60.0
+    """Measured seconds of end-to-end training, after the warm-up."""
+    warmup_s: float = 20.0
+    """Seconds of training before measuring (start-up, tracing, filling the pipeline)."""
+    component_s: float = 10.0
+    """Seconds each component is measured alone."""
+    json: bool = False
+    """Print the result as one JSON line."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Bench:
     """Benchmarks that print their figures next to a baseline measured in the same run."""
@@ -61,4 +91,5 @@ class Bench:
     command: tyro.conf.OmitSubcommandPrefixes[
         Annotated[TransportBench, tyro.conf.subcommand("transport")]
         | Annotated[CartpoleBench, tyro.conf.subcommand("cartpole")]
+        | Annotated[AtariBench, tyro.conf.subcommand("atari")]
     ]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from aioseed.bench.config import CartpoleBench, TransportBench
+from aioseed.bench.config import AtariBench, CartpoleBench, TransportBench
 
 
-def run_bench(command: TransportBench | CartpoleBench) -> int:
+def run_bench(command: TransportBench | CartpoleBench | AtariBench) -> int:
     if isinstance(command, TransportBench):
         from aioseed.bench.transport import main
-
-        return main(command)
-    from aioseed.bench.cartpole import main
-
+    elif isinstance(command, AtariBench):
+        from aioseed.bench.atari import main
+    else:
+        from aioseed.bench.cartpole import main
     return main(command)

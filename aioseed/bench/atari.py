@@ -1,0 +1,116 @@
+"""``aioseed bench atari``: end-to-end training frames/s against the compute bound of this machine.
+
+First ``aioseed run`` trains Pong in a spawned process for ``warmup_s +
+seconds``; frames/s is taken over the last ``seconds``. Then, in this process
+and on the same cores, each component runs alone: the env stepping (same env
+count), inference at the mean batch size the run reached, and the train step at
+the run's ``[T + 1, B]`` shape. Each is costed in CPU core-seconds per env step
+(process CPU time, so TensorFlow's threads count), and the bound is
+``cores / (env + inference + training core-seconds per step)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from aioseed.bench.config import AtariBench
+from aioseed.bench.spawned import run_in_process
+
+
+def core_seconds(work: Callable[[], int], seconds: float) -> tuple[float, float]:
+    """Runs ``work`` (returns env steps done) repeatedly for ``seconds``: (core-seconds per step, steps/s wall)."""
+    work()  # warm-up: tracing, caches
+    steps, cpu, wall = 0, time.process_time(), time.perf_counter()
+    while time.perf_counter() - wall < seconds:
+        steps += work()
+    return (time.process_time() - cpu) / steps, steps / (time.perf_counter() - wall)
+
+
+def end_to_end(bench: AtariBench) -> dict[str, float]:
+    learner = dataclasses.replace(bench.run.learner, stop_after_seconds=bench.warmup_s + bench.seconds)
+    summary = run_in_process(dataclasses.replace(bench.run, learner=learner), bench.warmup_s + bench.seconds)
+    points = summary.history
+    start_at = points[-1]["time"] - bench.seconds
+    window = [p for p in points if p["time"] >= start_at]
+    first, last = window[0], window[-1]
+    frames_per_s = (last["charts/frames"] - first["charts/frames"]) / (last["time"] - first["time"])
+    batches = [p["batcher/batch_size"] for p in window if p["batcher/batches"] > 0]
+    return {
+        "frames_per_s": frames_per_s,
+        "train_steps_per_s": (last["learner/train_steps"] - first["learner/train_steps"]) / (last["time"] - first["time"]),
+        "mean_batch": float(np.mean(batches)),
+        "policy_lag": float(np.nanmean([p["learner/policy_lag"] for p in window])),
+    }
+
+
+def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
+    from aioseed.algos.impala.agent import ImpalaAgent
+    from aioseed.clients.envs import env_spec, make_vector_env
+
+    config = bench.run.learner
+    num_envs = bench.run.num_actors * bench.run.envs_per_actor
+    envs = make_vector_env(config.env, num_envs)
+    envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    spec = env_spec(config.env)
+
+    def step_envs() -> int:
+        envs.step(rng.integers(0, spec.num_actions, num_envs))
+        return num_envs
+
+    env_cost, env_rate = core_seconds(step_envs, bench.component_s)
+    envs.close()
+
+    agent = ImpalaAgent(spec, config.agent)
+    batch = max(1, round(mean_batch))
+    observations = rng.integers(0, 255, (batch, *spec.observation_shape), dtype=np.uint8)
+    infer_cost, _ = core_seconds(lambda: (agent.infer(observations), batch)[1], bench.component_s)
+
+    t, b = config.training.unroll_length, config.training.batch_size
+    shape = (t + 1, b)
+    train_batch = {
+        "observation": rng.integers(0, 255, (*shape, *spec.observation_shape), dtype=np.uint8),
+        "action": rng.integers(0, spec.num_actions, shape, dtype=np.int32),
+        "logits": rng.normal(size=(*shape, spec.num_actions)).astype(np.float32),
+        "reward": rng.normal(size=shape).astype(np.float32),
+        "done": np.zeros(shape, bool),
+        "phantom": np.zeros(shape, bool),
+    }
+    train_cost, _ = core_seconds(lambda: (agent.train_step(train_batch), t * b)[1], bench.component_s)
+    return {
+        "env_core_ms_per_step": env_cost * 1e3,
+        "env_steps_per_s_alone": env_rate,
+        "inference_core_ms_per_step": infer_cost * 1e3,
+        "train_core_ms_per_step": train_cost * 1e3,
+    }
+
+
+def main(bench: AtariBench) -> int:
+    run = end_to_end(bench)
+    parts = components(bench, run["mean_batch"])
+    frames_per_step = 4  # AtariVectorEnv's frame skip
+    cores = os.cpu_count() or 1
+    per_step_s = (parts["env_core_ms_per_step"] + parts["inference_core_ms_per_step"] + parts["train_core_ms_per_step"]) / 1e3
+    bound = cores / per_step_s * frames_per_step
+    result = {
+        "env": bench.run.learner.env,
+        "network": bench.run.learner.agent.network,
+        "envs": bench.run.num_actors * bench.run.envs_per_actor,
+        "frames_per_s": round(run["frames_per_s"]),
+        "train_steps_per_s": round(run["train_steps_per_s"], 2),
+        "mean_inference_batch": round(run["mean_batch"], 1),
+        "policy_lag": round(run["policy_lag"], 2),
+        **{key: round(value, 4) for key, value in parts.items()},
+        "cores": cores,
+        "bound_frames_per_s": round(bound),
+        "ratio_vs_bound": round(run["frames_per_s"] / bound, 3),
+    }
+    sys.stdout.write((json.dumps(result) if bench.json else json.dumps(result, indent=2)) + "\n")
+    return 0

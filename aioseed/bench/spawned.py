@@ -1,0 +1,28 @@
+"""``aioseed run`` in a fresh spawned process, for benchmarks that time whole runs."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+from aioseed.launch import RunConfig, RunSummary
+
+
+def _one_run(config: RunConfig, results: multiprocessing.Queue) -> None:
+    import uvloop
+
+    from aioseed import log as logging_setup
+    from aioseed.launch import train_locally
+
+    logging_setup.configure("warning")
+    results.put(uvloop.run(train_locally(config)))
+
+
+def run_in_process(config: RunConfig, timeout_s: float) -> RunSummary:
+    """Trains as ``aioseed run`` would in a new process (fresh interpreter and TensorFlow)."""
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    process = context.Process(target=_one_run, args=(config, results), name="aioseed-run")
+    process.start()
+    summary: RunSummary = results.get(timeout=timeout_s + 120)
+    process.join(60)
+    return summary
