@@ -85,6 +85,7 @@ def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
     }
     train_cost, _ = core_seconds(lambda: (agent.train_step(train_batch), t * b)[1], bench.component_s)
     return {
+        "frames_per_step": spec.frames_per_step,
         "env_core_ms_per_step": env_cost * 1e3,
         "env_steps_per_s_alone": env_rate,
         "inference_core_ms_per_step": infer_cost * 1e3,
@@ -95,10 +96,9 @@ def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
 def main(bench: AtariBench) -> int:
     run = end_to_end(bench)
     parts = components(bench, run["mean_batch"])
-    frames_per_step = 4  # AtariVectorEnv's frame skip
     cores = os.cpu_count() or 1
     per_step_s = (parts["env_core_ms_per_step"] + parts["inference_core_ms_per_step"] + parts["train_core_ms_per_step"]) / 1e3
-    bound = cores / per_step_s * frames_per_step
+    bound = cores / per_step_s * parts["frames_per_step"]
     result = {
         "env": bench.run.learner.env,
         "network": bench.run.learner.agent.network,
