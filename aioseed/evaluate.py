@@ -40,6 +40,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     import tensorflow as tf
 
     from aioseed.algos.impala.agent import ImpalaAgent
+    from aioseed.clients.atari import AtariConfig
     from aioseed.clients.envs import make_vector_env, vector_env_spec
     from aioseed.server.checkpoint import Checkpointer
 
@@ -49,8 +50,11 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
         **{k: tuple(v) if isinstance(v, list) else v for k, v in saved["agent"].items() if k in agent_fields}
     )
     env_id = config.env or saved["env"]
-    env = make_vector_env(env_id, 1)  # the same preprocessing as the actors'
-    spec = vector_env_spec(env_id, env)
+    atari = AtariConfig(**saved.get("atari", {}))
+    if saved.get("learner_frame_stack", 1) > 1:  # the policy saw the learner's stacks
+        atari = dataclasses.replace(atari, stack=saved["learner_frame_stack"])
+    env = make_vector_env(env_id, 1, atari)  # the preprocessing the policy was trained on
+    spec = vector_env_spec(env_id, env, atari)
     agent = ImpalaAgent(spec, agent_config, device=resolve_device(config.device))
     progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()
     if progress is None:

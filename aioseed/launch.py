@@ -14,7 +14,6 @@ from typing import Any
 import structlog
 
 from aioseed.clients.actor import ActorConfig
-from aioseed.clients.atari import AtariConfig
 from aioseed.server.config import LearnerConfig
 
 log = structlog.get_logger()
@@ -42,7 +41,9 @@ class RunConfig:
             token=self.learner.token,
             seed=seed,
             name=f"local-{index}",
-            atari=AtariConfig(stack=1) if self.learner.learner_frame_stack > 1 else AtariConfig(),
+            atari=dataclasses.replace(self.learner.atari, stack=1)
+            if self.learner.learner_frame_stack > 1
+            else self.learner.atari,
         )
 
 
@@ -74,16 +75,16 @@ def save_run_config(config: LearnerConfig) -> None:
 
 def learner_specs(config: LearnerConfig) -> tuple[Any, Any]:
     """(what actors send, what the policy sees): they differ with learner-side frame stacking."""
-    from aioseed.clients.atari import AtariConfig, is_atari
+    from aioseed.clients.atari import is_atari
     from aioseed.clients.envs import env_spec
 
     stack = config.learner_frame_stack
     if stack == 1:
-        spec = env_spec(config.env)
+        spec = env_spec(config.env, config.atari)
         return spec, spec
     if not is_atari(config.env):
         raise ValueError(f"learner_frame_stack needs an ALE/ env, got {config.env}")
-    wire = env_spec(config.env, AtariConfig(stack=1))
+    wire = env_spec(config.env, dataclasses.replace(config.atari, stack=1))
     return wire, dataclasses.replace(wire, observation_shape=(stack, *wire.observation_shape[1:]))
 
 

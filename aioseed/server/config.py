@@ -6,6 +6,7 @@ import dataclasses
 import pathlib
 
 from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.clients.atari import AtariConfig
 from aioseed.server.batcher import BatcherConfig
 from aioseed.server.training import TrainingConfig
 
@@ -40,6 +41,8 @@ class LearnerConfig:
     training: TrainingConfig = TrainingConfig()
     agent: ImpalaConfig = ImpalaConfig()
 
+    atari: AtariConfig = AtariConfig()
+    """Preprocessing of ALE/ ids: defines the spec served (aioseed run's actors use it too)."""
     learner_frame_stack: int = 1
     """>1: the learner stacks this many frames per env itself and Atari actors send only the newest
     (run them with --atari.stack 1): 4x less traffic, the same observations for the policy."""
