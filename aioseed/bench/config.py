@@ -65,7 +65,7 @@ def _atari_run() -> RunConfig:
         stop_at_return=None,
         agent=ImpalaConfig(network="nature_cnn", reward_clipping="abs_one"),
     )
-    return RunConfig(learner=learner, num_actors=2, envs_per_actor=16, envs_per_message=16)
+    return RunConfig(learner=learner, num_actors=2, envs_per_actor=32, envs_per_message=32)
 
 
 @dataclasses.dataclass(frozen=True)
