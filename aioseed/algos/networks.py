@@ -45,6 +45,11 @@ class MLPPolicyValue(keras.Model):
         return self.policy(h), tf.squeeze(self.value(v), -1)
 
 
+def frames_nhwc(observations: tf.Tensor) -> tf.Tensor:
+    """uint8[B, stack, H, W] (ale-py's layout) -> float32[B, H, W, stack] in [0, 1], as TF's CPU convs want."""
+    return tf.transpose(tf.cast(observations, tf.float32) / 255.0, [0, 2, 3, 1])
+
+
 class NatureCNNPolicyValue(keras.Model):
     """The Nature DQN torso (Mnih et al. 2015) with policy and value heads, for stacked frames.
 
@@ -65,7 +70,7 @@ class NatureCNNPolicyValue(keras.Model):
         self.value = keras.layers.Dense(1)
 
     def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        x = tf.transpose(tf.cast(observations, tf.float32) / 255.0, [0, 2, 3, 1])
+        x = frames_nhwc(observations)
         for layer in self.torso:
             x = layer(x)
         return self.policy(x), tf.squeeze(self.value(x), -1)
@@ -102,7 +107,7 @@ class ImpalaResNetPolicyValue(keras.Model):
         self.value = keras.layers.Dense(1)
 
     def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        x = tf.transpose(tf.cast(observations, tf.float32) / 255.0, [0, 2, 3, 1])
+        x = frames_nhwc(observations)
         for stage in self.stages:
             x = stage(x)
         x = self.hidden(self.flatten(tf.nn.relu(x)))

@@ -86,7 +86,6 @@ class Learner:
         self._server: grpc.aio.Server | None = None
         self.port: int | None = None
         self._frames_offset = 0
-        self._learning_rate = agent.learning_rate
         self.console: Any = None
         """The web console server, once started (``config.console``)."""
         self.console_url: str | None = None
@@ -118,7 +117,6 @@ class Learner:
         if not value > 0:
             raise ValueError(f"learning_rate must be positive, got {value}")
         await self.trainer.run_between_steps(lambda: self.agent.set_learning_rate(value))
-        self._learning_rate = self.agent.learning_rate
 
     async def checkpoint_now(self) -> str | None:
         """Saves a checkpoint between train steps; returns its path."""
@@ -147,7 +145,7 @@ class Learner:
         return {
             "max_batch_size": self.batcher.active.max_batch_size,
             "deadline_ms": self.batcher.active.deadline_ms,
-            "learning_rate": self._learning_rate,
+            "learning_rate": self.agent.learning_rate,
             "paused": self.trainer.paused,
             "staged": {"max_batch_size": self.batcher.config.max_batch_size, "deadline_ms": self.batcher.config.deadline_ms},
         }
@@ -275,15 +273,12 @@ class Learner:
             "charts/frames": float(self.frames),
             "learner/train_steps": float(self.trainer.version),
             "learner/paused": float(self.trainer.paused),
-            "learner/learning_rate": self._learning_rate,
+            "learner/learning_rate": self.agent.learning_rate,
             "queue/depth": float(self.queue_depth),
             "queue/capacity": float(self.config.training.queue_capacity),
             "actors/streams": float(len(self.service.streams)),
-            "actors/envs": float(self._slots_connected()),
+            "actors/envs": float(self.slots.connected),
         }
-
-    def _slots_connected(self) -> int:
-        return sum(len(info.slots) for info in self.service.streams.values())
 
     async def _report(self) -> None:
         """Samples metrics every ``metrics_every_s``; logs, writes summaries and checkpoints on their intervals."""

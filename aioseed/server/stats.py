@@ -31,7 +31,6 @@ class Stats:
         self.frames = 0
         self.train_steps = 0
         self.episodes = 0
-        self.inference_batches = 0
         self.returns: collections.deque[float] = collections.deque(maxlen=window)
         self.lengths: collections.deque[int] = collections.deque(maxlen=window)
         self.last_return = math.nan
@@ -44,7 +43,6 @@ class Stats:
         self._mark = (self.started, 0, 0)
 
     def record_batch(self, size: int, fill_s: float, inference_s: float, frames: int) -> None:
-        self.inference_batches += 1
         self.frames += frames
         self._batch_sizes.append(size)
         self._fill_ms.append(fill_s * 1e3)
