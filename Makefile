@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup proto bench clean
+.PHONY: run test setup proto bench pong-curve clean
 
 WEB_STAMP := web/node_modules/.installed
 CHROMIUM := /usr/bin/chromium
@@ -44,6 +44,10 @@ proto: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/aioseed bench transport --json
 	$(BIN)/aioseed bench cartpole --json
+
+## V-trace on Pong for MINUTES (default 30) per call, resuming from logs/pong-curve; writes curve.csv/png there.
+pong-curve: $(STAMP)
+	$(BIN)/aioseed bench pong-curve --minutes $(or $(MINUTES),30) $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info logs web/node_modules test-output

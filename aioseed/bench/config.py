@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 from typing import Annotated
 
 import tyro
@@ -84,6 +85,42 @@ class AtariBench:
     """Print the result as one JSON line."""
 
 
+def _pong_curve_run() -> RunConfig:
+    from aioseed.algos.impala.config import ImpalaConfig
+
+    atari = _atari_run()
+    learner = dataclasses.replace(
+        atari.learner,
+        logdir=pathlib.Path("logs/pong-curve"),
+        checkpoint_every_s=300.0,
+        agent=ImpalaConfig(
+            network="nature_cnn",
+            reward_clipping="abs_one",
+            learning_rate=6e-4,
+            adam_epsilon=1e-5,
+            max_grad_norm=40.0,
+            entropy_cost=0.01,
+        ),
+    )
+    return dataclasses.replace(atari, learner=learner)
+
+
+@dataclasses.dataclass(frozen=True)
+class PongCurveBench:
+    """Trains V-trace on Pong in sessions that resume from checkpoints; plots frames vs mean return."""
+
+    run: RunConfig = dataclasses.field(default_factory=_pong_curve_run)
+    """The ``aioseed run`` set-up (its logdir holds checkpoints, TensorBoard logs, curve.csv and curve.png)."""
+    minutes: float = 30.0
+    """Wall minutes of training in this invocation; run the command again to carry on."""
+    target_frames: int = 10_000_000
+    """Stop for good once the run has this many emulator frames."""
+    target_return: float = 18.0
+    """The mean return (over the learner's return window) the curve is judged against."""
+    plot_only: bool = False
+    """Only rebuild curve.csv and curve.png from the logs already written."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Bench:
     """Benchmarks that print their figures next to a baseline measured in the same run."""
@@ -92,4 +129,5 @@ class Bench:
         Annotated[TransportBench, tyro.conf.subcommand("transport")]
         | Annotated[CartpoleBench, tyro.conf.subcommand("cartpole")]
         | Annotated[AtariBench, tyro.conf.subcommand("atari")]
+        | Annotated[PongCurveBench, tyro.conf.subcommand("pong-curve")]
     ]

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from aioseed.bench.config import AtariBench, CartpoleBench, TransportBench
+from aioseed.bench.config import AtariBench, CartpoleBench, PongCurveBench, TransportBench
 
 
-def run_bench(command: TransportBench | CartpoleBench | AtariBench) -> int:
+def run_bench(command: TransportBench | CartpoleBench | AtariBench | PongCurveBench) -> int:
     if isinstance(command, TransportBench):
         from aioseed.bench.transport import main
     elif isinstance(command, AtariBench):
         from aioseed.bench.atari import main
+    elif isinstance(command, PongCurveBench):
+        from aioseed.bench.pong_curve import main
     else:
         from aioseed.bench.cartpole import main
     return main(command)
