@@ -63,9 +63,12 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     returns = []
     for episode in range(config.episodes):
         obs, _ = env.reset(seed=None if config.seed is None else config.seed + episode)
+        state = [np.zeros((1, *shape), dtype) for shape, dtype in agent.state_columns().values()]
         total, finished = 0.0, False
         while not finished:
-            obs, reward, terminated, truncated, _ = env.step(act(obs.astype(spec.dtype))["action"].numpy())
+            out = act(obs.astype(spec.dtype), *state)
+            state = [out[name] for name in agent.policy.state_names]
+            obs, reward, terminated, truncated, _ = env.step(out["action"].numpy())
             total += float(reward[0])
             finished = bool(terminated[0] or truncated[0])
         returns.append(total)

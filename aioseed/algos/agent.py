@@ -20,12 +20,25 @@ class Agent(Protocol):
         """Per-row inference outputs kept in unrolls (shape without batch, dtype); includes "action"."""
         ...
 
-    def infer(self, observations: np.ndarray) -> dict[str, np.ndarray]:
-        """Batched policy step on ``[B, *obs_shape]``; thread-safe against ``train_step``."""
+    def state_columns(self) -> Mapping[str, Column]:
+        """Per-env recurrent state the learner keeps (shape without batch, dtype); empty if feedforward.
+
+        The learner zeroes it where an episode starts, feeds it to ``infer`` and
+        stores each unroll's first-step state under the same names.
+        """
+        ...
+
+    def infer(
+        self, observations: np.ndarray, state: Mapping[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Batched policy step on ``[B, *obs_shape]`` rows and their state: (outputs, next state).
+
+        Thread-safe against ``train_step``.
+        """
         ...
 
     def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
-        """One update on time-major ``[T + 1, B, ...]`` unrolls; returns scalar metrics."""
+        """One update on time-major ``[T + 1, B, ...]`` unrolls (state columns: ``[B, ...]``); returns metrics."""
         ...
 
     def checkpoint_objects(self) -> dict[str, Any]:

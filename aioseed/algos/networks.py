@@ -10,7 +10,67 @@ def _mlp(hidden_sizes: tuple[int, ...], activation: str) -> list[keras.layers.La
     return [keras.layers.Dense(size, activation=activation) for size in hidden_sizes]
 
 
-class MLPPolicyValue(keras.Model):
+def _flat(observations: tf.Tensor) -> tf.Tensor:
+    return tf.reshape(tf.cast(observations, tf.float32), [tf.shape(observations)[0], -1])
+
+
+def _apply(layers: list[keras.layers.Layer], x: tf.Tensor) -> tf.Tensor:
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
+def merge_time_batch(x: tf.Tensor) -> tf.Tensor:
+    """[T, B, ...] -> [T * B, ...]."""
+    shape = tf.shape(x)
+    return tf.reshape(x, tf.concat([[shape[0] * shape[1]], shape[2:]], 0))
+
+
+def split_time_batch(x: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
+    """[T * B, ...] -> [T, B, ...] with T and B taken from ``like``."""
+    return tf.reshape(x, tf.concat([tf.shape(like)[:2], tf.shape(x)[1:]], 0))
+
+
+class PolicyValue(keras.Model):
+    """Policy logits and a value from a torso's ``features``; subclasses define the torso.
+
+    ``state_shapes``, ``step`` and ``unroll`` are the interface agents use, the
+    same for recurrent networks (``aioseed.algos.recurrent``); here the state is empty.
+    """
+
+    def __init__(self, num_actions: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.policy = keras.layers.Dense(num_actions, kernel_initializer=keras.initializers.Orthogonal(0.01))
+        self.value = keras.layers.Dense(1)
+
+    def features(self, observations: tf.Tensor) -> tf.Tensor:
+        raise NotImplementedError
+
+    def heads(self, x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """<float32>[B, F] -> (logits <float32>[B, A], value <float32>[B])."""
+        return self.policy(x), tf.squeeze(self.value(x), -1)
+
+    def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return self.heads(self.features(observations))
+
+    def state_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Per-row recurrent state (none)."""
+        return {}
+
+    def step(self, observations: tf.Tensor, state: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, dict]:
+        """One step for ``[B, ...]`` rows: (logits, value, next state)."""
+        logits, value = self(observations)
+        return logits, value, {}
+
+    def unroll(
+        self, observations: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        """Time-major ``[T, B, ...]`` -> (logits <float32>[T, B, A], values <float32>[T, B])."""
+        logits, values = self(merge_time_batch(observations))
+        return split_time_batch(logits, observations), split_time_batch(values, observations)
+
+
+class MLPPolicyValue(PolicyValue):
     """MLP for vector observations: policy logits and a value.
 
     With ``shared_torso`` both heads sit on one torso; otherwise the value has
@@ -26,23 +86,20 @@ class MLPPolicyValue(keras.Model):
         activation: str = "tanh",
         **kwargs,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(num_actions, **kwargs)
         self.policy_torso = _mlp(hidden_sizes, activation)
         self.value_torso = None if shared_torso else _mlp(hidden_sizes, activation)
-        self.policy = keras.layers.Dense(num_actions, kernel_initializer=keras.initializers.Orthogonal(0.01))
-        self.value = keras.layers.Dense(1)
 
     def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        x = tf.reshape(tf.cast(observations, tf.float32), [tf.shape(observations)[0], -1])
-        h = x
-        for layer in self.policy_torso:
-            h = layer(h)
-        v = h
-        if self.value_torso is not None:
-            v = x
-            for layer in self.value_torso:
-                v = layer(v)
+        if self.value_torso is None:
+            return super().call(observations)
+        x = _flat(observations)
+        h, v = _apply(self.policy_torso, x), _apply(self.value_torso, x)
         return self.policy(h), tf.squeeze(self.value(v), -1)
+
+    def features(self, observations: tf.Tensor) -> tf.Tensor:
+        """The (policy) torso's output; a recurrent core feeds both heads from it (build with shared_torso)."""
+        return _apply(self.policy_torso, _flat(observations))
 
 
 def frames_nhwc(observations: tf.Tensor) -> tf.Tensor:
@@ -50,7 +107,7 @@ def frames_nhwc(observations: tf.Tensor) -> tf.Tensor:
     return tf.transpose(tf.cast(observations, tf.float32) / 255.0, [0, 2, 3, 1])
 
 
-class NatureCNNPolicyValue(keras.Model):
+class NatureCNNPolicyValue(PolicyValue):
     """The Nature DQN torso (Mnih et al. 2015) with policy and value heads, for stacked frames.
 
     Takes ``uint8[B, stack, 84, 84]`` (channels first, as ale-py stacks them) and
@@ -58,7 +115,7 @@ class NatureCNNPolicyValue(keras.Model):
     """
 
     def __init__(self, num_actions: int, **kwargs) -> None:
-        super().__init__(**kwargs)
+        super().__init__(num_actions, **kwargs)
         self.torso = [
             keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
             keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
@@ -66,14 +123,9 @@ class NatureCNNPolicyValue(keras.Model):
             keras.layers.Flatten(),
             keras.layers.Dense(512, activation="relu"),
         ]
-        self.policy = keras.layers.Dense(num_actions, kernel_initializer=keras.initializers.Orthogonal(0.01))
-        self.value = keras.layers.Dense(1)
 
-    def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        x = frames_nhwc(observations)
-        for layer in self.torso:
-            x = layer(x)
-        return self.policy(x), tf.squeeze(self.value(x), -1)
+    def features(self, observations: tf.Tensor) -> tf.Tensor:
+        return _apply(self.torso, frames_nhwc(observations))
 
 
 class ResidualStage(keras.layers.Layer):
@@ -95,20 +147,15 @@ class ResidualStage(keras.layers.Layer):
         return x
 
 
-class ImpalaResNetPolicyValue(keras.Model):
+class ImpalaResNetPolicyValue(PolicyValue):
     """The IMPALA deep torso (stages of 16, 32, 32 channels) with policy and value heads."""
 
     def __init__(self, num_actions: int, channels: tuple[int, ...] = (16, 32, 32), **kwargs) -> None:
-        super().__init__(**kwargs)
+        super().__init__(num_actions, **kwargs)
         self.stages = [ResidualStage(c) for c in channels]
         self.flatten = keras.layers.Flatten()
         self.hidden = keras.layers.Dense(256, activation="relu")
-        self.policy = keras.layers.Dense(num_actions, kernel_initializer=keras.initializers.Orthogonal(0.01))
-        self.value = keras.layers.Dense(1)
 
-    def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        x = frames_nhwc(observations)
-        for stage in self.stages:
-            x = stage(x)
-        x = self.hidden(self.flatten(tf.nn.relu(x)))
-        return self.policy(x), tf.squeeze(self.value(x), -1)
+    def features(self, observations: tf.Tensor) -> tf.Tensor:
+        x = _apply(self.stages, frames_nhwc(observations))
+        return self.hidden(self.flatten(tf.nn.relu(x)))

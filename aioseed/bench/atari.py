@@ -71,7 +71,8 @@ def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
     agent = ImpalaAgent(spec, config.agent)
     batch = max(1, round(mean_batch))
     observations = rng.integers(0, 255, (batch, *spec.observation_shape), dtype=np.uint8)
-    infer_cost, _ = core_seconds(lambda: (agent.infer(observations), batch)[1], bench.component_s)
+    state = {name: np.zeros((batch, *size), dtype) for name, (size, dtype) in agent.state_columns().items()}
+    infer_cost, _ = core_seconds(lambda: (agent.infer(observations, state), batch)[1], bench.component_s)
 
     t, b = config.training.unroll_length, config.training.batch_size
     shape = (t + 1, b)
@@ -82,6 +83,7 @@ def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
         "reward": rng.normal(size=shape).astype(np.float32),
         "done": np.zeros(shape, bool),
         "phantom": np.zeros(shape, bool),
+        **{name: np.zeros((b, *size), dtype) for name, (size, dtype) in agent.state_columns().items()},
     }
     train_cost, _ = core_seconds(lambda: (agent.train_step(train_batch), t * b)[1], bench.component_s)
     return {

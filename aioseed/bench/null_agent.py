@@ -20,8 +20,13 @@ class NullAgent:
     def output_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
         return {"action": ((), np.int32)}
 
-    def infer(self, observations: np.ndarray) -> dict[str, np.ndarray]:
-        return {"action": np.zeros(len(observations), np.int32)}
+    def state_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
+        return {}
+
+    def infer(
+        self, observations: np.ndarray, state: Mapping[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        return {"action": np.zeros(len(observations), np.int32)}, {}
 
     def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
         return {"losses/total": float(batch["reward"].sum())}

@@ -20,6 +20,8 @@ import dataclasses
 
 import numpy as np
 
+from aioseed.server.core_states import grown
+
 TERMINATED = 1
 """The episode ended in a terminal state: no bootstrap."""
 TRUNCATED = 2
@@ -44,6 +46,11 @@ class Observation:
     """<int64>[E] their lengths in env steps."""
     env_steps: int
     """Env steps represented by this batch (rows whose action will be executed)."""
+
+    @property
+    def starts(self) -> np.ndarray:
+        """<bool>[B] the row starts an episode or a fresh unroll: frame stacks and recurrent state restart."""
+        return (self.done & ~self.phantom) | self.fresh
 
 
 _NO_RETURNS = np.zeros(0, np.float64)
@@ -110,14 +117,9 @@ class EnvTable:
             self._grow(max(2 * self._capacity, max_slot + 1))
 
     def _grow(self, capacity: int) -> None:
-        def grown(old: np.ndarray) -> np.ndarray:
-            new = np.zeros(capacity, old.dtype)
-            new[: len(old)] = old
-            return new
-
-        self._run_id = grown(self._run_id)
-        self._fresh = grown(self._fresh)
-        self._after_final = grown(self._after_final)
-        self._return = grown(self._return)
-        self._length = grown(self._length)
+        self._run_id = grown(self._run_id, capacity)
+        self._fresh = grown(self._fresh, capacity)
+        self._after_final = grown(self._after_final, capacity)
+        self._return = grown(self._return, capacity)
+        self._length = grown(self._length, capacity)
         self._capacity = capacity

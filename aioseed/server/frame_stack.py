@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from aioseed.server.core_states import grown
+
 
 class FrameStacker:
     """Verbs: ``push`` one frame per slot and get the stacks back."""
@@ -36,7 +38,6 @@ class FrameStacker:
         if old is not None and len(old) >= size:
             return
         capacity = max(size, 2 * len(old) if old is not None else 16)
-        grown = np.zeros((capacity, self.depth, *frames.shape[2:]), frames.dtype)
-        if old is not None:
-            grown[: len(old)] = old
-        self._stacks = grown
+        if old is None:
+            old = np.zeros((0, self.depth, *frames.shape[2:]), frames.dtype)
+        self._stacks = grown(old, capacity)

@@ -18,6 +18,7 @@ import numpy as np
 import structlog
 
 from aioseed.server.batcher import Batch, Batcher
+from aioseed.server.core_states import CoreStates
 from aioseed.server.env_table import EnvTable, Observation
 from aioseed.server.frame_stack import FrameStacker
 from aioseed.server.unroll_store import UnrollStore
@@ -28,8 +29,13 @@ log = structlog.get_logger()
 class Policy(Protocol):
     """What the inference loop needs from an agent."""
 
-    def infer(self, observations: np.ndarray) -> dict[str, np.ndarray]:
-        """Runs the policy on ``[B, *obs_shape]``; returns row-aligned outputs incl. ``"action"``."""
+    def infer(
+        self, observations: np.ndarray, state: Mapping[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Runs the policy on ``[B, *obs_shape]`` rows and their recurrent state.
+
+        Returns row-aligned outputs (incl. ``"action"``) and the next state.
+        """
         ...
 
 
@@ -88,7 +94,7 @@ def record(
 
 
 class InferenceLoop:
-    """Verbs: ``run`` (a task), ``submit`` rows, ``detach`` a stream's slots."""
+    """Verbs: ``run`` (a task), ``submit`` rows, ``detach`` a stream's slots; ``step`` is one batch."""
 
     def __init__(
         self,
@@ -100,6 +106,7 @@ class InferenceLoop:
         version: Callable[[], int],
         on_batch: Callable[[Batch, StepResult], None],
         stacker: FrameStacker | None = None,
+        states: CoreStates | None = None,
     ) -> None:
         self._batcher = batcher
         self._policy = policy
@@ -109,6 +116,7 @@ class InferenceLoop:
         self._version = version
         self._on_batch = on_batch
         self._stacker = stacker
+        self._states = states or CoreStates({})
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="inference")
 
     def submit(self, rows: Mapping[str, np.ndarray]) -> asyncio.Future[dict[str, np.ndarray]]:
@@ -130,7 +138,7 @@ class InferenceLoop:
         loop = asyncio.get_running_loop()
         while True:
             batch = await self._batcher.get()
-            await started.put((batch, loop.run_in_executor(self._executor, self._step, batch.inputs)))
+            await started.put((batch, loop.run_in_executor(self._executor, self.step, batch.inputs)))
 
     async def _finish(self, started: asyncio.Queue[tuple[Batch, asyncio.Future[StepResult]]]) -> None:
         while True:
@@ -165,13 +173,16 @@ class InferenceLoop:
         else:
             forget()
 
-    def _step(self, inputs: Mapping[str, np.ndarray]) -> StepResult:
+    def step(self, inputs: Mapping[str, np.ndarray]) -> StepResult:
+        """One closed batch, in the worker thread: per-env state, stacking, the policy, unrolls."""
         started = time.perf_counter()
         observation = observe(self._envs, self._store, inputs)
-        observations = inputs["observations"]
+        slots, observations = inputs["slots"], inputs["observations"]
         if self._stacker is not None:
-            starts = (observation.done & ~observation.phantom) | observation.fresh
-            observations = self._stacker.push(inputs["slots"], observations, starts)
-        outputs = self._policy.infer(observations)
-        unrolls = append(self._store, inputs, observations, observation, outputs, self._version())
+            observations = self._stacker.push(slots, observations, observation.starts)
+        state = self._states.read(slots, observation.starts)
+        outputs, next_state = self._policy.infer(observations, state)
+        self._states.write(slots, next_state)
+        # Unrolls keep the state each step started from; training replays the core from the first one.
+        unrolls = append(self._store, inputs, observations, observation, {**outputs, **state}, self._version())
         return StepResult(outputs["action"], observation, unrolls, time.perf_counter() - started)

@@ -22,6 +22,7 @@ from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.auth import TokenInterceptor
 from aioseed.server.batcher import Batch, Batcher, BatcherConfig
 from aioseed.server.config import LearnerConfig
+from aioseed.server.core_states import CoreStates
 from aioseed.server.env_table import EnvTable
 from aioseed.server.frame_stack import FrameStacker
 from aioseed.server.inference import InferenceLoop, StepResult
@@ -56,8 +57,11 @@ class Learner:
             "phantom": ((), bool),
             "version": ((), np.int64),
             **agent.output_columns(),
+            **agent.state_columns(),
         }
-        self.store = UnrollStore(config.training.unroll_length, columns, overlap=1)
+        self.store = UnrollStore(
+            config.training.unroll_length, columns, overlap=1, first_step_only=agent.state_columns().keys()
+        )
         self.trainer = Trainer(config.training, agent, self._unrolls, self._on_train_step)
         stack = config.learner_frame_stack
         if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
@@ -71,6 +75,7 @@ class Learner:
             lambda: self.trainer.version,
             self._on_batch,
             FrameStacker(stack) if stack > 1 else None,
+            CoreStates(agent.state_columns()),
         )
         self.slots = SlotTable(config.max_envs, config.slot_grace_s)
         self.service = LearnerService(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import numpy as np
 
@@ -39,11 +39,12 @@ class Progress:
     frames: int
 
 
-def stack_time_major(unrolls: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """B unrolls of ``[T + 1, ...]`` -> ``[T + 1, B, ...]`` (``slot`` stays ``[B]``)."""
-    return {
-        key: np.stack([u[key] for u in unrolls], axis=0 if key == "slot" else 1) for key in unrolls[0]
-    }
+def stack_time_major(
+    unrolls: list[Mapping[str, np.ndarray]], per_unroll: Collection[str] = ()
+) -> dict[str, np.ndarray]:
+    """B unrolls of ``[T + 1, ...]`` -> ``[T + 1, B, ...]``; ``slot`` and ``per_unroll`` columns become ``[B, ...]``."""
+    batch_major = {"slot", *per_unroll}
+    return {key: np.stack([u[key] for u in unrolls], axis=0 if key in batch_major else 1) for key in unrolls[0]}
 
 
 class Trainer:
@@ -85,7 +86,7 @@ class Trainer:
     async def prefetch(self) -> None:
         while True:
             unrolls = [await self._unrolls.get() for _ in range(self._config.batch_size)]
-            batch = await asyncio.to_thread(stack_time_major, unrolls)
+            batch = await asyncio.to_thread(stack_time_major, unrolls, self._agent.state_columns().keys())
             await self._batches.put(batch)
 
     async def train(self) -> None:

@@ -8,7 +8,7 @@ V-trace; ``burn_in + 1`` for R2D2).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import numpy as np
 
@@ -18,13 +18,23 @@ Column = tuple[tuple[int, ...], np.dtype]
 class UnrollStore:
     """Verbs: ``append`` a batch of steps, ``reset`` slots."""
 
-    def __init__(self, unroll_length: int, columns: Mapping[str, Column], overlap: int = 1) -> None:
+    def __init__(
+        self,
+        unroll_length: int,
+        columns: Mapping[str, Column],
+        overlap: int = 1,
+        first_step_only: Collection[str] = (),
+    ) -> None:
+        """``first_step_only`` columns (e.g. recurrent state) are kept per step but emitted for step 0 only."""
         if unroll_length < 1:
             raise ValueError(f"unroll_length must be >= 1, got {unroll_length}")
         if not 0 <= overlap <= unroll_length:
             raise ValueError(f"overlap must be in [0, unroll_length], got {overlap}")
         self.unroll_length = unroll_length
         self.overlap = overlap
+        self._first_step_only = frozenset(first_step_only)
+        if not self._first_step_only <= set(columns):
+            raise ValueError(f"first_step_only names unknown columns: {sorted(self._first_step_only - set(columns))}")
         self._columns = {name: (tuple(shape), np.dtype(dtype)) for name, (shape, dtype) in columns.items()}
         self._capacity = 0
         self._buffers: dict[str, np.ndarray] = {}
@@ -38,8 +48,9 @@ class UnrollStore:
     def append(self, slots: np.ndarray, step: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
         """Appends one step for each of ``slots`` (distinct). Returns the completed unrolls.
 
-        The result maps each column to ``[n, unroll_length + 1, ...]`` plus
-        ``"slot": <int32>[n]``, or is None when no unroll completed.
+        The result maps each column to ``[n, unroll_length + 1, ...]`` (``[n, ...]``
+        for ``first_step_only`` columns) plus ``"slot": <int32>[n]``, or is None
+        when no unroll completed.
         """
         if len(slots) == 0:
             return None
@@ -53,7 +64,10 @@ class UnrollStore:
         if not full.any():
             return None
         done = slots[full]
-        unrolls = {name: buffer[done] for name, buffer in self._buffers.items()}
+        unrolls = {
+            name: buffer[done, 0] if name in self._first_step_only else buffer[done]
+            for name, buffer in self._buffers.items()
+        }
         unrolls["slot"] = done.astype(np.int32)
         if self.overlap:
             for buffer in self._buffers.values():

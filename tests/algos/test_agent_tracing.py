@@ -22,16 +22,21 @@ def _batch(agent: ImpalaAgent, steps: int, size: int, rng: np.random.Generator) 
         "reward": rng.normal(size=shape).astype(np.float32),
         "done": rng.random(shape) < 0.1,
         "phantom": np.zeros(shape, bool),
+        **{name: rng.normal(size=(size, *column)).astype(dtype) for name, (column, dtype) in agent.state_columns().items()},
     }
 
 
-@pytest.mark.parametrize("network", ["nature_cnn", "impala_resnet"])
-def test_inference_and_train_step_trace_once(network: str) -> None:
-    agent = ImpalaAgent(PONG, ImpalaConfig(network=network))
+@pytest.mark.parametrize("network, lstm_size", [("nature_cnn", 0), ("impala_resnet", 0), ("nature_cnn", 32)])
+def test_inference_and_train_step_trace_once(network: str, lstm_size: int) -> None:
+    agent = ImpalaAgent(PONG, ImpalaConfig(network=network, lstm_size=lstm_size))
     rng = np.random.default_rng(0)
     for size in (1, 3, 17, 64, 5, 256):
-        out = agent.infer(rng.integers(0, 255, (size, *PONG.observation_shape), dtype=np.uint8))
+        state = {name: np.zeros((size, *column), dtype) for name, (column, dtype) in agent.state_columns().items()}
+        out, next_state = agent.infer(rng.integers(0, 255, (size, *PONG.observation_shape), dtype=np.uint8), state)
         assert out["action"].shape == (size,) and out["logits"].shape == (size, PONG.num_actions)
+        assert {name: value.shape for name, value in next_state.items()} == {
+            name: (size, *column) for name, (column, _) in agent.state_columns().items()
+        }
     assert agent.policy.act.experimental_get_tracing_count() == 1
 
     before = [w.numpy().copy() for w in agent.network.trainable_weights]

@@ -11,47 +11,65 @@ import tensorflow as tf
 
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import clip_rewards, impala_loss
-from aioseed.algos.networks import ImpalaResNetPolicyValue, MLPPolicyValue, NatureCNNPolicyValue
+from aioseed.algos.networks import ImpalaResNetPolicyValue, MLPPolicyValue, NatureCNNPolicyValue, PolicyValue
+from aioseed.algos.recurrent import RecurrentPolicyValue
 from aioseed.spec import EnvSpec
 
 
-def build_network(spec: EnvSpec, config: ImpalaConfig) -> keras.Model:
+def build_network(spec: EnvSpec, config: ImpalaConfig) -> PolicyValue | RecurrentPolicyValue:
     kind = config.network
     if kind == "auto":
         kind = "nature_cnn" if len(spec.observation_shape) == 3 and spec.dtype == np.uint8 else "mlp"
     if kind == "nature_cnn":
-        return NatureCNNPolicyValue(spec.num_actions)
-    if kind == "impala_resnet":
-        return ImpalaResNetPolicyValue(spec.num_actions)
-    return MLPPolicyValue(
-        spec.num_actions, config.hidden_sizes, shared_torso=config.shared_torso, activation=config.activation
-    )
+        base: PolicyValue = NatureCNNPolicyValue(spec.num_actions)
+    elif kind == "impala_resnet":
+        base = ImpalaResNetPolicyValue(spec.num_actions)
+    else:
+        base = MLPPolicyValue(
+            spec.num_actions,
+            config.hidden_sizes,
+            shared_torso=config.shared_torso or config.lstm_size > 0,
+            activation=config.activation,
+        )
+    return RecurrentPolicyValue(base, config.lstm_size) if config.lstm_size else base
 
 
 class PolicyModule(tf.Module):
-    """The exported policy: ``act(observations) -> {action, logits, value}``; loadable without aioseed."""
+    """The exported policy: ``act(observations, *state) -> {action, logits, value, **next_state}``.
 
-    def __init__(self, network: keras.Model, spec: EnvSpec) -> None:
+    Feedforward networks have no state. With an LSTM core the state is
+    ``core_h, core_c`` (zeros at an episode's start). Loadable without aioseed.
+    """
+
+    def __init__(self, network: PolicyValue | RecurrentPolicyValue, spec: EnvSpec) -> None:
         super().__init__(name="aioseed_policy")
         self.network = network
         self.observation_shape = tf.constant(spec.observation_shape, tf.int64)
         self.num_actions = tf.constant(spec.num_actions, tf.int64)
-        signature = tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype))
-        self.act = tf.function(self._act, input_signature=[signature])
-        self.greedy = tf.function(self._greedy, input_signature=[signature])
+        shapes = network.state_shapes()
+        self.state_names = tuple(shapes)
+        signature = [
+            tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype), name="observations"),
+            *(tf.TensorSpec([None, *shape], tf.float32, name=name) for name, shape in shapes.items()),
+        ]
+        self.act = tf.function(self._act, input_signature=signature)
+        self.greedy = tf.function(self._greedy, input_signature=signature)
 
-    def _act(self, observations: tf.Tensor) -> dict[str, tf.Tensor]:
-        logits, value = self.network(observations)
-        action = tf.random.categorical(logits, 1, dtype=tf.int32)[:, 0]
-        return {"action": action, "logits": logits, "value": value}
+    def _forward(self, observations: tf.Tensor, state: tuple[tf.Tensor, ...]) -> dict[str, tf.Tensor]:
+        logits, value, next_state = self.network.step(observations, dict(zip(self.state_names, state)))
+        return {"logits": logits, "value": value, **next_state}
 
-    def _greedy(self, observations: tf.Tensor) -> dict[str, tf.Tensor]:
-        logits, value = self.network(observations)
-        return {"action": tf.argmax(logits, -1, output_type=tf.int32), "logits": logits, "value": value}
+    def _act(self, observations: tf.Tensor, *state: tf.Tensor) -> dict[str, tf.Tensor]:
+        out = self._forward(observations, state)
+        return {"action": tf.random.categorical(out["logits"], 1, dtype=tf.int32)[:, 0], **out}
+
+    def _greedy(self, observations: tf.Tensor, *state: tf.Tensor) -> dict[str, tf.Tensor]:
+        out = self._forward(observations, state)
+        return {"action": tf.argmax(out["logits"], -1, output_type=tf.int32), **out}
 
 
 class ImpalaAgent:
-    """V-trace actor-critic with an MLP. Implements ``aioseed.algos.agent.Agent``."""
+    """V-trace actor-critic, feedforward or with an LSTM core. Implements ``aioseed.algos.agent.Agent``."""
 
     def __init__(self, spec: EnvSpec, config: ImpalaConfig, device: str = "/CPU:0") -> None:
         self.spec = spec
@@ -59,7 +77,8 @@ class ImpalaAgent:
         self.device = device
         with tf.device(device):
             self.network = build_network(spec, config)
-            self.network(np.zeros((1, *spec.observation_shape), spec.observation_dtype))
+            state = {name: np.zeros((1, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
+            self.network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), state)
             self.optimizer = keras.optimizers.Adam(
                 learning_rate=config.learning_rate, epsilon=config.adam_epsilon, global_clipnorm=config.max_grad_norm
             )
@@ -70,15 +89,27 @@ class ImpalaAgent:
     def output_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
         return {"action": ((), np.int32), "logits": ((self.spec.num_actions,), np.float32)}
 
-    def infer(self, observations: np.ndarray) -> dict[str, np.ndarray]:
+    def state_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
+        return {name: (shape, np.float32) for name, shape in self.network.state_shapes().items()}
+
+    def infer(
+        self, observations: np.ndarray, state: Mapping[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         with tf.device(self.device):
-            out = self.policy.act(observations)
-        return {"action": out["action"].numpy(), "logits": out["logits"].numpy()}
+            out = self.policy.act(observations, *(state[name] for name in self.policy.state_names))
+        outputs = {"action": out["action"].numpy(), "logits": out["logits"].numpy()}
+        return outputs, {name: out[name].numpy() for name in self.policy.state_names}
 
     def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
         with tf.device(self.device):
             metrics = self._train(
-                batch["observation"], batch["action"], batch["logits"], batch["reward"], batch["done"], batch["phantom"]
+                batch["observation"],
+                batch["action"],
+                batch["logits"],
+                batch["reward"],
+                batch["done"],
+                batch["phantom"],
+                {name: batch[name] for name in self.policy.state_names},
             )
         return {name: float(value) for name, value in metrics.items()}
 
@@ -102,15 +133,15 @@ class ImpalaAgent:
         rewards: tf.Tensor,
         done: tf.Tensor,
         phantom: tf.Tensor,
+        state: dict[str, tf.Tensor],
     ) -> dict[str, tf.Tensor]:
         c = self.config
-        steps, batch = tf.shape(observations)[0], tf.shape(observations)[1]
-        flat = tf.reshape(observations, tf.concat([[steps * batch], tf.shape(observations)[2:]], 0))
         with tf.GradientTape() as tape:
-            logits, values = self.network(flat)
+            # An episode starts at a done row that is not an episode's final observation (as at inference).
+            logits, values = self.network.unroll(observations, state, done & ~phantom)
             losses = impala_loss(
-                logits=tf.reshape(logits, [steps, batch, -1]),
-                values=tf.reshape(values, [steps, batch]),
+                logits=logits,
+                values=values,
                 behaviour_logits=behaviour_logits,
                 actions=actions,
                 rewards=clip_rewards(tf.cast(rewards, tf.float32), c.reward_clipping),

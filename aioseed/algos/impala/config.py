@@ -45,6 +45,9 @@ class ImpalaConfig:
     """One MLP torso for both heads; by default the value has its own."""
     activation: Literal["tanh", "relu"] = "tanh"
     """Activation of the MLP torso."""
+    lstm_size: int = 0
+    """Units of an LSTM core between the torso and the heads (0: feedforward). The learner keeps each
+    env's state and stores it with every unroll; training replays the core from it. SEED uses 256."""
 
     def __post_init__(self) -> None:
         if self.learning_rate <= 0:
@@ -53,5 +56,7 @@ class ImpalaConfig:
             raise ValueError(f"discount must be in [0, 1], got {self.discount}")
         if not 0.0 <= self.lambda_ <= 1.0:
             raise ValueError(f"lambda_ must be in [0, 1], got {self.lambda_}")
+        if self.lstm_size < 0:
+            raise ValueError(f"lstm_size must be >= 0, got {self.lstm_size}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
             raise ValueError(f"max_grad_norm must be positive or None, got {self.max_grad_norm}")

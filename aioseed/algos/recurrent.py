@@ -1,0 +1,73 @@
+"""An LSTM core between a network's torso and its heads, reset where episodes start.
+
+Inference steps the core one row at a time with the state the learner keeps per
+env slot. Training unrolls it over ``[T + 1, B]`` from the state stored with
+each unroll, zeroing the state before every step that starts an episode, so it
+replays exactly the states inference used.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from aioseed.algos.networks import PolicyValue, merge_time_batch, split_time_batch
+
+STATE_NAMES = ("core_h", "core_c")
+
+
+def unroll_lstm(
+    cell: keras.layers.LSTMCell, features: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor
+) -> tf.Tensor:
+    """Runs ``cell`` over time.
+
+    Args:
+      cell: the LSTM cell.
+      features: <float32>[T, B, F] torso outputs.
+      state: ``core_h`` and ``core_c``, <float32>[B, units] each: the state before step 0.
+      starts: <bool>[T, B] the state is zeroed before step t (an episode starts there).
+
+    Returns:
+      <float32>[T, B, units] the core's outputs.
+    """
+    keep = 1.0 - tf.cast(starts, tf.float32)[..., None]
+
+    def step(carry: tuple[tf.Tensor, tf.Tensor], inputs: tuple[tf.Tensor, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        (h, c), (x, k) = carry, inputs
+        _, (h, c) = cell(x, [h * k, c * k])
+        return h, c
+
+    outputs, _ = tf.scan(step, (features, keep), initializer=(state["core_h"], state["core_c"]))
+    return outputs
+
+
+class RecurrentPolicyValue(keras.Model):
+    """``base``'s torso -> LSTM(units) -> ``base``'s heads, with the ``PolicyValue`` interface."""
+
+    def __init__(self, base: PolicyValue, units: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.base = base
+        self.units = units
+        self.cell = keras.layers.LSTMCell(units)
+
+    def state_shapes(self) -> dict[str, tuple[int, ...]]:
+        return {name: (self.units,) for name in STATE_NAMES}
+
+    def initial_state(self, batch_size: int) -> dict[str, tf.Tensor]:
+        return {name: tf.zeros([batch_size, self.units]) for name in STATE_NAMES}
+
+    def step(self, observations: tf.Tensor, state: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, dict]:
+        out, (h, c) = self.cell(self.base.features(observations), [state["core_h"], state["core_c"]])
+        logits, value = self.base.heads(out)
+        return logits, value, {"core_h": h, "core_c": c}
+
+    def unroll(
+        self, observations: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        features = split_time_batch(self.base.features(merge_time_batch(observations)), observations)
+        outputs = unroll_lstm(self.cell, features, state, starts)
+        logits, values = self.base.heads(merge_time_batch(outputs))
+        return split_time_batch(logits, observations), split_time_batch(values, observations)
+
+    def call(self, observations: tf.Tensor, state: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, dict]:
+        return self.step(observations, state)

@@ -1,0 +1,76 @@
+"""Recurrent state per env slot on the learner: reset at episode starts and run_id changes, stored per unroll."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from aioseed.server.batcher import Batcher, BatcherConfig
+from aioseed.server.core_states import CoreStates
+from aioseed.server.env_table import FINAL, TERMINATED, TRUNCATED, EnvTable
+from aioseed.server.inference import InferenceLoop
+from aioseed.server.unroll_store import UnrollStore
+
+T = 4
+COLUMNS = {"count": ((1,), np.float32)}
+
+
+class CountingPolicy:
+    """State = steps since the episode started; the action reports the state it was given."""
+
+    def infer(self, observations, state):
+        return {"action": state["count"][:, 0].astype(np.int32)}, {"count": state["count"] + 1}
+
+
+def make_loop() -> InferenceLoop:
+    columns = {
+        "observation": ((), np.float32),
+        "reward": ((), np.float32),
+        "done": ((), bool),
+        "phantom": ((), bool),
+        "version": ((), np.int64),
+        "action": ((), np.int32),
+        **COLUMNS,
+    }
+    store = UnrollStore(T, columns, overlap=1, first_step_only=COLUMNS.keys())
+    return InferenceLoop(
+        Batcher(BatcherConfig()), CountingPolicy(), EnvTable(), store, asyncio.Queue(), lambda: 0, print, None,
+        CoreStates(COLUMNS),
+    )
+
+
+def step(loop: InferenceLoop, slots: list[int], runs: list[int], flags: list[int]):
+    inputs = {
+        "slots": np.array(slots, np.int32),
+        "run_ids": np.array(runs, np.uint64),
+        "rewards": np.zeros(len(slots), np.float32),
+        "flags": np.array(flags, np.uint8),
+        "observations": np.zeros(len(slots), np.float32),
+    }
+    return loop.step(inputs)
+
+
+def test_state_follows_each_slot_and_restarts_with_episodes_and_runs() -> None:
+    loop = make_loop()
+    actions = [step(loop, [0, 5], [1, 2], [0, 0]).actions.tolist() for _ in range(3)]
+    assert actions == [[0, 0], [1, 1], [2, 2]]
+    # Slot 0's episode ends: FINAL row (same episode, its state carries on), then the reset row restarts.
+    assert step(loop, [0, 5], [1, 2], [TRUNCATED | FINAL, 0]).actions.tolist() == [3, 3]
+    assert step(loop, [5, 0], [2, 1], [0, 0]).actions.tolist() == [4, 0]
+    # SEED's convention: a TERMINATED row already carries the new episode's first observation.
+    assert step(loop, [5], [2], [TERMINATED]).actions.tolist() == [0]
+    # A new run_id (the actor restarted) restarts the state too.
+    assert step(loop, [0, 5], [9, 2], [0, 0]).actions.tolist() == [0, 1]
+
+
+def test_unrolls_carry_the_state_at_their_first_step() -> None:
+    loop = make_loop()
+    unrolls = []
+    for _ in range(3 * T + 1):
+        result = step(loop, [3], [7], [0])
+        if result.unrolls is not None:
+            unrolls.append(result.unrolls)
+    assert [u["count"].tolist() for u in unrolls] == [[[0.0]], [[T]], [[2.0 * T]]]
+    assert all(u["action"].shape == (1, T + 1) for u in unrolls)
+    assert unrolls[1]["action"][0, 0] == T  # the overlapping step: its state is what the core saw there
