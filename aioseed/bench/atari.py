@@ -52,14 +52,16 @@ def end_to_end(bench: AtariBench) -> dict[str, float]:
 
 def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
     from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.clients.envs import env_spec, make_vector_env
+    from aioseed.clients.envs import make_vector_env
+    from aioseed.launch import learner_specs
 
     config = bench.run.learner
     num_envs = bench.run.num_actors * bench.run.envs_per_actor
-    envs = make_vector_env(config.env, num_envs)
+    # The envs as the actors run them (with learner-side stacking: single frames), the policy as the learner does.
+    envs = make_vector_env(config.env, num_envs, bench.run.actor_config(0, 0).atari)
     envs.reset(seed=0)
     rng = np.random.default_rng(0)
-    spec = env_spec(config.env)
+    _, spec = learner_specs(config)
 
     def step_envs() -> int:
         envs.step(rng.integers(0, spec.num_actions, num_envs))

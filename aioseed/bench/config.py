@@ -65,6 +65,7 @@ def _atari_run() -> RunConfig:
         console=False,
         stop_at_return=None,
         agent=ImpalaConfig(network="nature_cnn", reward_clipping="abs_one"),
+        learner_frame_stack=4,  # actors send single frames: ratio_vs_bound 0.86 against 0.80 with actor stacking
     )
     return RunConfig(learner=learner, num_actors=2, envs_per_actor=32, envs_per_message=32)
 
@@ -93,6 +94,9 @@ def _pong_curve_run() -> RunConfig:
         atari.learner,
         logdir=pathlib.Path("logs/pong-curve"),
         checkpoint_every_s=300.0,
+        # 8 unrolls per update, not 32: 4x more updates per frame. With 32, the policy was still uniform
+        # (entropy 1.78 of 1.79, mean return -20.1) after 4.4M frames and 1.7K updates.
+        training=dataclasses.replace(atari.learner.training, batch_size=8),
         agent=ImpalaConfig(
             network="nature_cnn",
             reward_clipping="abs_one",

@@ -41,7 +41,7 @@ class PolicyModule(tf.Module):
     ``core_h, core_c`` (zeros at an episode's start). Loadable without aioseed.
     """
 
-    def __init__(self, network: PolicyValue | RecurrentPolicyValue, spec: EnvSpec) -> None:
+    def __init__(self, network: PolicyValue | RecurrentPolicyValue, spec: EnvSpec, jit_compile: bool = False) -> None:
         super().__init__(name="aioseed_policy")
         self.network = network
         self.observation_shape = tf.constant(spec.observation_shape, tf.int64)
@@ -52,8 +52,8 @@ class PolicyModule(tf.Module):
             tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype), name="observations"),
             *(tf.TensorSpec([None, *shape], tf.float32, name=name) for name, shape in shapes.items()),
         ]
-        self.act = tf.function(self._act, input_signature=signature)
-        self.greedy = tf.function(self._greedy, input_signature=signature)
+        self.act = tf.function(self._act, input_signature=signature, jit_compile=jit_compile)
+        self.greedy = tf.function(self._greedy, input_signature=signature, jit_compile=jit_compile)
 
     def _forward(self, observations: tf.Tensor, state: tuple[tf.Tensor, ...]) -> dict[str, tf.Tensor]:
         logits, value, next_state = self.network.step(observations, dict(zip(self.state_names, state)))
@@ -83,8 +83,8 @@ class ImpalaAgent:
                 learning_rate=config.learning_rate, epsilon=config.adam_epsilon, global_clipnorm=config.max_grad_norm
             )
             self.optimizer.build(self.network.trainable_variables)
-        self.policy = PolicyModule(self.network, spec)
-        self._train = tf.function(self._train_step)
+        self.policy = PolicyModule(self.network, spec, config.jit_compile)
+        self._train = tf.function(self._train_step, jit_compile=config.jit_compile)
 
     def output_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
         return {"action": ((), np.int32), "logits": ((self.spec.num_actions,), np.float32)}

@@ -45,6 +45,9 @@ class ImpalaConfig:
     """One MLP torso for both heads; by default the value has its own."""
     activation: Literal["tanh", "relu"] = "tanh"
     """Activation of the MLP torso."""
+    jit_compile: bool = False
+    """Compile inference and the train step with XLA. Off: on this 2-core CPU it made the convnets slower
+    (see README, Benchmarks); try it on GPUs."""
     lstm_size: int = 0
     """Units of an LSTM core between the torso and the heads (0: feedforward). The learner keeps each
     env's state and stores it with every unroll; training replays the core from it. SEED uses 256."""
