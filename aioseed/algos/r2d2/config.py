@@ -1,0 +1,121 @@
+"""Configuration of the R2D2 agent, with documented presets."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class R2D2Config:
+    """Recurrent replay distributed DQN (Kapturowski et al. 2019).
+
+    The defaults are SEED RL's Atari settings (``R2D2Config.atari()``);
+    ``R2D2Config.cartpole()`` is a small preset that learns CartPole-v1 here in
+    about a minute.
+    """
+
+    # Optimisation
+    learning_rate: float = 1e-4
+    """Adam learning rate (can be changed while training)."""
+    adam_epsilon: float = 1e-3
+    """Adam epsilon."""
+    max_grad_norm: float | None = 80.0
+    """Clip the global gradient norm to this value (None: no clipping)."""
+
+    # Targets
+    discount: float = 0.997
+    """gamma."""
+    n_steps: int = 5
+    """n of the n-step double-Q targets."""
+    value_rescale_eps: float = 1e-3
+    """eps of the value rescaling h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x."""
+    target_update_period: int = 2500
+    """Copy the online network into the target network every this many train steps."""
+    reward_clipping: Literal["none", "abs_one"] = "none"
+    """abs_one clips rewards to [-1, 1] (R2D2 relies on value rescaling instead)."""
+
+    # Sequences
+    burn_in: int = 40
+    """Steps at the start of each unroll that only warm up the LSTM state (no gradient). Consecutive
+    unrolls overlap by burn_in + 1 steps, so every step is learned from once."""
+
+    # Prioritized replay
+    replay_capacity: int = 4096
+    """Unrolls kept; the oldest is evicted first. Atari unrolls of 121 stacked frames are ~3.4 MB each."""
+    min_replay_size: int = 256
+    """Unrolls in replay before training starts."""
+    replay_ratio: float = 4.0
+    """Average times each inserted unroll is sampled; training waits rather than exceed it."""
+    priority_exponent: float = 0.9
+    """alpha: unrolls are sampled with probability p^alpha / sum p^alpha."""
+    importance_exponent: float = 0.6
+    """beta: importance weights (N P(i))^-beta, normalised by the batch maximum."""
+    priority_eta: float = 0.9
+    """eta: an unroll's priority is eta max|delta| + (1 - eta) mean|delta|."""
+
+    # Exploration
+    epsilon_base: float = 0.4
+    """Env slot i explores with eps_i = epsilon_base ** (1 + epsilon_alpha * i / (epsilon_envs - 1))."""
+    epsilon_alpha: float = 7.0
+    """See epsilon_base."""
+    epsilon_envs: int = 256
+    """N of the epsilon schedule: slots i >= N reuse eps_(i mod N). ``aioseed run`` sets it to its env count."""
+    eval_epsilon: float = 0.001
+    """Epsilon of evaluation envs (actors started with --evaluation); their steps are not stored."""
+
+    # Network
+    network: Literal["auto", "mlp", "nature_cnn", "impala_resnet"] = "auto"
+    """Torso: auto picks the Nature CNN for stacked uint8 frames, the MLP otherwise."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layer sizes of the MLP torso."""
+    lstm_size: int = 512
+    """Units of the LSTM core."""
+
+    @classmethod
+    def atari(cls) -> R2D2Config:
+        """SEED RL's Atari R2D2: burn-in 40 + unroll 80 (``--training.unroll-length 80``), n = 5,
+        gamma 0.997, Adam 1e-4, target update every 2500 steps, LSTM 512, alpha 0.9, beta 0.6."""
+        return cls()
+
+    @classmethod
+    def cartpole(cls) -> R2D2Config:
+        """CartPole-v1 on this machine (with ``--training.unroll-length 20 --training.batch-size 32``)."""
+        return cls(
+            learning_rate=1e-3,
+            adam_epsilon=1e-7,
+            max_grad_norm=10.0,
+            discount=0.99,
+            n_steps=3,
+            target_update_period=100,
+            burn_in=8,
+            replay_capacity=2048,
+            min_replay_size=64,
+            replay_ratio=4.0,
+            lstm_size=64,
+        )
+
+    def epsilons(self, slots: np.ndarray) -> np.ndarray:
+        """<float32>[B] eps_i for env slots i (Ape-X / SEED schedule)."""
+        i = np.asarray(slots) % self.epsilon_envs
+        exponent = 1.0 + self.epsilon_alpha * i / max(self.epsilon_envs - 1, 1)
+        return (self.epsilon_base**exponent).astype(np.float32)
+
+    def __post_init__(self) -> None:
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        if self.n_steps < 1 or self.burn_in < 0 or self.lstm_size < 1:
+            raise ValueError("n_steps and lstm_size must be >= 1 and burn_in >= 0")
+        if not 0 < self.min_replay_size <= self.replay_capacity:
+            raise ValueError(
+                f"min_replay_size must be in [1, replay_capacity={self.replay_capacity}], got {self.min_replay_size}"
+            )
+        if self.replay_ratio <= 0:
+            raise ValueError(f"replay_ratio must be positive, got {self.replay_ratio}")
+        if self.target_update_period < 1 or self.epsilon_envs < 1:
+            raise ValueError("target_update_period and epsilon_envs must be >= 1")
+        for name in ("priority_exponent", "importance_exponent", "priority_eta", "epsilon_base", "eval_epsilon"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")

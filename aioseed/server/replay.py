@@ -1,0 +1,105 @@
+"""Prioritized sequence replay for R2D2 (TF-free): a FIFO ring of unrolls over a sum tree.
+
+Unroll i is sampled with probability P(i) = p_i^alpha / sum_j p_j^alpha and
+weighted by (N P(i))^-beta, normalised by the batch maximum (Schaul et al. 2016;
+R2D2 uses alpha 0.9, beta 0.6). New unrolls get the given priorities, or the
+largest priority seen so far. Ids returned by ``insert`` and ``sample`` count
+insertions, so an update for an unroll that has been evicted since it was
+sampled is ignored rather than applied to its successor. A lock serializes
+inserts, samples and updates.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from aioseed.server.sum_tree import SumTree
+
+Unroll = Mapping[str, Any]
+MIN_PRIORITY = 1e-6
+"""Priorities are floored here so that every stored unroll stays reachable."""
+
+
+class Replay:
+    """Verbs: ``insert`` unrolls, ``sample`` a batch, ``update_priorities``."""
+
+    def __init__(
+        self,
+        capacity: int,
+        priority_exponent: float = 0.9,
+        importance_exponent: float = 0.6,
+        seed: int | None = None,
+    ) -> None:
+        self.capacity = capacity
+        self.priority_exponent = priority_exponent
+        self.importance_exponent = importance_exponent
+        self._tree = SumTree(capacity)
+        self._items: list[Unroll | None] = [None] * capacity
+        self._rng = np.random.default_rng(seed)
+        self._lock = threading.Lock()
+        self._max_priority = 1.0
+        self.inserted = 0
+        """Unrolls inserted so far (the next unroll's id)."""
+        self.sampled = 0
+        """Unrolls sampled so far (with repetition)."""
+
+    def __len__(self) -> int:
+        return min(self.inserted, self.capacity)
+
+    def insert(self, unrolls: Sequence[Unroll], priorities: np.ndarray | None = None) -> np.ndarray:
+        """Stores ``unrolls``, evicting the oldest when full. Returns their ids."""
+        with self._lock:
+            if priorities is None:
+                priorities = np.full(len(unrolls), self._max_priority)
+            priorities = self._checked(priorities, len(unrolls))
+            ids = np.arange(self.inserted, self.inserted + len(unrolls), dtype=np.int64)
+            kept = slice(max(0, len(unrolls) - self.capacity), None)  # more than capacity at once: the newest
+            for unroll_id, unroll in zip(ids[kept], unrolls[kept]):
+                self._items[unroll_id % self.capacity] = unroll
+            self._tree.set(ids[kept] % self.capacity, priorities[kept] ** self.priority_exponent)
+            self._max_priority = max(self._max_priority, float(priorities.max(initial=0.0)))
+            self.inserted += len(unrolls)
+            return ids
+
+    def sample(self, batch_size: int) -> tuple[np.ndarray, list[Unroll], np.ndarray]:
+        """``batch_size`` unrolls drawn with replacement by priority: (ids, unrolls, importance weights)."""
+        with self._lock:
+            size = len(self)
+            if size == 0:
+                raise LookupError("sample from an empty replay")
+            total = self._tree.total
+            # Stratified: one draw from each of batch_size equal slices of the priority mass.
+            masses = (np.arange(batch_size) + self._rng.random(batch_size)) * (total / batch_size)
+            positions = self._tree.find(np.minimum(masses, np.nextafter(total, 0.0)))
+            probabilities = self._tree.get(positions) / total
+            weights = (size * probabilities) ** -self.importance_exponent
+            weights = (weights / weights.max()).astype(np.float32)
+            oldest = self.inserted - size
+            ids = oldest + (positions - oldest) % self.capacity
+            self.sampled += batch_size
+            return ids, [self._items[p] for p in positions], weights
+
+    def update_priorities(self, ids: np.ndarray, priorities: np.ndarray) -> int:
+        """Sets the priorities of sampled unrolls still stored; returns how many were updated."""
+        with self._lock:
+            ids = np.asarray(ids, np.int64)
+            priorities = self._checked(priorities, len(ids))
+            live = ids >= self.inserted - len(self)
+            ids, priorities = ids[live], priorities[live]
+            # A batch can hold an unroll twice; keep one update per unroll (the last).
+            positions, last = np.unique((ids % self.capacity)[::-1], return_index=True)
+            values = priorities[::-1][last]
+            self._tree.set(positions, values**self.priority_exponent)
+            self._max_priority = max(self._max_priority, float(values.max(initial=0.0)))
+            return len(positions)
+
+    @staticmethod
+    def _checked(priorities: np.ndarray, count: int) -> np.ndarray:
+        priorities = np.asarray(priorities, np.float64)
+        if priorities.shape != (count,) or not np.isfinite(priorities).all() or (priorities < 0).any():
+            raise ValueError(f"need {count} finite priorities >= 0, got {priorities!r}")
+        return np.maximum(priorities, MIN_PRIORITY)
