@@ -31,6 +31,12 @@ class RunConfig:
     envs_per_message: int = 64
     """Env rows per stream message (K)."""
 
+    @property
+    def learner_config(self) -> LearnerConfig:
+        """``learner`` with R2D2's epsilon schedule spread over exactly the local envs."""
+        envs = self.num_actors * self.envs_per_actor
+        return dataclasses.replace(self.learner, r2d2=dataclasses.replace(self.learner.r2d2, epsilon_envs=envs))
+
     def actor_config(self, port: int, index: int) -> ActorConfig:
         seed = None if self.learner.seed is None else self.learner.seed * 1000 + index * self.envs_per_actor
         return ActorConfig(
@@ -88,11 +94,21 @@ def learner_specs(config: LearnerConfig) -> tuple[Any, Any]:
     return wire, dataclasses.replace(wire, observation_shape=(stack, *wire.observation_shape[1:]))
 
 
+def build_agent(config: LearnerConfig, spec: Any, device: str) -> Any:
+    """The agent ``config.agent`` names, for the observations the policy sees."""
+    if config.agent == "r2d2":
+        from aioseed.algos.r2d2.agent import R2D2Agent
+
+        return R2D2Agent(spec, config.r2d2, device=device)
+    from aioseed.algos.impala.agent import ImpalaAgent
+
+    return ImpalaAgent(spec, config.vtrace, device=device)
+
+
 def build_learner(config: LearnerConfig) -> Any:
     """Spec from the env, the V-trace agent on the chosen device, checkpoints, the learner."""
     import tensorflow as tf
 
-    from aioseed.algos.impala.agent import ImpalaAgent
     from aioseed.server.checkpoint import Checkpointer
     from aioseed.server.learner import Learner
 
@@ -100,7 +116,7 @@ def build_learner(config: LearnerConfig) -> Any:
         tf.random.set_seed(config.seed)
     spec, seen = learner_specs(config)
     device = resolve_device(config.device)
-    agent = ImpalaAgent(seen, config.agent, device=device)
+    agent = build_agent(config, seen, device)
     checkpointer = None
     if config.logdir is not None:
         save_run_config(config)
@@ -183,7 +199,7 @@ class RunSummary:
 
 async def train_locally(config: RunConfig) -> RunSummary:
     """A learner and ``num_actors`` actor processes on loopback, until a stop condition or signal."""
-    learner = build_learner(config.learner)
+    learner = build_learner(config.learner_config)
     port = await learner.start()
     processes = start_actors([config.actor_config(port, i) for i in range(config.num_actors)])
     log.info("actors_started", count=len(processes), envs=config.num_actors * config.envs_per_actor, port=port)

@@ -15,6 +15,8 @@ Column = tuple[tuple[int, ...], Any]
 class Agent(Protocol):
     spec: EnvSpec
     """What the policy sees (with learner-side frame stacking, more frames than actors send)."""
+    burn_in: int
+    """Steps at the start of each unroll that only warm up recurrent state; unrolls overlap by burn_in + 1."""
 
     def output_columns(self) -> Mapping[str, Column]:
         """Per-row inference outputs kept in unrolls (shape without batch, dtype); includes "action"."""
@@ -29,16 +31,20 @@ class Agent(Protocol):
         ...
 
     def infer(
-        self, observations: np.ndarray, state: Mapping[str, np.ndarray]
+        self, observations: np.ndarray, state: Mapping[str, np.ndarray], slots: np.ndarray | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Batched policy step on ``[B, *obs_shape]`` rows and their state: (outputs, next state).
 
+        ``slots`` are the rows' env slots (R2D2's exploration depends on them).
         Thread-safe against ``train_step``.
         """
         ...
 
     def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
-        """One update on time-major ``[T + 1, B, ...]`` unrolls (state columns: ``[B, ...]``); returns metrics."""
+        """One update on time-major ``[burn_in + T + 1, B, ...]`` unrolls (state columns: ``[B, ...]``).
+
+        Returns scalar metrics; agents trained from replay add ``"priorities"`` (<float32>[B]).
+        """
         ...
 
     def checkpoint_objects(self) -> dict[str, Any]:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import keras
+import numpy as np
 import tensorflow as tf
+
+from aioseed.spec import EnvSpec
 
 
 def _mlp(hidden_sizes: tuple[int, ...], activation: str) -> list[keras.layers.Layer]:
@@ -159,3 +162,22 @@ class ImpalaResNetPolicyValue(PolicyValue):
     def features(self, observations: tf.Tensor) -> tf.Tensor:
         x = _apply(self.stages, frames_nhwc(observations))
         return self.hidden(self.flatten(tf.nn.relu(x)))
+
+
+def build_policy_value(
+    spec: EnvSpec,
+    kind: str,
+    hidden_sizes: tuple[int, ...] = (64, 64),
+    shared_torso: bool = False,
+    activation: str = "tanh",
+) -> PolicyValue:
+    """The network ``kind`` names; auto: the Nature CNN for stacked uint8 frames [stack, H, W], else the MLP."""
+    if kind == "auto":
+        kind = "nature_cnn" if len(spec.observation_shape) == 3 and spec.dtype == np.uint8 else "mlp"
+    if kind == "nature_cnn":
+        return NatureCNNPolicyValue(spec.num_actions)
+    if kind == "impala_resnet":
+        return ImpalaResNetPolicyValue(spec.num_actions)
+    if kind == "mlp":
+        return MLPPolicyValue(spec.num_actions, hidden_sizes, shared_torso=shared_torso, activation=activation)
+    raise ValueError(f"unknown network {kind!r}")

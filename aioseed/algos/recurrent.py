@@ -18,7 +18,7 @@ STATE_NAMES = ("core_h", "core_c")
 
 def unroll_lstm(
     cell: keras.layers.LSTMCell, features: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor
-) -> tf.Tensor:
+) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
     """Runs ``cell`` over time.
 
     Args:
@@ -28,7 +28,7 @@ def unroll_lstm(
       starts: <bool>[T, B] the state is zeroed before step t (an episode starts there).
 
     Returns:
-      <float32>[T, B, units] the core's outputs.
+      <float32>[T, B, units] the core's outputs, and the state after the last step.
     """
     keep = 1.0 - tf.cast(starts, tf.float32)[..., None]
 
@@ -37,8 +37,8 @@ def unroll_lstm(
         _, (h, c) = cell(x, [h * k, c * k])
         return h, c
 
-    outputs, _ = tf.scan(step, (features, keep), initializer=(state["core_h"], state["core_c"]))
-    return outputs
+    outputs, cells = tf.scan(step, (features, keep), initializer=(state["core_h"], state["core_c"]))
+    return outputs, {"core_h": outputs[-1], "core_c": cells[-1]}
 
 
 class RecurrentPolicyValue(keras.Model):
@@ -64,10 +64,19 @@ class RecurrentPolicyValue(keras.Model):
     def unroll(
         self, observations: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor
     ) -> tuple[tf.Tensor, tf.Tensor]:
-        features = split_time_batch(self.base.features(merge_time_batch(observations)), observations)
-        outputs = unroll_lstm(self.cell, features, state, starts)
+        outputs, _ = self._core(observations, state, starts)
         logits, values = self.base.heads(merge_time_batch(outputs))
         return split_time_batch(logits, observations), split_time_batch(values, observations)
+
+    def burn_in(self, observations: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor) -> dict[str, tf.Tensor]:
+        """The state after running the core over ``[T, B, ...]`` (T >= 1), e.g. R2D2's burn-in."""
+        return self._core(observations, state, starts)[1]
+
+    def _core(
+        self, observations: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor
+    ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        features = split_time_batch(self.base.features(merge_time_batch(observations)), observations)
+        return unroll_lstm(self.cell, features, state, starts)
 
     def call(self, observations: tf.Tensor, state: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, dict]:
         return self.step(observations, state)

@@ -64,7 +64,7 @@ def _atari_run() -> RunConfig:
         logdir=None,
         console=False,
         stop_at_return=None,
-        agent=ImpalaConfig(network="nature_cnn", reward_clipping="abs_one"),
+        vtrace=ImpalaConfig(network="nature_cnn", reward_clipping="abs_one"),
         learner_frame_stack=4,  # actors send single frames: ratio_vs_bound 0.86 against 0.80 with actor stacking
     )
     return RunConfig(learner=learner, num_actors=2, envs_per_actor=32, envs_per_message=32)
@@ -97,7 +97,7 @@ def _pong_curve_run() -> RunConfig:
         # 8 unrolls per update, not 32: 4x more updates per frame. With 32, the policy was still uniform
         # (entropy 1.78 of 1.79, mean return -20.1) after 4.4M frames and 1.7K updates.
         training=dataclasses.replace(atari.learner.training, batch_size=8),
-        agent=ImpalaConfig(
+        vtrace=ImpalaConfig(
             network="nature_cnn",
             reward_clipping="abs_one",
             learning_rate=6e-4,

@@ -13,6 +13,8 @@ from aioseed.spec import EnvSpec
 class NullAgent:
     """Always action 0; the train step only touches the batch. Implements ``Agent``."""
 
+    burn_in = 0
+
     def __init__(self, spec: EnvSpec) -> None:
         self.spec = spec
         self._learning_rate = 0.0
@@ -24,7 +26,7 @@ class NullAgent:
         return {}
 
     def infer(
-        self, observations: np.ndarray, state: Mapping[str, np.ndarray]
+        self, observations: np.ndarray, state: Mapping[str, np.ndarray], slots: np.ndarray | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         return {"action": np.zeros(len(observations), np.int32)}, {}
 

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+from typing import Literal
+
+import tyro
 
 from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.clients.atari import AtariConfig
 from aioseed.server.batcher import BatcherConfig
 from aioseed.server.training import TrainingConfig
+
+
+R2D2Presets = tyro.extras.subcommand_type_from_defaults(
+    {"atari": R2D2Config.atari(), "cartpole": R2D2Config.cartpole()},
+    descriptions={"atari": "SEED RL's Atari settings.", "cartpole": "Learns CartPole-v1 here in well under a minute."},
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +49,12 @@ class LearnerConfig:
 
     batcher: BatcherConfig = BatcherConfig()
     training: TrainingConfig = TrainingConfig()
-    agent: ImpalaConfig = ImpalaConfig()
+    agent: Literal["vtrace", "r2d2"] = "vtrace"
+    """The algorithm: V-trace (IMPALA) from a bounded unroll queue, or R2D2 from prioritized replay."""
+    vtrace: ImpalaConfig = ImpalaConfig()
+    r2d2: R2D2Presets = R2D2Config.atari()
+    """R2D2's settings: SEED's Atari preset by default; choose r2d2:cartpole as the last argument
+    (after the other flags), then override single fields with --r2d2.*."""
 
     atari: AtariConfig = AtariConfig()
     """Preprocessing of ALE/ ids: defines the spec served (aioseed run's actors use it too)."""

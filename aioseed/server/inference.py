@@ -30,9 +30,9 @@ class Policy(Protocol):
     """What the inference loop needs from an agent."""
 
     def infer(
-        self, observations: np.ndarray, state: Mapping[str, np.ndarray]
+        self, observations: np.ndarray, state: Mapping[str, np.ndarray], slots: np.ndarray
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """Runs the policy on ``[B, *obs_shape]`` rows and their recurrent state.
+        """Runs the policy on ``[B, *obs_shape]`` rows of env ``slots`` and their recurrent state.
 
         Returns row-aligned outputs (incl. ``"action"``) and the next state.
         """
@@ -181,7 +181,7 @@ class InferenceLoop:
         if self._stacker is not None:
             observations = self._stacker.push(slots, observations, observation.starts)
         state = self._states.read(slots, observation.starts)
-        outputs, next_state = self._policy.infer(observations, state)
+        outputs, next_state = self._policy.infer(observations, state, slots)
         self._states.write(slots, next_state)
         # Unrolls keep the state each step started from; training replays the core from the first one.
         unrolls = append(self._store, inputs, observations, observation, {**outputs, **state}, self._version())

@@ -26,6 +26,8 @@ from aioseed.server.core_states import CoreStates
 from aioseed.server.env_table import EnvTable
 from aioseed.server.frame_stack import FrameStacker
 from aioseed.server.inference import InferenceLoop, StepResult
+from aioseed.server.replay import Replay
+from aioseed.server.replay_feed import ReplayFeed
 from aioseed.server.service import LearnerService
 from aioseed.server.slots import SlotTable
 from aioseed.server.stats import History, Stats
@@ -59,10 +61,15 @@ class Learner:
             **agent.output_columns(),
             **agent.state_columns(),
         }
+        # R2D2: each unroll starts with burn_in steps that overlap the previous unroll.
         self.store = UnrollStore(
-            config.training.unroll_length, columns, overlap=1, first_step_only=agent.state_columns().keys()
+            agent.burn_in + config.training.unroll_length,
+            columns,
+            overlap=agent.burn_in + 1,
+            first_step_only=agent.state_columns().keys(),
         )
-        self.trainer = Trainer(config.training, agent, self._unrolls, self._on_train_step)
+        self.replay_feed = self._replay_feed(config, agent) if config.agent == "r2d2" else None
+        self.trainer = Trainer(config.training, agent, self._unrolls, self._on_train_step, self.replay_feed)
         stack = config.learner_frame_stack
         if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
             raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
@@ -103,6 +110,18 @@ class Learner:
         """Frames at the stop request (before the drain)."""
         self.stop_mean_return = float("nan")
         """Mean return at the stop request."""
+
+    def _replay_feed(self, config: LearnerConfig, agent: Agent) -> ReplayFeed:
+        r2d2 = config.r2d2
+        replay = Replay(r2d2.replay_capacity, r2d2.priority_exponent, r2d2.importance_exponent, seed=config.seed)
+        return ReplayFeed(
+            replay,
+            self._unrolls,
+            config.training.batch_size,
+            r2d2.min_replay_size,
+            r2d2.replay_ratio,
+            agent.state_columns().keys(),
+        )
 
     # ---- the control API -------------------------------------------------------------------
     def configure_batcher(self, max_batch_size: int | None = None, deadline_ms: float | None = None) -> BatcherConfig:
@@ -211,6 +230,8 @@ class Learner:
                     group.create_task(self.trainer.train(), name="train"),
                     group.create_task(self._report(), name="report"),
                 ]
+                if self.replay_feed is not None:
+                    tasks.append(group.create_task(self.replay_feed.insert(), name="replay-insert"))
                 if self.config.stop_after_seconds is not None:
                     tasks.append(group.create_task(self._stop_after(self.config.stop_after_seconds), name="timer"))
                 await self._stop.wait()
@@ -283,6 +304,7 @@ class Learner:
             "queue/capacity": float(self.config.training.queue_capacity),
             "actors/streams": float(len(self.service.streams)),
             "actors/envs": float(self.slots.connected),
+            **(self.replay_feed.metrics() if self.replay_feed is not None else {}),
         }
 
     async def _report(self) -> None:

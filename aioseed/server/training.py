@@ -6,10 +6,14 @@ import asyncio
 import concurrent.futures
 import dataclasses
 from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from aioseed.algos.agent import Agent
+
+if TYPE_CHECKING:
+    from aioseed.server.replay_feed import ReplayFeed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,12 +60,15 @@ class Trainer:
         agent: Agent,
         unrolls: asyncio.Queue[dict[str, np.ndarray]],
         on_step: Callable[[dict[str, float], float], None],
+        feed: ReplayFeed | None = None,
     ) -> None:
+        """With a ``feed`` (R2D2), batches come from prioritized replay and train steps return priorities."""
         self._config = config
         self._agent = agent
         self._unrolls = unrolls
         self._batches: asyncio.Queue[dict[str, np.ndarray]] = asyncio.Queue(config.prefetch_batches)
         self._on_step = on_step
+        self._feed = feed
         self._running = asyncio.Event()
         self._running.set()
         self.version = 0
@@ -85,8 +92,11 @@ class Trainer:
 
     async def prefetch(self) -> None:
         while True:
-            unrolls = [await self._unrolls.get() for _ in range(self._config.batch_size)]
-            batch = await asyncio.to_thread(stack_time_major, unrolls, self._agent.state_columns().keys())
+            if self._feed is not None:
+                batch = await self._feed.next_batch()
+            else:
+                unrolls = [await self._unrolls.get() for _ in range(self._config.batch_size)]
+                batch = await asyncio.to_thread(stack_time_major, unrolls, self._agent.state_columns().keys())
             await self._batches.put(batch)
 
     async def train(self) -> None:
@@ -95,6 +105,8 @@ class Trainer:
             batch = await self._batches.get()
             await self._running.wait()
             metrics = await loop.run_in_executor(self.executor, self._agent.train_step, batch)
+            if self._feed is not None:
+                self._feed.update(batch["ids"], metrics.pop("priorities"))
             lag = float(self.version - batch["version"][:-1].mean())
             self.version += 1
             self._on_step(metrics, lag)

@@ -24,7 +24,7 @@ def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None
     [
         ([], [], "obs uint8[4,84,84], 6 actions, 4 frames/step"),
         (["--learner-frame-stack", "4"], ["--atari.stack", "1"], "obs uint8[1,84,84], 6 actions, 4 frames/step"),
-        (["--learner-frame-stack", "4", "--agent.lstm-size", "32"], ["--atari.stack", "1"], "obs uint8[1,84,84]"),
+        (["--learner-frame-stack", "4", "--vtrace.lstm-size", "32"], ["--atari.stack", "1"], "obs uint8[1,84,84]"),
     ],
     ids=["actor stacking", "learner stacking", "learner stacking + LSTM"],
 )
@@ -32,7 +32,7 @@ async def test_pong_trains_through_learner_and_actor_processes(tmp_path, learner
     learner = await Process(
         ["learner", "--env", "ALE/Pong-v5", "--host", "127.0.0.1", "--port", "0", "--console-port", "0",
          "--logdir", str(tmp_path), "--log-every-s", "1", "--training.unroll-length", "5",
-         "--training.batch-size", "2", "--agent.reward-clipping", "abs_one", *learner_flags]
+         "--training.batch-size", "2", "--vtrace.reward-clipping", "abs_one", *learner_flags]
     ).start()
     actor = None
     try:

@@ -19,7 +19,7 @@ COLUMNS = {"count": ((1,), np.float32)}
 class CountingPolicy:
     """State = steps since the episode started; the action reports the state it was given."""
 
-    def infer(self, observations, state):
+    def infer(self, observations, state, slots):
         return {"action": state["count"][:, 0].astype(np.int32)}, {"count": state["count"] + 1}
 
 

@@ -11,26 +11,20 @@ import tensorflow as tf
 
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import clip_rewards, impala_loss
-from aioseed.algos.networks import ImpalaResNetPolicyValue, MLPPolicyValue, NatureCNNPolicyValue, PolicyValue
+from aioseed.algos.optimizer import LearningRateControl, adam
+from aioseed.algos.networks import PolicyValue, build_policy_value
 from aioseed.algos.recurrent import RecurrentPolicyValue
 from aioseed.spec import EnvSpec
 
 
 def build_network(spec: EnvSpec, config: ImpalaConfig) -> PolicyValue | RecurrentPolicyValue:
-    kind = config.network
-    if kind == "auto":
-        kind = "nature_cnn" if len(spec.observation_shape) == 3 and spec.dtype == np.uint8 else "mlp"
-    if kind == "nature_cnn":
-        base: PolicyValue = NatureCNNPolicyValue(spec.num_actions)
-    elif kind == "impala_resnet":
-        base = ImpalaResNetPolicyValue(spec.num_actions)
-    else:
-        base = MLPPolicyValue(
-            spec.num_actions,
-            config.hidden_sizes,
-            shared_torso=config.shared_torso or config.lstm_size > 0,
-            activation=config.activation,
-        )
+    base = build_policy_value(
+        spec,
+        config.network,
+        config.hidden_sizes,
+        shared_torso=config.shared_torso or config.lstm_size > 0,
+        activation=config.activation,
+    )
     return RecurrentPolicyValue(base, config.lstm_size) if config.lstm_size else base
 
 
@@ -68,8 +62,11 @@ class PolicyModule(tf.Module):
         return {"action": tf.argmax(out["logits"], -1, output_type=tf.int32), **out}
 
 
-class ImpalaAgent:
+class ImpalaAgent(LearningRateControl):
     """V-trace actor-critic, feedforward or with an LSTM core. Implements ``aioseed.algos.agent.Agent``."""
+
+    burn_in = 0
+    """Unroll steps that only warm up recurrent state (none: V-trace learns from every step)."""
 
     def __init__(self, spec: EnvSpec, config: ImpalaConfig, device: str = "/CPU:0") -> None:
         self.spec = spec
@@ -79,10 +76,9 @@ class ImpalaAgent:
             self.network = build_network(spec, config)
             state = {name: np.zeros((1, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
             self.network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), state)
-            self.optimizer = keras.optimizers.Adam(
-                learning_rate=config.learning_rate, epsilon=config.adam_epsilon, global_clipnorm=config.max_grad_norm
+            self.optimizer = adam(
+                config.learning_rate, config.adam_epsilon, config.max_grad_norm, self.network.trainable_variables
             )
-            self.optimizer.build(self.network.trainable_variables)
         self.policy = PolicyModule(self.network, spec, config.jit_compile)
         self._train = tf.function(self._train_step, jit_compile=config.jit_compile)
 
@@ -93,7 +89,7 @@ class ImpalaAgent:
         return {name: (shape, np.float32) for name, shape in self.network.state_shapes().items()}
 
     def infer(
-        self, observations: np.ndarray, state: Mapping[str, np.ndarray]
+        self, observations: np.ndarray, state: Mapping[str, np.ndarray], slots: np.ndarray | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         with tf.device(self.device):
             out = self.policy.act(observations, *(state[name] for name in self.policy.state_names))
@@ -115,15 +111,6 @@ class ImpalaAgent:
 
     def checkpoint_objects(self) -> dict[str, Any]:
         return {"network": self.network, "optimizer": self.optimizer}
-
-    @property
-    def learning_rate(self) -> float:
-        return float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
-
-    def set_learning_rate(self, value: float) -> None:
-        if not value > 0:
-            raise ValueError(f"learning_rate must be positive, got {value}")
-        self.optimizer.learning_rate = value  # assigns the optimizer's variable
 
     def _train_step(
         self,

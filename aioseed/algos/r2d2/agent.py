@@ -1,0 +1,151 @@
+"""The R2D2 agent: an LSTM Q-network with a dueling head, epsilon-greedy inference per env slot,
+burn-in, the double-Q train step on replayed sequences, and a periodically copied target network."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from aioseed.algos.impala.loss import clip_rewards
+from aioseed.algos.networks import build_policy_value
+from aioseed.algos.optimizer import LearningRateControl, adam
+from aioseed.algos.r2d2.config import R2D2Config
+from aioseed.algos.r2d2.loss import dueling_q, r2d2_loss
+from aioseed.algos.recurrent import RecurrentPolicyValue
+from aioseed.spec import EnvSpec
+
+
+def build_q_network(spec: EnvSpec, config: R2D2Config) -> RecurrentPolicyValue:
+    """Torso -> LSTM -> (advantages, value) heads; ``dueling_q`` combines them into Q values."""
+    return RecurrentPolicyValue(build_policy_value(spec, config.network, config.hidden_sizes, shared_torso=True), config.lstm_size)
+
+
+class R2D2Agent(LearningRateControl):
+    """Implements ``aioseed.algos.agent.Agent`` with replay: ``train_step`` also returns priorities."""
+
+    uses_replay = True
+
+    def __init__(self, spec: EnvSpec, config: R2D2Config, device: str = "/CPU:0") -> None:
+        self.spec = spec
+        self.config = config
+        self.device = device
+        self.burn_in = config.burn_in
+        with tf.device(device):
+            self.network = build_q_network(spec, config)
+            self.target_network = build_q_network(spec, config)
+            for network in (self.network, self.target_network):
+                network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), self._zeros(1))
+            self.update_target()
+            self.optimizer = adam(
+                config.learning_rate, config.adam_epsilon, config.max_grad_norm, self.network.trainable_variables
+            )
+        observations = tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype))
+        state = tf.TensorSpec([None, config.lstm_size], tf.float32)
+        epsilon = tf.TensorSpec([None], tf.float32)
+        self._act = tf.function(self._act_step, input_signature=[observations, state, state, epsilon])
+        self._train = tf.function(self._train_step)
+        self.train_steps = 0
+
+    def _zeros(self, batch: int) -> dict[str, np.ndarray]:
+        return {name: np.zeros((batch, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
+
+    def output_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
+        return {"action": ((), np.int32)}
+
+    def state_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
+        return {name: (shape, np.float32) for name, shape in self.network.state_shapes().items()}
+
+    def infer(
+        self, observations: np.ndarray, state: Mapping[str, np.ndarray], slots: np.ndarray | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Epsilon-greedy on Q with env slot i exploring at eps_i (``R2D2Config.epsilons``)."""
+        rows = np.arange(len(observations)) if slots is None else slots
+        with tf.device(self.device):
+            action, h, c = self._act(observations, state["core_h"], state["core_c"], self.config.epsilons(rows))
+        return {"action": action.numpy()}, {"core_h": h.numpy(), "core_c": c.numpy()}
+
+    def _act_step(
+        self, observations: tf.Tensor, h: tf.Tensor, c: tf.Tensor, epsilon: tf.Tensor
+    ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        advantages, value, state = self.network.step(observations, {"core_h": h, "core_c": c})
+        greedy = tf.argmax(dueling_q(advantages, value), -1, output_type=tf.int32)
+        rows = tf.shape(observations)[0]
+        random = tf.random.uniform([rows], 0, self.spec.num_actions, dtype=tf.int32)
+        action = tf.where(tf.random.uniform([rows]) < epsilon, random, greedy)
+        return action, state["core_h"], state["core_c"]
+
+    def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        """One update on ``[burn_in + T + 1, B]`` sequences weighted by ``batch["weights"]``.
+
+        Returns scalar metrics plus ``"priorities"``: <float32>[B], the sequences' new priorities.
+        """
+        with tf.device(self.device):
+            out = self._train(
+                batch["observation"],
+                batch["action"],
+                batch["reward"],
+                batch["done"],
+                batch["phantom"],
+                {name: batch[name] for name in self.network.state_shapes()},
+                batch["weights"],
+            )
+        self.train_steps += 1
+        if self.train_steps % self.config.target_update_period == 0:
+            self.update_target()
+        metrics: dict[str, Any] = {name: float(value) for name, value in out.items() if name != "priorities"}
+        metrics["priorities"] = out["priorities"].numpy()
+        return metrics
+
+    def update_target(self) -> None:
+        for target, online in zip(self.target_network.weights, self.network.weights):
+            target.assign(online)
+
+    def _train_step(
+        self,
+        observations: tf.Tensor,
+        actions: tf.Tensor,
+        rewards: tf.Tensor,
+        done: tf.Tensor,
+        phantom: tf.Tensor,
+        state: dict[str, tf.Tensor],
+        weights: tf.Tensor,
+    ) -> dict[str, tf.Tensor]:
+        c, burn = self.config, self.burn_in
+        starts = done & ~phantom
+        online_state, target_state = state, state
+        if burn > 0:  # warm the recurrent state up from the stored one, without gradient
+            online_state = self.network.burn_in(observations[:burn], state, starts[:burn])
+            target_state = self.target_network.burn_in(observations[:burn], state, starts[:burn])
+        learn = slice(burn, None)
+        target_q = dueling_q(*self.target_network.unroll(observations[learn], target_state, starts[learn]))
+        with tf.GradientTape() as tape:
+            q = dueling_q(*self.network.unroll(observations[learn], online_state, starts[learn]))
+            losses = r2d2_loss(
+                q=q,
+                target_q=target_q,
+                actions=actions[learn],
+                rewards=clip_rewards(tf.cast(rewards[learn], tf.float32), c.reward_clipping),
+                done=done[learn],
+                phantom=phantom[learn],
+                importance_weights=weights,
+                discount=c.discount,
+                n_steps=c.n_steps,
+                eps=c.value_rescale_eps,
+                priority_eta=c.priority_eta,
+            )
+        variables = self.network.trainable_variables
+        gradients = tape.gradient(losses.total, variables)
+        self.optimizer.apply_gradients(zip(gradients, variables))
+        return {
+            "losses/total": losses.total,
+            "losses/td_abs": tf.reduce_mean(tf.abs(losses.td)),
+            "losses/grad_norm": tf.linalg.global_norm(gradients),
+            "learner/q_mean": tf.reduce_mean(q),
+            "priorities": losses.priorities,
+        }
+
+    def checkpoint_objects(self) -> dict[str, Any]:
+        return {"network": self.network, "target_network": self.target_network, "optimizer": self.optimizer}

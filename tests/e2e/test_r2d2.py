@@ -1,0 +1,35 @@
+"""R2D2 on CartPole through learner and actor processes: replay fills, priorities flow, it learns."""
+
+from __future__ import annotations
+
+import re
+
+from tests.processes import Process
+
+FRAME_BUDGET = 300_000  # runs here solve it (mean >= 195 over 20 episodes) after ~55K frames
+
+
+async def test_r2d2_learns_cartpole_through_learner_and_actor_processes(tmp_path) -> None:
+    learner = await Process(
+        ["learner", "--env", "CartPole-v1", "--agent", "r2d2", "--host", "127.0.0.1", "--port", "0",
+         "--console-port", "0", "--logdir", str(tmp_path), "--log-every-s", "2", "--seed", "1",
+         "--return-window", "20", "--stop-at-return", "195", "--stop-after-frames", str(FRAME_BUDGET),
+         "r2d2:cartpole", "--r2d2.epsilon-envs", "32"]
+    ).start()
+    actor = None
+    try:
+        port = int((await learner.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))
+        actor = await Process(
+            ["actor", "--learner", f"127.0.0.1:{port}", "--env", "CartPole-v1", "--num-envs", "32",
+             "--envs-per-message", "32"]
+        ).start()
+        assert await learner.wait(timeout_s=240) == 0, learner.log
+    finally:
+        learner.kill()
+        if actor is not None:
+            actor.kill()
+    log = "\n".join(learner.lines)
+    finished = re.search(r"stop_condition frames=(\d+) mean_return=([\d.]+) reason=return", log)
+    assert finished, log
+    assert float(finished.group(2)) >= 195.0 and int(finished.group(1)) < FRAME_BUDGET
+    assert learner.errors() == [], log
