@@ -31,11 +31,16 @@ class Agent(Protocol):
         ...
 
     def infer(
-        self, observations: np.ndarray, state: Mapping[str, np.ndarray], slots: np.ndarray | None = None
+        self,
+        observations: np.ndarray,
+        state: Mapping[str, np.ndarray],
+        slots: np.ndarray | None = None,
+        evaluation: np.ndarray | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Batched policy step on ``[B, *obs_shape]`` rows and their state: (outputs, next state).
 
-        ``slots`` are the rows' env slots (R2D2's exploration depends on them).
+        ``slots`` are the rows' env slots and ``evaluation`` (<bool>[B]) marks rows
+        of evaluation envs; R2D2's exploration depends on both.
         Thread-safe against ``train_step``.
         """
         ...

@@ -26,7 +26,11 @@ class NullAgent:
         return {}
 
     def infer(
-        self, observations: np.ndarray, state: Mapping[str, np.ndarray], slots: np.ndarray | None = None
+        self,
+        observations: np.ndarray,
+        state: Mapping[str, np.ndarray],
+        slots: np.ndarray | None = None,
+        evaluation: np.ndarray | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         return {"action": np.zeros(len(observations), np.int32)}, {}
 

@@ -66,6 +66,9 @@ class ActorConfig:
     """Stop after this many env steps (None: run until stopped)."""
     atari: AtariConfig = AtariConfig()
     """Preprocessing of ALE/ ids (stack 1 for a learner that stacks frames itself)."""
+    evaluation: bool = False
+    """Evaluation envs: the learner acts in evaluation mode (R2D2: epsilon 0.001), never learns from their
+    steps and reports their returns as charts/eval_return."""
 
     def __post_init__(self) -> None:
         if self.num_envs < 1 or self.envs_per_message < 1:
@@ -160,6 +163,7 @@ class Actor:
                             run_ids=group.run_ids.tolist(),
                             previous_slots=previous.tolist(),
                             actor_name=f"{self.name}/{index}",
+                            evaluation=self.config.evaluation,
                         )
                     )
                 )

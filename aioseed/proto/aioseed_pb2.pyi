@@ -19,18 +19,20 @@ class EnvSpec(_message.Message):
     def __init__(self, observation_shape: _Optional[_Iterable[int]] = ..., observation_dtype: _Optional[str] = ..., num_actions: _Optional[int] = ..., frames_per_step: _Optional[int] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("spec", "num_envs", "run_ids", "previous_slots", "actor_name")
+    __slots__ = ("spec", "num_envs", "run_ids", "previous_slots", "actor_name", "evaluation")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     NUM_ENVS_FIELD_NUMBER: _ClassVar[int]
     RUN_IDS_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_SLOTS_FIELD_NUMBER: _ClassVar[int]
     ACTOR_NAME_FIELD_NUMBER: _ClassVar[int]
+    EVALUATION_FIELD_NUMBER: _ClassVar[int]
     spec: EnvSpec
     num_envs: int
     run_ids: _containers.RepeatedScalarFieldContainer[int]
     previous_slots: _containers.RepeatedScalarFieldContainer[int]
     actor_name: str
-    def __init__(self, spec: _Optional[_Union[EnvSpec, _Mapping]] = ..., num_envs: _Optional[int] = ..., run_ids: _Optional[_Iterable[int]] = ..., previous_slots: _Optional[_Iterable[int]] = ..., actor_name: _Optional[str] = ...) -> None: ...
+    evaluation: bool
+    def __init__(self, spec: _Optional[_Union[EnvSpec, _Mapping]] = ..., num_envs: _Optional[int] = ..., run_ids: _Optional[_Iterable[int]] = ..., previous_slots: _Optional[_Iterable[int]] = ..., actor_name: _Optional[str] = ..., evaluation: _Optional[bool] = ...) -> None: ...
 
 class Welcome(_message.Message):
     __slots__ = ("slots",)

@@ -44,6 +44,8 @@ class Observation:
     """<float64>[E] returns of the episodes that ended in this batch."""
     episode_lengths: np.ndarray
     """<int64>[E] their lengths in env steps."""
+    ended_rows: np.ndarray
+    """<int64>[E] the batch rows those episodes ended on."""
     env_steps: int
     """Env steps represented by this batch (rows whose action will be executed)."""
 
@@ -55,6 +57,7 @@ class Observation:
 
 _NO_RETURNS = np.zeros(0, np.float64)
 _NO_LENGTHS = np.zeros(0, np.int64)
+_NO_ROWS = _NO_LENGTHS
 
 
 class EnvTable:
@@ -77,7 +80,7 @@ class EnvTable:
             self._return[slots] += rewards
             self._length[slots] += 1
             plain = np.zeros(len(slots), bool)
-            return Observation(plain, plain, plain, _NO_RETURNS, _NO_LENGTHS, len(slots))
+            return Observation(plain, plain, plain, _NO_RETURNS, _NO_LENGTHS, _NO_ROWS, len(slots))
         fresh = self._fresh[slots] | new_run
         self._run_id[slots] = run_ids
         self._fresh[slots] = False
@@ -93,7 +96,8 @@ class EnvTable:
         counted = ~fresh & ~after_final
         self._return[slots] += np.where(counted, rewards, 0.0)
         self._length[slots] += counted
-        ended = slots[(terminated | truncated) & counted]
+        ended_rows = np.flatnonzero((terminated | truncated) & counted)
+        ended = slots[ended_rows]
         episode_returns = self._return[ended].copy()
         episode_lengths = self._length[ended].copy()
         self._return[ended] = 0.0
@@ -104,6 +108,7 @@ class EnvTable:
             phantom=final,
             episode_returns=episode_returns,
             episode_lengths=episode_lengths,
+            ended_rows=ended_rows,
             env_steps=int(len(slots) - final.sum()),
         )
 

@@ -30,9 +30,14 @@ class Policy(Protocol):
     """What the inference loop needs from an agent."""
 
     def infer(
-        self, observations: np.ndarray, state: Mapping[str, np.ndarray], slots: np.ndarray
+        self,
+        observations: np.ndarray,
+        state: Mapping[str, np.ndarray],
+        slots: np.ndarray,
+        evaluation: np.ndarray | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """Runs the policy on ``[B, *obs_shape]`` rows of env ``slots`` and their recurrent state.
+        """Runs the policy on ``[B, *obs_shape]`` rows of env ``slots`` and their recurrent state
+        (``evaluation``: <bool>[B] rows of evaluation envs, or None).
 
         Returns row-aligned outputs (incl. ``"action"``) and the next state.
         """
@@ -50,6 +55,8 @@ class StepResult:
     unrolls: dict[str, np.ndarray] | None
     seconds: float
     """Worker-thread time of the policy and the bookkeeping."""
+    evaluation_episodes: np.ndarray | None = None
+    """<bool>[E] which of the batch's ended episodes (``observation.episode_returns``) were evaluation envs'."""
 
 
 def observe(envs: EnvTable, store: UnrollStore, inputs: Mapping[str, np.ndarray]) -> Observation:
@@ -69,7 +76,10 @@ def append(
     outputs: Mapping[str, np.ndarray],
     version: int,
 ) -> dict[str, np.ndarray] | None:
-    """Appends one step per row (``observations`` as the policy saw them); returns completed unrolls."""
+    """Appends one step per row (``observations`` as the policy saw them); returns completed unrolls.
+
+    Rows of evaluation envs are never stored.
+    """
     step = {
         "observation": observations,
         "reward": inputs["rewards"],
@@ -78,6 +88,10 @@ def append(
         "version": np.full(len(observations), version, np.int64),
         **outputs,
     }
+    evaluation = inputs.get("evaluation")
+    if evaluation is not None and evaluation.any():
+        learn = ~evaluation
+        return store.append(inputs["slots"][learn], {name: column[learn] for name, column in step.items()})
     return store.append(inputs["slots"], step)
 
 
@@ -181,8 +195,10 @@ class InferenceLoop:
         if self._stacker is not None:
             observations = self._stacker.push(slots, observations, observation.starts)
         state = self._states.read(slots, observation.starts)
-        outputs, next_state = self._policy.infer(observations, state, slots)
+        evaluation = inputs.get("evaluation")
+        outputs, next_state = self._policy.infer(observations, state, slots, evaluation)
         self._states.write(slots, next_state)
         # Unrolls keep the state each step started from; training replays the core from the first one.
         unrolls = append(self._store, inputs, observations, observation, {**outputs, **state}, self._version())
-        return StepResult(outputs["action"], observation, unrolls, time.perf_counter() - started)
+        evaluating = None if evaluation is None else evaluation[observation.ended_rows]
+        return StepResult(outputs["action"], observation, unrolls, time.perf_counter() - started, evaluating)

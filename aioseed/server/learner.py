@@ -259,7 +259,9 @@ class Learner:
             batch.size, batch.fill_seconds, result.seconds, observation.env_steps * self.spec.frames_per_step
         )
         if len(observation.episode_returns):
-            self.stats.record_episodes(observation.episode_returns, observation.episode_lengths)
+            self.stats.record_episodes(
+                observation.episode_returns, observation.episode_lengths, result.evaluation_episodes
+            )
             self._check_stop_conditions()
         elif self.config.stop_after_frames is not None:
             self._check_stop_conditions()
@@ -325,6 +327,7 @@ class Learner:
                 frames=self.frames,
                 fps=round((self.frames - logged_frames) / (now - logged_at)),
                 mean_return=round(snapshot["charts/return"], 1),
+                eval_return=round(snapshot["charts/eval_return"], 1),
                 episodes=self.stats.episodes,
                 train_steps=self.trainer.version,
                 loss=round(snapshot.get("losses/total", float("nan")), 4),

@@ -48,9 +48,10 @@ class RowParser:
     byte for byte, and a finite sum proves every element finite.
     """
 
-    def __init__(self, spec: EnvSpec, slots: np.ndarray) -> None:
+    def __init__(self, spec: EnvSpec, slots: np.ndarray, evaluation: bool = False) -> None:
         self._spec = spec
         self._rows = len(slots)
+        self._evaluation = np.full(len(slots), evaluation)
         self._owned = np.sort(slots)
         self._owned_bytes = slots.astype("<i4").tobytes()
         self._run_ids_bytes = b""
@@ -90,7 +91,14 @@ class RowParser:
         observations = np.frombuffer(steps.observations, self._spec.dtype).reshape(self._obs_shape)
         if self._float_obs and not np.isfinite(observations.sum()) and not np.isfinite(observations).all():
             raise ProtocolError("steps.observations must be finite")
-        return {"slots": slots, "run_ids": run_ids, "rewards": rewards, "flags": flags, "observations": observations}
+        return {
+            "slots": slots,
+            "run_ids": run_ids,
+            "rewards": rewards,
+            "flags": flags,
+            "observations": observations,
+            "evaluation": self._evaluation,
+        }
 
     def _column(self, raw: bytes, dtype: str, name: str) -> np.ndarray:
         itemsize = np.dtype(dtype).itemsize

@@ -98,8 +98,15 @@ class LearnerService(pb_grpc.LearnerServicer):
         info = StreamInfo(peer=context.peer(), actor=hello.actor_name, slots=slots, task=asyncio.current_task())
         self.streams[stream_id] = info
         self._on_connected_rows(self._slots.connected)
-        log.info("stream_connected", stream=stream_id, actor=info.actor, peer=info.peer, slots=len(slots))
-        parser = RowParser(self._spec, slots)
+        log.info(
+            "stream_connected",
+            stream=stream_id,
+            actor=info.actor,
+            peer=info.peer,
+            slots=len(slots),
+            evaluation=hello.evaluation,
+        )
+        parser = RowParser(self._spec, slots, hello.evaluation)
         pending: asyncio.Future | None = None
         try:
             yield pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist()))

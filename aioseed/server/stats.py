@@ -34,6 +34,8 @@ class Stats:
         self.returns: collections.deque[float] = collections.deque(maxlen=window)
         self.lengths: collections.deque[int] = collections.deque(maxlen=window)
         self.last_return = math.nan
+        self.eval_returns: collections.deque[float] = collections.deque(maxlen=window)
+        """Returns of evaluation envs' episodes (not in ``returns``)."""
         self.losses: dict[str, float] = {}
         self.policy_lag = math.nan
         self._batch_sizes: collections.deque[int] = collections.deque(maxlen=WINDOW)
@@ -52,7 +54,12 @@ class Stats:
         """Action latency of one message: rows submitted -> actions ready."""
         self._latency_ms.append(seconds * 1e3)
 
-    def record_episodes(self, returns: np.ndarray, lengths: np.ndarray) -> None:
+    def record_episodes(self, returns: np.ndarray, lengths: np.ndarray, evaluation: np.ndarray | None = None) -> None:
+        if evaluation is not None and evaluation.any():
+            self.eval_returns.extend(returns[evaluation].tolist())
+            returns, lengths = returns[~evaluation], lengths[~evaluation]
+            if not len(returns):
+                return
         self.episodes += len(returns)
         self.returns.extend(returns.tolist())
         self.lengths.extend(lengths.tolist())
@@ -80,6 +87,7 @@ class Stats:
             "charts/episodes": float(self.episodes),
             "charts/return": self.mean_return(),
             "charts/return_last": self.last_return,
+            "charts/eval_return": float(np.mean(self.eval_returns)) if self.eval_returns else math.nan,
             "charts/episode_length": float(np.mean(self.lengths)) if self.lengths else math.nan,
             "learner/train_steps": float(self.train_steps),
             "learner/train_steps_per_s": (self.train_steps - mark_steps) / elapsed,

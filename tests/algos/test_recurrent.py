@@ -53,3 +53,29 @@ def test_an_episode_start_forgets_everything_before_it() -> None:
     _, other_logits = run_inference(agent, other, starts)
     np.testing.assert_allclose(logits[6:], other_logits[6:], atol=1e-6)
     assert np.abs(logits[:6] - other_logits[:6]).max() > 1e-4
+
+
+def test_burn_in_from_a_stored_state_reproduces_the_uninterrupted_run() -> None:
+    """R2D2: the state stored at an unroll's first step, burnt in over the first steps, continues exactly."""
+    from aioseed.algos.r2d2.agent import build_q_network
+    from aioseed.algos.r2d2.config import R2D2Config
+
+    network = build_q_network(SPEC, R2D2Config(lstm_size=12, hidden_sizes=(16,)))
+    rng = np.random.default_rng(2)
+    observations = rng.normal(size=(T, B, 5)).astype(np.float32)
+    starts = rng.random((T, B)) < 0.1
+    state = {name: np.zeros((B, 12), np.float32) for name in ("core_h", "core_c")}
+    stored, advantages = [], []
+    for t in range(T):  # uninterrupted, as inference runs it
+        state = {name: np.where(starts[t][:, None], 0.0, value).astype(np.float32) for name, value in state.items()}
+        stored.append(state)
+        a, _, state = network.step(observations[t], state)
+        state = {name: value.numpy() for name, value in state.items()}
+        advantages.append(a.numpy())
+    first, burn = 2, 5
+    warmed = network.burn_in(observations[first : first + burn], stored[first], starts[first : first + burn])
+    learned, _ = network.unroll(observations[first + burn :], warmed, starts[first + burn :])
+    np.testing.assert_allclose(learned.numpy(), np.stack(advantages[first + burn :]), atol=1e-5)
+    for name, value in warmed.items():  # the stored state is the warmed one, reset where an episode starts
+        reset = np.where(starts[first + burn][:, None], 0.0, value.numpy())
+        np.testing.assert_allclose(reset, stored[first + burn][name], atol=1e-5)

@@ -16,20 +16,28 @@ async def test_r2d2_learns_cartpole_through_learner_and_actor_processes(tmp_path
          "--return-window", "20", "--stop-at-return", "195", "--stop-after-frames", str(FRAME_BUDGET),
          "r2d2:cartpole", "--r2d2.epsilon-envs", "32"]
     ).start()
-    actor = None
+    actor = evaluator = None
     try:
         port = int((await learner.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))
         actor = await Process(
             ["actor", "--learner", f"127.0.0.1:{port}", "--env", "CartPole-v1", "--num-envs", "32",
              "--envs-per-message", "32"]
         ).start()
+        evaluator = await Process(
+            ["actor", "--learner", f"127.0.0.1:{port}", "--env", "CartPole-v1", "--num-envs", "2",
+             "--envs-per-message", "2", "--evaluation"]
+        ).start()
+        await learner.wait_for_line(r"stream_connected .*evaluation=True")
         assert await learner.wait(timeout_s=240) == 0, learner.log
     finally:
         learner.kill()
-        if actor is not None:
-            actor.kill()
+        for process in (actor, evaluator):
+            if process is not None:
+                process.kill()
     log = "\n".join(learner.lines)
     finished = re.search(r"stop_condition frames=(\d+) mean_return=([\d.]+) reason=return", log)
     assert finished, log
     assert float(finished.group(2)) >= 195.0 and int(finished.group(1)) < FRAME_BUDGET
     assert learner.errors() == [], log
+    # The evaluation envs' episodes are reported apart (and never learned from: see tests/server).
+    assert re.search(r"progress .*eval_return=\d", log), log

@@ -19,7 +19,7 @@ COLUMNS = {"count": ((1,), np.float32)}
 class CountingPolicy:
     """State = steps since the episode started; the action reports the state it was given."""
 
-    def infer(self, observations, state, slots):
+    def infer(self, observations, state, slots, evaluation=None):
         return {"action": state["count"][:, 0].astype(np.int32)}, {"count": state["count"] + 1}
 
 
@@ -74,3 +74,33 @@ def test_unrolls_carry_the_state_at_their_first_step() -> None:
     assert [u["count"].tolist() for u in unrolls] == [[[0.0]], [[T]], [[2.0 * T]]]
     assert all(u["action"].shape == (1, T + 1) for u in unrolls)
     assert unrolls[1]["action"][0, 0] == T  # the overlapping step: its state is what the core saw there
+
+
+def test_evaluation_rows_reach_the_policy_and_are_never_stored() -> None:
+    seen = []
+
+    class Recording(CountingPolicy):
+        def infer(self, observations, state, slots, evaluation=None):
+            seen.append(evaluation.copy())
+            return super().infer(observations, state, slots)
+
+    loop = make_loop()
+    loop._policy = Recording()
+    unrolls = []
+    for t in range(3 * T):
+        flags = [TERMINATED, TERMINATED] if t == 2 * T else [0, 0]
+        inputs = {
+            "slots": np.array([1, 2], np.int32),
+            "run_ids": np.array([5, 6], np.uint64),
+            "rewards": np.ones(2, np.float32),
+            "flags": np.array(flags, np.uint8),
+            "observations": np.zeros(2, np.float32),
+            "evaluation": np.array([False, True]),
+        }
+        result = loop.step(inputs)
+        if result.unrolls is not None:
+            unrolls.append(result.unrolls)
+        if t == 2 * T:
+            assert result.evaluation_episodes.tolist() == [False, True]
+    assert all(e.tolist() == [False, True] for e in seen)
+    assert len(unrolls) == 2 and all(u["slot"].tolist() == [1] for u in unrolls)

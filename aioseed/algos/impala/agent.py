@@ -89,7 +89,11 @@ class ImpalaAgent(LearningRateControl):
         return {name: (shape, np.float32) for name, shape in self.network.state_shapes().items()}
 
     def infer(
-        self, observations: np.ndarray, state: Mapping[str, np.ndarray], slots: np.ndarray | None = None
+        self,
+        observations: np.ndarray,
+        state: Mapping[str, np.ndarray],
+        slots: np.ndarray | None = None,
+        evaluation: np.ndarray | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         with tf.device(self.device):
             out = self.policy.act(observations, *(state[name] for name in self.policy.state_names))

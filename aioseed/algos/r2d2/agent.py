@@ -59,12 +59,19 @@ class R2D2Agent(LearningRateControl):
         return {name: (shape, np.float32) for name, shape in self.network.state_shapes().items()}
 
     def infer(
-        self, observations: np.ndarray, state: Mapping[str, np.ndarray], slots: np.ndarray | None = None
+        self,
+        observations: np.ndarray,
+        state: Mapping[str, np.ndarray],
+        slots: np.ndarray | None = None,
+        evaluation: np.ndarray | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """Epsilon-greedy on Q with env slot i exploring at eps_i (``R2D2Config.epsilons``)."""
-        rows = np.arange(len(observations)) if slots is None else slots
+        """Epsilon-greedy on Q: env slot i explores at eps_i (``R2D2Config.epsilons``), evaluation envs
+        at ``eval_epsilon``."""
+        epsilon = self.config.epsilons(np.arange(len(observations)) if slots is None else slots)
+        if evaluation is not None:
+            epsilon = np.where(evaluation, np.float32(self.config.eval_epsilon), epsilon)
         with tf.device(self.device):
-            action, h, c = self._act(observations, state["core_h"], state["core_c"], self.config.epsilons(rows))
+            action, h, c = self._act(observations, state["core_h"], state["core_c"], epsilon)
         return {"action": action.numpy()}, {"core_h": h.numpy(), "core_c": c.numpy()}
 
     def _act_step(
