@@ -8,7 +8,10 @@ const WINDOW = 600; // points kept per chart (one per metrics interval)
 
 const CHARTS = [
   { title: "frames/s", series: [["charts/frames_per_s", "frames/s"]] },
-  { title: "episode return", series: [["charts/return", "mean (last 100)"], ["charts/return_last", "last"]] },
+  {
+    title: "episode return",
+    series: [["charts/return", "mean (last 100)"], ["charts/return_last", "last"], ["charts/eval_return", "evaluation envs"]],
+  },
   { title: "inference batch size", series: [["batcher/batch_size", "mean"], ["batcher/batch_size_max", "max"]] },
   {
     title: "batch fill and action latency (ms)",
@@ -17,15 +20,23 @@ const CHARTS = [
   },
   { title: "unroll queue depth", series: [["queue/depth", "depth"], ["queue/capacity", "capacity"]] },
   { title: "policy lag (updates)", series: [["learner/policy_lag", "lag"]] },
-  { title: "losses", series: [["losses/total", "total"], ["losses/pg", "pg"], ["losses/baseline", "baseline"], ["losses/entropy", "entropy"]] },
+  {
+    title: "losses",
+    series: [["losses/total", "total"], ["losses/pg", "pg"], ["losses/baseline", "baseline"], ["losses/entropy", "entropy"],
+             ["losses/td_abs", "|TD| (R2D2)"]],
+  },
+  // Shown once the learner reports them (R2D2's prioritized replay).
+  { title: "replay (unrolls)", when: "replay/size", series: [["replay/size", "size"], ["replay/capacity", "capacity"]] },
+  { title: "replay: samples per inserted unroll", when: "replay/ratio", series: [["replay/ratio", "sampled / inserted"]] },
 ];
-const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"];
+const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"];
 
 const charts = CHARTS.map((spec, index) => {
   const box = document.createElement("div");
   box.className = "chart";
   box.dataset.chart = spec.title;
   box.innerHTML = `<h3>${spec.title}</h3>`;
+  box.hidden = Boolean(spec.when);
   document.getElementById("charts").append(box);
   const plot = new uPlot({
     width: 440, height: 200,
@@ -37,6 +48,7 @@ const charts = CHARTS.map((spec, index) => {
 
 function addPoint(point) {
   for (const chart of charts) {
+    if (chart.spec.when && point[chart.spec.when] != null) chart.box.hidden = false;
     chart.data[0].push(point.time);
     chart.spec.series.forEach(([key], i) => chart.data[i + 1].push(point[key] ?? null));
     if (chart.data[0].length > WINDOW) chart.data.forEach((column) => column.shift());
@@ -58,7 +70,11 @@ function showState(state) {
   status.className = `status ${s.paused ? "paused" : "training"}`;
   document.getElementById("counters").textContent =
     `frames ${fmt(m["charts/frames"], 0)} · train steps ${fmt(m["learner/train_steps"], 0)} · ` +
-    `episodes ${fmt(m["charts/episodes"], 0)} · actors ${fmt(m["actors/streams"], 0)} streams, ${fmt(m["actors/envs"], 0)} envs`;
+    `episodes ${fmt(m["charts/episodes"], 0)} · actors ${fmt(m["actors/streams"], 0)} streams, ${fmt(m["actors/envs"], 0)} envs` +
+    (m["replay/size"] != null
+      ? ` · replay ${fmt(m["replay/size"], 0)}/${fmt(m["replay/capacity"], 0)} unrolls, ` +
+        `${fmt(m["replay/sampled"], 0)} sampled / ${fmt(m["replay/inserted"], 0)} inserted`
+      : "");
   document.getElementById("pause-note").textContent = s.paused
     ? `Training is paused: no train steps run, the unroll queue fills (${fmt(m["queue/depth"], 0)}/${fmt(m["queue/capacity"], 0)}) ` +
       "and then inference waits, so the actors stall by back-pressure until you resume."

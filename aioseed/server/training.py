@@ -73,6 +73,8 @@ class Trainer:
         self._running.set()
         self.version = 0
         """Parameter version: the number of updates applied."""
+        self.stepping = False
+        """A train step is running (while paused, the one in progress finishes; no new one starts)."""
         self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="train")
 
     @property
@@ -103,8 +105,13 @@ class Trainer:
         loop = asyncio.get_running_loop()
         while True:
             batch = await self._batches.get()
-            await self._running.wait()
-            metrics = await loop.run_in_executor(self.executor, self._agent.train_step, batch)
+            while not self._running.is_set():  # re-checked: a pause may land between wake-up and resumption
+                await self._running.wait()
+            self.stepping = True
+            try:
+                metrics = await loop.run_in_executor(self.executor, self._agent.train_step, batch)
+            finally:
+                self.stepping = False
             if self._feed is not None:
                 self._feed.update(batch["ids"], metrics.pop("priorities"))
             lag = float(self.version - batch["version"][:-1].mean())

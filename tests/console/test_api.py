@@ -107,7 +107,7 @@ async def test_max_batch_size_change_limits_the_batches_run(running_learner, tmp
 async def test_pause_resume_learning_rate_checkpoint_and_disconnect(running_learner, tmp_path) -> None:
     async with console(running_learner, tmp_path) as (learner, client):
         assert (await (await client.post("/api/pause", headers=AUTH)).json())["paused"] is True
-        await asyncio.sleep(0.3)  # a step in progress may still finish
+        await until(lambda: not learner.trainer.stepping, "the step in progress to finish")
         paused_at = learner.trainer.version
         await asyncio.sleep(0.5)
         assert learner.trainer.version == paused_at
