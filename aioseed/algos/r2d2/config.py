@@ -43,8 +43,9 @@ class R2D2Config:
     unrolls overlap by burn_in + 1 steps, so every step is learned from once."""
 
     # Prioritized replay
-    replay_capacity: int = 4096
-    """Unrolls kept; the oldest is evicted first. Atari unrolls of 121 stacked frames are ~3.4 MB each."""
+    replay_capacity: int = 2048
+    """Unrolls kept; the oldest is evicted first. Atari unrolls of 121 stacked frames are ~3.4 MB each
+    (2048 of them: ~7 GB)."""
     min_replay_size: int = 256
     """Unrolls in replay before training starts."""
     replay_ratio: float = 4.0
