@@ -9,18 +9,17 @@ import tensorflow as tf
 from aioseed.spec import EnvSpec
 
 
-def _mlp(hidden_sizes: tuple[int, ...], activation: str) -> list[keras.layers.Layer]:
-    return [keras.layers.Dense(size, activation=activation) for size in hidden_sizes]
+# Layer stacks are keras.Sequential, not Python lists: tf.train.Checkpoint tracks layers held in
+# attributes but not in lists, so a list's variables would be saved only through the optimizer
+# (and never for a target network, which has no optimizer).
+
+
+def _mlp(hidden_sizes: tuple[int, ...], activation: str) -> keras.Sequential:
+    return keras.Sequential([keras.layers.Dense(size, activation=activation) for size in hidden_sizes])
 
 
 def _flat(observations: tf.Tensor) -> tf.Tensor:
     return tf.reshape(tf.cast(observations, tf.float32), [tf.shape(observations)[0], -1])
-
-
-def _apply(layers: list[keras.layers.Layer], x: tf.Tensor) -> tf.Tensor:
-    for layer in layers:
-        x = layer(x)
-    return x
 
 
 def merge_time_batch(x: tf.Tensor) -> tf.Tensor:
@@ -97,12 +96,12 @@ class MLPPolicyValue(PolicyValue):
         if self.value_torso is None:
             return super().call(observations)
         x = _flat(observations)
-        h, v = _apply(self.policy_torso, x), _apply(self.value_torso, x)
+        h, v = self.policy_torso(x), self.value_torso(x)
         return self.policy(h), tf.squeeze(self.value(v), -1)
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
         """The (policy) torso's output; a recurrent core feeds both heads from it (build with shared_torso)."""
-        return _apply(self.policy_torso, _flat(observations))
+        return self.policy_torso(_flat(observations))
 
 
 def frames_nhwc(observations: tf.Tensor) -> tf.Tensor:
@@ -119,16 +118,28 @@ class NatureCNNPolicyValue(PolicyValue):
 
     def __init__(self, num_actions: int, **kwargs) -> None:
         super().__init__(num_actions, **kwargs)
-        self.torso = [
+        self.torso = keras.Sequential([
             keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
             keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
             keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
             keras.layers.Flatten(),
             keras.layers.Dense(512, activation="relu"),
-        ]
+        ])
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
-        return _apply(self.torso, frames_nhwc(observations))
+        return self.torso(frames_nhwc(observations))
+
+
+class ResidualBlock(keras.layers.Layer):
+    """x + conv(relu(conv(relu(x))))."""
+
+    def __init__(self, channels: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.first = keras.layers.Conv2D(channels, 3, padding="same")
+        self.second = keras.layers.Conv2D(channels, 3, padding="same")
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        return x + self.second(tf.nn.relu(self.first(tf.nn.relu(x))))
 
 
 class ResidualStage(keras.layers.Layer):
@@ -138,16 +149,10 @@ class ResidualStage(keras.layers.Layer):
         super().__init__(**kwargs)
         self.conv = keras.layers.Conv2D(channels, 3, padding="same")
         self.pool = keras.layers.MaxPool2D(3, strides=2, padding="same")
-        self.blocks = [
-            (keras.layers.Conv2D(channels, 3, padding="same"), keras.layers.Conv2D(channels, 3, padding="same"))
-            for _ in range(2)
-        ]
+        self.blocks = keras.Sequential([ResidualBlock(channels), ResidualBlock(channels)])
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
-        x = self.pool(self.conv(x))
-        for first, second in self.blocks:
-            x = x + second(tf.nn.relu(first(tf.nn.relu(x))))
-        return x
+        return self.blocks(self.pool(self.conv(x)))
 
 
 class ImpalaResNetPolicyValue(PolicyValue):
@@ -155,12 +160,12 @@ class ImpalaResNetPolicyValue(PolicyValue):
 
     def __init__(self, num_actions: int, channels: tuple[int, ...] = (16, 32, 32), **kwargs) -> None:
         super().__init__(num_actions, **kwargs)
-        self.stages = [ResidualStage(c) for c in channels]
+        self.stages = keras.Sequential([ResidualStage(c) for c in channels])
         self.flatten = keras.layers.Flatten()
         self.hidden = keras.layers.Dense(256, activation="relu")
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
-        x = _apply(self.stages, frames_nhwc(observations))
+        x = self.stages(frames_nhwc(observations))
         return self.hidden(self.flatten(tf.nn.relu(x)))
 
 

@@ -146,8 +146,8 @@ class Learner:
         """Saves a checkpoint between train steps; returns its path."""
         if self._checkpointer is None:
             return None
-        progress = self._progress()
-        path = await self.trainer.run_between_steps(lambda: self._checkpointer.save(progress))
+        # Counters are read in the train thread, after the step in progress, so they match the weights.
+        path = await self.trainer.run_between_steps(lambda: self._checkpointer.save(self._progress()))
         self._last_checkpoint = time.monotonic()
         return path
 

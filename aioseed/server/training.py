@@ -109,11 +109,17 @@ class Trainer:
                 await self._running.wait()
             self.stepping = True
             try:
-                metrics = await loop.run_in_executor(self.executor, self._agent.train_step, batch)
+                metrics, lag = await loop.run_in_executor(self.executor, self._step, batch)
             finally:
                 self.stepping = False
             if self._feed is not None:
                 self._feed.update(batch["ids"], metrics.pop("priorities"))
-            lag = float(self.version - batch["version"][:-1].mean())
-            self.version += 1
             self._on_step(metrics, lag)
+
+    def _step(self, batch: Mapping[str, np.ndarray]) -> tuple[dict[str, float], float]:
+        """In the train thread: the update and its version count together, so that a checkpoint (also
+        run in this thread) never sees one without the other, even if the train task is cancelled."""
+        lag = float(self.version - batch["version"][:-1].mean())
+        metrics = self._agent.train_step(batch)
+        self.version += 1
+        return metrics, lag

@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 
 from tests.conftest import small_config
 
 from aioseed.clients.actor import Actor, ActorConfig
 
 
-async def test_restart_restores_step_counter_and_parameters(running_learner, tmp_path) -> None:
-    config = small_config(tmp_path, checkpoint_every_s=0.5)
+@pytest.mark.parametrize("agent", ["vtrace", "r2d2"])
+async def test_restart_restores_step_counter_and_parameters(running_learner, tmp_path, agent) -> None:
+    from aioseed.algos.r2d2.config import R2D2Config
+
+    config = small_config(tmp_path, checkpoint_every_s=0.5, agent=agent, r2d2=R2D2Config.cartpole())
     async with running_learner(config) as learner:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=8, envs_per_message=8))
         task = asyncio.create_task(actor.run())
@@ -25,12 +29,13 @@ async def test_restart_restores_step_counter_and_parameters(running_learner, tmp
         task.cancel()
     # the block's end stopped the learner, which wrote a final checkpoint
     steps, frames = learner.trainer.version, learner.frames
-    weights = [w.numpy().copy() for w in learner.agent.network.weights]
+    networks = ["network", "target_network"] if agent == "r2d2" else ["network"]
+    weights = [w.numpy().copy() for name in networks for w in getattr(learner.agent, name).weights]
 
     async with running_learner(config) as restarted:
         assert restarted.trainer.version == steps
         assert restarted.frames == frames
-        restored = [w.numpy() for w in restarted.agent.network.weights]
+        restored = [w.numpy() for name in networks for w in getattr(restarted.agent, name).weights]
         assert len(restored) == len(weights)
         for before, after in zip(weights, restored):
             np.testing.assert_array_equal(before, after)
