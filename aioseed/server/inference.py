@@ -196,6 +196,8 @@ class InferenceLoop:
             observations = self._stacker.push(slots, observations, observation.starts)
         state = self._states.read(slots, observation.starts)
         evaluation = inputs.get("evaluation")
+        if evaluation is not None and evaluation.any():  # frames count the envs that train
+            observation.env_steps = int((~observation.phantom & ~evaluation).sum())
         outputs, next_state = self._policy.infer(observations, state, slots, evaluation)
         self._states.write(slots, next_state)
         # Unrolls keep the state each step started from; training replays the core from the first one.

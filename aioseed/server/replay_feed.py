@@ -13,9 +13,12 @@ import asyncio
 from collections.abc import Collection
 
 import numpy as np
+import structlog
 
 from aioseed.server.replay import Replay
 from aioseed.server.training import stack_time_major
+
+log = structlog.get_logger()
 
 
 class ReplayFeed:
@@ -65,6 +68,9 @@ class ReplayFeed:
         return batch
 
     def update(self, ids: np.ndarray, priorities: np.ndarray) -> None:
+        if not np.isfinite(priorities).all():  # the loss diverged; keep the old priorities and say so
+            log.error("non_finite_priorities", count=int((~np.isfinite(priorities)).sum()))
+            return
         self.replay.update_priorities(ids, priorities)
 
     def metrics(self) -> dict[str, float]:

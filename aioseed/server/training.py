@@ -82,7 +82,8 @@ class Trainer:
         return not self._running.is_set()
 
     def pause(self) -> None:
-        """Stops after the current train step; the queue fills and back-pressure stalls the actors."""
+        """Stops after the current train step. V-trace: the queue fills and back-pressure stalls the actors;
+        R2D2: the replay keeps taking (and evicting) unrolls, so the actors carry on."""
         self._running.clear()
 
     def resume(self) -> None:

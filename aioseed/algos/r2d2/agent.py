@@ -47,7 +47,6 @@ class R2D2Agent(LearningRateControl):
         epsilon = tf.TensorSpec([None], tf.float32)
         self._act = tf.function(self._act_step, input_signature=[observations, state, state, epsilon])
         self._train = tf.function(self._train_step)
-        self.train_steps = 0
 
     def _zeros(self, batch: int) -> dict[str, np.ndarray]:
         return {name: np.zeros((batch, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
@@ -99,8 +98,8 @@ class R2D2Agent(LearningRateControl):
                 {name: batch[name] for name in self.network.state_shapes()},
                 batch["weights"],
             )
-        self.train_steps += 1
-        if self.train_steps % self.config.target_update_period == 0:
+        # The optimizer's step counter is checkpointed, so the schedule survives restarts.
+        if int(self.optimizer.iterations.numpy()) % self.config.target_update_period == 0:
             self.update_target()
         metrics: dict[str, Any] = {name: float(value) for name, value in out.items() if name != "priorities"}
         metrics["priorities"] = out["priorities"].numpy()
