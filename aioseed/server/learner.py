@@ -327,13 +327,13 @@ class Learner:
                 frames=self.frames,
                 fps=round((self.frames - logged_frames) / (now - logged_at)),
                 mean_return=round(snapshot["charts/return"], 1),
-                eval_return=round(snapshot["charts/eval_return"], 1),
                 episodes=self.stats.episodes,
                 train_steps=self.trainer.version,
                 loss=round(snapshot.get("losses/total", float("nan")), 4),
                 batch=round(snapshot["batcher/batch_size"], 1),
                 streams=len(self.service.streams),
                 lag=round(self.stats.policy_lag, 2),
+                **({"eval_return": round(snapshot["charts/eval_return"], 1)} if self.stats.eval_returns else {}),
             )
             logged_at, logged_frames = now, self.frames
             if writer is not None:
