@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import pathlib
 import secrets
 import signal
 import socket
@@ -54,6 +55,10 @@ class ActorConfig:
     """Env rows per stream message (K); each group of K envs has its own stream."""
     token: str | None = None
     """Learner token, sent as gRPC metadata (authorization: Bearer TOKEN)."""
+    tls_ca: pathlib.Path | None = None
+    """PEM CA certificate(s): connect with TLS and verify the learner against them (None: plaintext)."""
+    tls_server_name: str | None = None
+    """Name the learner's certificate is checked against, when it differs from the host in --learner."""
     seed: int | None = None
     """Base seed of the environments (None: random)."""
     name: str | None = None
@@ -120,7 +125,7 @@ class Actor:
     async def run(self) -> None:
         """Runs every group's stream until ``max_steps`` or cancellation."""
         try:
-            async with grpc.aio.insecure_channel(self.config.learner) as channel:
+            async with self._channel() as channel:
                 stub = pb_grpc.LearnerStub(channel)
                 async with asyncio.TaskGroup() as group_tasks:
                     for index, group in enumerate(self.groups):
@@ -129,6 +134,13 @@ class Actor:
             for group in self.groups:
                 group.close()
         log.info("actor_done", steps=self.steps)
+
+    def _channel(self) -> grpc.aio.Channel:
+        if self.config.tls_ca is None:
+            return grpc.aio.insecure_channel(self.config.learner)
+        credentials = grpc.ssl_channel_credentials(root_certificates=self.config.tls_ca.read_bytes())
+        options = [("grpc.ssl_target_name_override", self.config.tls_server_name)] if self.config.tls_server_name else []
+        return grpc.aio.secure_channel(self.config.learner, credentials, options=options)
 
     async def _run_group(self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup) -> None:
         slots = np.zeros(0, np.int32)

@@ -16,8 +16,9 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
     The health service stays open so that load balancers and actors can probe it.
     """
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, on_refused: Callable[[], None] = lambda: None) -> None:
         self._expected = f"Bearer {token}".encode()
+        self._on_refused = on_refused
 
         async def deny(request: object, context: grpc.aio.ServicerContext) -> None:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong learner token")
@@ -40,6 +41,7 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
                 given = value.encode() if isinstance(value, str) else value
                 if hmac.compare_digest(given, self._expected):
                     return await continuation(handler_call_details)
+        self._on_refused()
         handler = await continuation(handler_call_details)
         if handler is not None and handler.request_streaming:
             return self._deny_stream

@@ -37,6 +37,10 @@ class LearnerConfig:
     """TensorFlow device for inference and training: auto (a GPU when visible), cpu, gpu or e.g. /GPU:1."""
     token: str | None = None
     """Shared secret actors must send (gRPC metadata authorization: Bearer TOKEN); None disables auth."""
+    tls_cert: pathlib.Path | None = None
+    """PEM certificate chain of the gRPC port; with tls_key, the port serves TLS only."""
+    tls_key: pathlib.Path | None = None
+    """PEM private key for tls_cert."""
 
     console: bool = True
     """Serve the web console (--no-console turns it off)."""
@@ -65,6 +69,8 @@ class LearnerConfig:
     """Env slots the learner will hand out in total."""
     max_envs_per_stream: int = 1024
     """Largest K (envs per message) one stream may declare."""
+    max_streams: int = 8192
+    """Concurrent actor streams served; more get RESOURCE_EXHAUSTED and existing ones carry on."""
     slot_grace_s: float = 30.0
     """A disconnected actor's slots stay reserved this long for its reconnect."""
     max_message_bytes: int = 64 * 1024 * 1024
@@ -97,6 +103,10 @@ class LearnerConfig:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
         if self.max_envs < 1 or self.max_envs_per_stream < 1:
             raise ValueError("max_envs and max_envs_per_stream must be >= 1")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together")
+        if self.max_streams < 1:
+            raise ValueError(f"max_streams must be >= 1, got {self.max_streams}")
         if self.learner_frame_stack < 1:
             raise ValueError(f"learner_frame_stack must be >= 1, got {self.learner_frame_stack}")
         if self.return_window < 1:

@@ -90,6 +90,7 @@ class Learner:
             self.slots,
             self.inference,
             config.max_envs_per_stream,
+            config.max_streams,
             self.batcher.set_connected_rows,
             self.stats.record_latency,
         )
@@ -110,6 +111,8 @@ class Learner:
         """Frames at the stop request (before the drain)."""
         self.stop_mean_return = float("nan")
         """Mean return at the stop request."""
+        self.auth_refused = 0
+        """Calls refused for a missing or wrong token."""
 
     def _replay_feed(self, config: LearnerConfig, agent: Agent) -> ReplayFeed:
         r2d2 = config.r2d2
@@ -200,11 +203,16 @@ class Learner:
             ("grpc.max_receive_message_length", self.config.max_message_bytes),
             ("grpc.max_send_message_length", self.config.max_message_bytes),
         ]
-        interceptors = [TokenInterceptor(self.config.token)] if self.config.token else []
+        interceptors = [TokenInterceptor(self.config.token, self._count_refusal)] if self.config.token else []
         self._server = grpc.aio.server(options=options, interceptors=interceptors)
         pb_grpc.add_LearnerServicer_to_server(self.service, self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
-        self.port = self._server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+        address = f"{self.config.host}:{self.config.port}"
+        if self.config.tls_cert is not None and self.config.tls_key is not None:
+            credentials = grpc.ssl_server_credentials([(self.config.tls_key.read_bytes(), self.config.tls_cert.read_bytes())])
+            self.port = self._server.add_secure_port(address, credentials)
+        else:
+            self.port = self._server.add_insecure_port(address)
         if self.port == 0:
             raise OSError(f"cannot bind {self.config.host}:{self.config.port}")
         await self._server.start()
@@ -266,6 +274,9 @@ class Learner:
         elif self.config.stop_after_frames is not None:
             self._check_stop_conditions()
 
+    def _count_refusal(self) -> None:
+        self.auth_refused += 1
+
     def _on_train_step(self, metrics: dict[str, float], policy_lag: float) -> None:
         self.stats.record_train(metrics, policy_lag)
 
@@ -306,6 +317,7 @@ class Learner:
             "queue/capacity": float(self.config.training.queue_capacity),
             "actors/streams": float(len(self.service.streams)),
             "actors/envs": float(self.slots.connected),
+            "actors/auth_refused": float(self.auth_refused),
             **(self.replay_feed.metrics() if self.replay_feed is not None else {}),
         }
 

@@ -52,6 +52,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         slots: SlotTable,
         inference: InferenceLoop,
         max_envs_per_stream: int,
+        max_streams: int,
         on_connected_rows: Callable[[int], None],
         on_latency: Callable[[float], None] = lambda seconds: None,
     ) -> None:
@@ -59,6 +60,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         self._slots = slots
         self._inference = inference
         self._max_envs_per_stream = max_envs_per_stream
+        self._max_streams = max_streams
         self._on_connected_rows = on_connected_rows
         self._on_latency = on_latency
         self.streams: dict[int, StreamInfo] = {}
@@ -83,6 +85,10 @@ class LearnerService(pb_grpc.LearnerServicer):
         if first.WhichOneof("payload") != "hello":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello")
         hello = first.hello
+        if len(self.streams) >= self._max_streams:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED, f"the learner already serves its maximum of {self._max_streams} streams"
+            )
         try:
             check_hello(hello, self._spec, self._max_envs_per_stream)
             slots = self._slots.acquire(list(hello.run_ids), list(hello.previous_slots))

@@ -119,5 +119,6 @@ async def test_token_is_required_when_configured(running_learner, tmp_path) -> N
                     await Stream(channel, metadata).handshake(hello(1))
                 assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
             assert learner.slots.connected == 0  # refused before any state was touched
+            assert learner.auth_refused == 2  # counted, and reported as actors/auth_refused
             slots = await Stream(channel, (("authorization", "Bearer s3cret"),)).handshake(hello(1))
             assert len(slots) == 1

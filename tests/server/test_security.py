@@ -1,0 +1,97 @@
+"""TLS on the actor port, stream limits and the standard health service around shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ipaddress
+import pathlib
+
+import grpc
+import numpy as np
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.conftest import small_config
+from tests.waiting import until
+from tests.wire import Stream, hello, steps
+
+from aioseed.clients.actor import Actor, ActorConfig
+from aioseed.server.learner import SERVICE_NAME
+
+
+def self_signed(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """A throwaway certificate for localhost / 127.0.0.1 and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "learner.crt", directory / "learner.key"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+async def test_tls_actor_trains_and_a_plaintext_client_is_refused(running_learner, tmp_path) -> None:
+    cert, key = self_signed(tmp_path)
+    async with running_learner(small_config(tmp_path, tls_cert=cert, tls_key=key)) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=4, envs_per_message=4, tls_ca=cert))
+        task = asyncio.create_task(actor.run())
+        try:
+            await until(lambda: actor.steps >= 200, "the TLS actor to step")
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+                with pytest.raises(grpc.aio.AioRpcError) as error:
+                    await Stream(channel).handshake(hello(1))
+                assert error.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert learner.slots.connected == 4  # only the TLS actor's envs
+        finally:
+            task.cancel()
+
+
+async def test_past_max_streams_a_client_gets_resource_exhausted_and_others_carry_on(running_learner, tmp_path) -> None:
+    async with running_learner(small_config(tmp_path, max_streams=2)) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            first, second = Stream(channel), Stream(channel)
+            await first.handshake(hello(2, run_id_base=100))
+            await second.handshake(hello(2, run_id_base=200))
+            with pytest.raises(grpc.aio.AioRpcError) as error:
+                await Stream(channel).handshake(hello(2, run_id_base=300))
+            assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "maximum of 2 streams" in error.value.details()
+            for _ in range(3):
+                assert len(await first.step(steps(first.slots, run_id_base=100))) == 2
+                assert len(await second.step(steps(second.slots, run_id_base=200))) == 2
+            assert len(learner.service.streams) == 2 and learner.slots.connected == 4
+
+
+async def test_health_is_serving_after_restore_and_not_serving_during_shutdown(running_learner, tmp_path) -> None:
+    async with running_learner(small_config(tmp_path)) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            reply = await health.Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME))
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+            watch = health.Watch(health_pb2.HealthCheckRequest(service=SERVICE_NAME))
+            assert (await watch.read()).status == health_pb2.HealthCheckResponse.SERVING
+            learner.request_stop()
+            assert (await watch.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
+            watch.cancel()
