@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 
 from tests.processes import Process
 
@@ -44,3 +45,42 @@ async def test_sigkilled_actor_leaves_the_learner_serving_the_others(tmp_path) -
         learner.kill()
         if victim is not None:
             victim.kill()
+
+
+def free_port() -> int:
+    """A port nothing listens on now, so that a restarted learner can take the same one."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def test_sigkilled_learner_restarts_from_its_checkpoint_and_actors_reconnect(tmp_path) -> None:
+    flags = ["learner", "--host", "127.0.0.1", "--port", str(free_port()), "--console-port", "0",
+             "--logdir", str(tmp_path), "--log-every-s", "0.5", "--checkpoint-every-s", "1"]
+    learner = await Process(flags).start()
+    actor = restarted = None
+    try:
+        port = int((await learner.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))
+        actor = await Process(["actor", "--learner", f"127.0.0.1:{port}", "--num-envs", "8", "--envs-per-message", "8",
+                               "--backoff-max-s", "2"]).start()
+        saved = await learner.wait_for_line(r"checkpoint_saved frames=(\d+) .*train_steps=([1-9]\d*)", timeout_s=90)
+        learner.signal(signal.SIGKILL)
+        assert await learner.wait() == -signal.SIGKILL
+
+        restarted = await Process(flags).start()
+        restored = await restarted.wait_for_line(r"checkpoint_restored frames=(\d+) .*train_steps=(\d+)")
+        # The last checkpoint before the kill (at least the one seen), not a fresh start.
+        assert int(restored.group(2)) >= int(saved.group(2)) > 0
+        assert int(restored.group(1)) >= int(saved.group(1)) > 0
+        await restarted.wait_for_line(r"learner_listening")
+        await restarted.wait_for_line(r"stream_connected", timeout_s=10)  # the same actor process, by itself
+        resumed = int(restored.group(2))
+        await restarted.wait_for_line(rf"progress .*train_steps=(?!{resumed}\b)\d+", timeout_s=60)
+        assert actor.proc.returncode is None, "the actor was never restarted"
+        restarted.signal(signal.SIGTERM)
+        assert await restarted.wait() == 0
+        assert restarted.errors() == [], restarted.log
+    finally:
+        for process in (learner, actor, restarted):
+            if process is not None:
+                process.kill()
