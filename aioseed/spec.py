@@ -27,7 +27,12 @@ class EnvSpec:
     def __post_init__(self) -> None:
         if any(d <= 0 for d in self.observation_shape):
             raise ValueError(f"observation_shape must be positive, got {self.observation_shape}")
-        np.dtype(self.observation_dtype)  # raises TypeError on an unknown name
+        try:
+            dtype = np.dtype(self.observation_dtype)
+        except Exception as exc:  # NumPy raises TypeError, SyntaxError, ... for names it cannot parse
+            raise ValueError(f"observation_dtype {self.observation_dtype!r} is not a NumPy dtype") from exc
+        if dtype.kind not in "biuf" or dtype.shape or dtype.names:
+            raise ValueError(f"observation_dtype must be a plain bool/int/float dtype, got {self.observation_dtype!r}")
         if self.num_actions <= 0:
             raise ValueError(f"num_actions must be positive, got {self.num_actions}")
         if self.frames_per_step < 1:
