@@ -317,6 +317,7 @@ class Learner:
             "queue/capacity": float(self.config.training.queue_capacity),
             "actors/streams": float(len(self.service.streams)),
             "actors/envs": float(self.slots.connected),
+            "actors/reserved_slots": float(self.slots.reserved),
             "actors/auth_refused": float(self.auth_refused),
             **(self.replay_feed.metrics() if self.replay_feed is not None else {}),
         }

@@ -36,6 +36,12 @@ class SlotTable:
         """Slots held by live streams."""
         return len(self._owned)
 
+    @property
+    def reserved(self) -> int:
+        """Slots of ended streams still kept for their run_ids (the grace period)."""
+        self._expire()
+        return len(self._reserved)
+
     def acquire(self, run_ids: Sequence[int], previous: Sequence[int] = ()) -> np.ndarray:
         """One slot per run_id; ``previous[i]`` comes back when free or reserved for ``run_ids[i]``."""
         self._expire()
