@@ -31,6 +31,31 @@ class TransportBench:
     """Print one JSON object per configuration."""
 
 
+@dataclasses.dataclass(frozen=True)
+class StreamsBench:
+    """Many concurrent actor streams against a real learner (CartPole MLP, training): throughput,
+    latency, per-stream fairness, learner memory and file descriptors."""
+
+    streams: int = 1024
+    """Concurrent streams, spread over the client processes."""
+    baseline_streams: int = 64
+    """Streams of the baseline measured first in the same run (0: none)."""
+    rows_per_message: int = 1
+    """K: env rows per message."""
+    seconds: float = 20.0
+    """Measured seconds, after the warm-up (use 600 for the soak)."""
+    warmup_s: float = 5.0
+    """Seconds of traffic before measuring (connections, tracing, memory reaching its plateau)."""
+    client_processes: int = 2
+    """Processes the streams are spread over."""
+    max_batch_size: int = 1024
+    """The learner's max_batch_size."""
+    deadline_ms: float = 2.0
+    """The learner's batch deadline."""
+    json: bool = False
+    """Print one JSON object per configuration."""
+
+
 def _cartpole_run() -> RunConfig:
     return RunConfig(learner=dataclasses.replace(RunConfig().learner, logdir=None, console=False))
 
@@ -134,4 +159,5 @@ class Bench:
         | Annotated[CartpoleBench, tyro.conf.subcommand("cartpole")]
         | Annotated[AtariBench, tyro.conf.subcommand("atari")]
         | Annotated[PongCurveBench, tyro.conf.subcommand("pong-curve")]
+        | Annotated[StreamsBench, tyro.conf.subcommand("streams")]
     ]

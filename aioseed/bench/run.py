@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from aioseed.bench.config import AtariBench, CartpoleBench, PongCurveBench, TransportBench
+from aioseed.bench.config import AtariBench, CartpoleBench, PongCurveBench, StreamsBench, TransportBench
+
+Command = TransportBench | CartpoleBench | AtariBench | PongCurveBench | StreamsBench
 
 
-def run_bench(command: TransportBench | CartpoleBench | AtariBench | PongCurveBench) -> int:
+def run_bench(command: Command) -> int:
     if isinstance(command, TransportBench):
         from aioseed.bench.transport import main
     elif isinstance(command, AtariBench):
         from aioseed.bench.atari import main
     elif isinstance(command, PongCurveBench):
         from aioseed.bench.pong_curve import main
+    elif isinstance(command, StreamsBench):
+        from aioseed.bench.streams import main
     else:
         from aioseed.bench.cartpole import main
     return main(command)

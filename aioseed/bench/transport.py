@@ -14,6 +14,7 @@ import dataclasses
 import json
 import math
 import multiprocessing
+import os
 import sys
 import time
 
@@ -37,19 +38,29 @@ class Trial:
     seconds: float
     client_processes: int
     batcher: BatcherConfig
+    agent: str = "null"  # "null" (no model) | "mlp" (V-trace's CartPole MLP, training for real)
+    warmup_s: float = WARMUP_S
 
 
 # ---- servers (each in its own spawned process) -------------------------------------------
-def _serve(server: str, k: int, streams: int, batcher, ready: multiprocessing.Queue, stop: multiprocessing.Event) -> None:
+def _serve(trial: Trial, ready: multiprocessing.Queue, stop: multiprocessing.Event) -> None:
     import uvloop
 
     from aioseed import log as logging_setup
 
     logging_setup.configure("warning")
-    uvloop.run(_serve_async(server, k, streams, batcher, ready, stop))
+    uvloop.run(_serve_async(trial, ready, stop))
 
 
-async def _serve_async(server: str, k: int, streams: int, batcher, ready, stop) -> None:
+def process_rss_mib() -> float:
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return math.nan
+
+
+async def _serve_async(trial: Trial, ready, stop) -> None:
+    server, k, streams, batcher = trial.server, trial.k, trial.streams, trial.batcher
     import grpc
 
     loop = asyncio.get_running_loop()
@@ -75,7 +86,6 @@ async def _serve_async(server: str, k: int, streams: int, batcher, ready, stop) 
         await grpc_server.stop(0)
         return
 
-    from aioseed.bench.null_agent import NullAgent
     from aioseed.server.config import LearnerConfig
     from aioseed.server.learner import Learner
 
@@ -88,34 +98,56 @@ async def _serve_async(server: str, k: int, streams: int, batcher, ready, stop) 
         batcher=batcher,
         max_envs=streams * k,
         max_envs_per_stream=k,
+        max_streams=streams,
     )
-    learner = Learner(config, SPEC, NullAgent(SPEC))
+    if trial.agent == "mlp":
+        from aioseed.algos.impala.agent import ImpalaAgent
+
+        agent = ImpalaAgent(SPEC, config.vtrace)
+    else:
+        from aioseed.bench.null_agent import NullAgent
+
+        agent = NullAgent(SPEC)
+    learner = Learner(config, SPEC, agent)
     port = await learner.start()
     ready.put(port)
     run = asyncio.create_task(learner.run())
+    rss: list[tuple[float, float]] = []
+
+    async def sample_rss() -> None:
+        started = time.monotonic()
+        while True:
+            rss.append((time.monotonic() - started, process_rss_mib()))
+            await asyncio.sleep(1.0)
+
+    sampler = asyncio.create_task(sample_rss())
     await loop.run_in_executor(None, stop.wait)
+    sampler.cancel()
     snapshots = [s for s in learner.history.since() if s["batcher/batches"] > 0]
     keys = ("batcher/batch_size", "batcher/fill_ms_p50", "inference/ms")
-    ready.put({key: float(np.nanmean([s[key] for s in snapshots])) if snapshots else math.nan for key in keys})
+    report = {key: float(np.nanmean([s[key] for s in snapshots])) if snapshots else math.nan for key in keys}
+    report.update(rss=rss, open_fds=len(os.listdir("/proc/self/fd")), train_steps=learner.trainer.version)
+    ready.put(report)
     learner.request_stop()
     await run
 
 
 # ---- clients -------------------------------------------------------------------------------
-def _client(port: int, streams: int, k: int, seconds: float, results: multiprocessing.Queue, seed: int) -> None:
+def _client(port: int, streams: int, trial: Trial, results: multiprocessing.Queue, seed: int) -> None:
     import uvloop
 
-    results.put(uvloop.run(_client_async(port, streams, k, seconds, seed)))
+    results.put(uvloop.run(_client_async(port, streams, trial, seed)))
 
 
-async def _client_async(port: int, streams: int, k: int, seconds: float, seed: int) -> dict:
+async def _client_async(port: int, streams: int, trial: Trial, seed: int) -> dict:
     import grpc
 
+    k = trial.k
     observations = np.zeros((k, *SPEC.observation_shape), SPEC.dtype).tobytes()
-    start_at = time.monotonic() + WARMUP_S
-    end_at = start_at + seconds
+    start_at = time.monotonic() + trial.warmup_s
+    end_at = start_at + trial.seconds
     latencies: list[float] = []
-    counts = [0]
+    counts = [0] * streams
 
     async def one(channel: grpc.aio.Channel, index: int) -> None:
         call = channel.stream_stream(METHOD, request_serializer=None, response_deserializer=None)()
@@ -143,31 +175,32 @@ async def _client_async(port: int, streams: int, k: int, seconds: float, seed: i
             await call.read()
             done = clock()
             if sent >= start_at:
-                counts[0] += 1
+                counts[index] += 1
                 latencies.append(done - sent)
         await call.done_writing()
 
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         await asyncio.gather(*(one(channel, i) for i in range(streams)))
-    return {"round_trips": counts[0], "latencies": latencies}
+    return {"round_trips": sum(counts), "per_stream": counts, "latencies": latencies}
 
 
-def _trial(trial: Trial) -> dict:
+def run_trial(trial: Trial) -> dict:
+    """One server process and its client processes; figures over the measured seconds."""
     context = multiprocessing.get_context("spawn")
     ready, stop, results = context.Queue(), context.Event(), context.Queue()
-    server = context.Process(target=_serve, args=(trial.server, trial.k, trial.streams, trial.batcher, ready, stop))
+    server = context.Process(target=_serve, args=(trial, ready, stop))
     server.start()
     port = ready.get(timeout=120)
     per_process = [trial.streams // trial.client_processes] * trial.client_processes
     per_process[0] += trial.streams - sum(per_process)
     clients = [
-        context.Process(target=_client, args=(port, n, trial.k, trial.seconds, results, i))
+        context.Process(target=_client, args=(port, n, trial, results, i))
         for i, n in enumerate(per_process)
         if n
     ]
     for client in clients:
         client.start()
-    outputs = [results.get(timeout=trial.seconds + 120) for _ in clients]
+    outputs = [results.get(timeout=trial.warmup_s + trial.seconds + 300) for _ in clients]
     for client in clients:
         client.join()
     stop.set()
@@ -176,6 +209,7 @@ def _trial(trial: Trial) -> dict:
     latencies = np.concatenate([np.asarray(o["latencies"]) for o in outputs]) * 1e3
     round_trips = sum(o["round_trips"] for o in outputs)
     return {
+        "per_stream": np.concatenate([np.asarray(o["per_stream"]) for o in outputs]),
         "round_trips_per_s": round_trips / trial.seconds,
         "p50_ms": float(np.percentile(latencies, 50)) if len(latencies) else float("nan"),
         "p99_ms": float(np.percentile(latencies, 99)) if len(latencies) else float("nan"),
@@ -188,8 +222,8 @@ def main(config: TransportBench) -> int:
         for k in config.rows_per_message:
             procs = min(config.actor_processes, streams)
             batcher = BatcherConfig(max_batch_size=max(config.max_batch_size, k), deadline_ms=config.deadline_ms)
-            echo = _trial(Trial("echo", streams, k, config.seconds, procs, batcher))
-            learner = _trial(Trial("learner", streams, k, config.seconds, procs, batcher))
+            echo = run_trial(Trial("echo", streams, k, config.seconds, procs, batcher))
+            learner = run_trial(Trial("learner", streams, k, config.seconds, procs, batcher))
             row = {
                 "streams": streams,
                 "rows_per_message": k,
