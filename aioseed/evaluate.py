@@ -39,6 +39,7 @@ class EvalConfig:
 def evaluate(config: EvalConfig) -> dict[str, float]:
     import tensorflow as tf
 
+    from aioseed.algos.agent import zero_state
     from aioseed.algos.impala.agent import ImpalaAgent
     from aioseed.clients.atari import AtariConfig
     from aioseed.clients.envs import make_vector_env, vector_env_spec
@@ -65,7 +66,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     returns = []
     for episode in range(config.episodes):
         obs, _ = env.reset(seed=None if config.seed is None else config.seed + episode)
-        state = [np.zeros((1, *shape), dtype) for shape, dtype in agent.state_columns().values()]
+        state = list(zero_state(agent.state_columns(), 1).values())
         total, finished = 0.0, False
         while not finished:
             out = act(obs.astype(spec.dtype), *state)

@@ -12,6 +12,11 @@ from aioseed.spec import EnvSpec
 Column = tuple[tuple[int, ...], Any]
 
 
+def zero_state(columns: Mapping[str, Column], batch: int) -> dict[str, np.ndarray]:
+    """The recurrent state of ``batch`` rows at an episode's start, laid out as ``Agent.state_columns``."""
+    return {name: np.zeros((batch, *shape), dtype) for name, (shape, dtype) in columns.items()}
+
+
 class Agent(Protocol):
     spec: EnvSpec
     """What the policy sees (with learner-side frame stacking, more frames than actors send)."""

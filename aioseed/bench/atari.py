@@ -51,6 +51,7 @@ def end_to_end(bench: AtariBench) -> dict[str, float]:
 
 
 def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
+    from aioseed.algos.agent import zero_state
     from aioseed.algos.impala.agent import ImpalaAgent
     from aioseed.clients.envs import make_vector_env
     from aioseed.launch import learner_specs
@@ -73,7 +74,7 @@ def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
     agent = ImpalaAgent(spec, config.vtrace)
     batch = max(1, round(mean_batch))
     observations = rng.integers(0, 255, (batch, *spec.observation_shape), dtype=np.uint8)
-    state = {name: np.zeros((batch, *size), dtype) for name, (size, dtype) in agent.state_columns().items()}
+    state = zero_state(agent.state_columns(), batch)
     infer_cost, _ = core_seconds(lambda: (agent.infer(observations, state), batch)[1], bench.component_s)
 
     t, b = config.training.unroll_length, config.training.batch_size
@@ -85,7 +86,7 @@ def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
         "reward": rng.normal(size=shape).astype(np.float32),
         "done": np.zeros(shape, bool),
         "phantom": np.zeros(shape, bool),
-        **{name: np.zeros((b, *size), dtype) for name, (size, dtype) in agent.state_columns().items()},
+        **zero_state(agent.state_columns(), b),
     }
     train_cost, _ = core_seconds(lambda: (agent.train_step(train_batch), t * b)[1], bench.component_s)
     return {

@@ -112,8 +112,6 @@ class AtariBench:
 
 
 def _pong_curve_run() -> RunConfig:
-    from aioseed.algos.impala.config import ImpalaConfig
-
     atari = _atari_run()
     learner = dataclasses.replace(
         atari.learner,
@@ -122,13 +120,8 @@ def _pong_curve_run() -> RunConfig:
         # 8 unrolls per update, not 32: 4x more updates per frame. With 32, the policy was still uniform
         # (entropy 1.78 of 1.79, mean return -20.1) after 4.4M frames and 1.7K updates.
         training=dataclasses.replace(atari.learner.training, batch_size=8),
-        vtrace=ImpalaConfig(
-            network="nature_cnn",
-            reward_clipping="abs_one",
-            learning_rate=6e-4,
-            adam_epsilon=1e-5,
-            max_grad_norm=40.0,
-            entropy_cost=0.01,
+        vtrace=dataclasses.replace(
+            atari.learner.vtrace, learning_rate=6e-4, adam_epsilon=1e-5, max_grad_norm=40.0, entropy_cost=0.01
         ),
     )
     return dataclasses.replace(atari, learner=learner)

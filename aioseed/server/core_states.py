@@ -11,6 +11,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from aioseed.algos.agent import zero_state
+
 Column = tuple[tuple[int, ...], np.dtype]
 
 
@@ -25,7 +27,7 @@ class CoreStates:
     """Verbs: ``read`` the state of slots, ``write`` their next state."""
 
     def __init__(self, columns: Mapping[str, Column]) -> None:
-        self._arrays = {name: np.zeros((16, *shape), dtype) for name, (shape, dtype) in columns.items()}
+        self._arrays = zero_state(columns, 16)
 
     def read(self, slots: np.ndarray, starts: np.ndarray) -> dict[str, np.ndarray]:
         """The state of ``slots`` (copies), zeroed where ``starts``."""

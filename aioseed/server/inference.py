@@ -191,10 +191,10 @@ class InferenceLoop:
         """One closed batch, in the worker thread: per-env state, stacking, the policy, unrolls."""
         started = time.perf_counter()
         observation = observe(self._envs, self._store, inputs)
-        slots, observations = inputs["slots"], inputs["observations"]
+        slots, observations, starts = inputs["slots"], inputs["observations"], observation.starts
         if self._stacker is not None:
-            observations = self._stacker.push(slots, observations, observation.starts)
-        state = self._states.read(slots, observation.starts)
+            observations = self._stacker.push(slots, observations, starts)
+        state = self._states.read(slots, starts)
         evaluation = inputs.get("evaluation")
         if evaluation is not None and evaluation.any():  # frames count the envs that train
             observation.env_steps = int((~observation.phantom & ~evaluation).sum())

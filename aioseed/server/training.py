@@ -69,6 +69,7 @@ class Trainer:
         self._batches: asyncio.Queue[dict[str, np.ndarray]] = asyncio.Queue(config.prefetch_batches)
         self._on_step = on_step
         self._feed = feed
+        self._per_unroll = tuple(agent.state_columns())
         self._running = asyncio.Event()
         self._running.set()
         self.version = 0
@@ -99,7 +100,7 @@ class Trainer:
                 batch = await self._feed.next_batch()
             else:
                 unrolls = [await self._unrolls.get() for _ in range(self._config.batch_size)]
-                batch = await asyncio.to_thread(stack_time_major, unrolls, self._agent.state_columns().keys())
+                batch = await asyncio.to_thread(stack_time_major, unrolls, self._per_unroll)
             await self._batches.put(batch)
 
     async def train(self) -> None:

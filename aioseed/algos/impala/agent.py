@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from aioseed.algos.agent import zero_state
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import clip_rewards, impala_loss
 from aioseed.algos.optimizer import LearningRateControl, adam
@@ -74,8 +75,7 @@ class ImpalaAgent(LearningRateControl):
         self.device = device
         with tf.device(device):
             self.network = build_network(spec, config)
-            state = {name: np.zeros((1, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
-            self.network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), state)
+            self.network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), zero_state(self.state_columns(), 1))
             self.optimizer = adam(
                 config.learning_rate, config.adam_epsilon, config.max_grad_norm, self.network.trainable_variables
             )

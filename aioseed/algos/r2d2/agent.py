@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from aioseed.algos.agent import zero_state
 from aioseed.algos.impala.loss import clip_rewards
 from aioseed.algos.networks import build_policy_value
 from aioseed.algos.optimizer import LearningRateControl, adam
@@ -37,7 +38,7 @@ class R2D2Agent(LearningRateControl):
             self.network = build_q_network(spec, config)
             self.target_network = build_q_network(spec, config)
             for network in (self.network, self.target_network):
-                network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), self._zeros(1))
+                network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), zero_state(self.state_columns(), 1))
             self.update_target()
             self.optimizer = adam(
                 config.learning_rate, config.adam_epsilon, config.max_grad_norm, self.network.trainable_variables
@@ -47,9 +48,6 @@ class R2D2Agent(LearningRateControl):
         epsilon = tf.TensorSpec([None], tf.float32)
         self._act = tf.function(self._act_step, input_signature=[observations, state, state, epsilon])
         self._train = tf.function(self._train_step)
-
-    def _zeros(self, batch: int) -> dict[str, np.ndarray]:
-        return {name: np.zeros((batch, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
 
     def output_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
         return {"action": ((), np.int32)}
