@@ -202,6 +202,12 @@ class Learner:
         options = [
             ("grpc.max_receive_message_length", self.config.max_message_bytes),
             ("grpc.max_send_message_length", self.config.max_message_bytes),
+            # Calls that arrived but were not yet picked up by the handler loop. gRPC's defaults (soft
+            # 1,000, hard 3,000) cancel calls at random when a few thousand actors connect at once, so
+            # the queue is sized to the stream limit: every stream reaches the handler and any past
+            # max_streams gets RESOURCE_EXHAUSTED there.
+            ("grpc.server.max_pending_requests", 2 * self.config.max_streams),
+            ("grpc.server.max_pending_requests_hard_limit", 4 * self.config.max_streams),
         ]
         interceptors = [TokenInterceptor(self.config.token, self._count_refusal)] if self.config.token else []
         self._server = grpc.aio.server(options=options, interceptors=interceptors)

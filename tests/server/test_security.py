@@ -84,6 +84,19 @@ async def test_past_max_streams_a_client_gets_resource_exhausted_and_others_carr
             assert len(learner.service.streams) == 2 and learner.slots.connected == 4
 
 
+async def test_thousands_of_streams_opened_at_once_are_all_welcomed(running_learner, tmp_path) -> None:
+    # gRPC's default pending-call queue (1,000 soft, 3,000 hard) cancelled part of such a burst.
+    n = 3000
+    async with running_learner(small_config(tmp_path, max_streams=n)) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            streams = [Stream(channel) for _ in range(n)]
+            await asyncio.gather(*(s.handshake(hello(1, run_id_base=1 + i)) for i, s in enumerate(streams)))
+            assert learner.slots.connected == n
+            assert sorted(int(s.slots[0]) for s in streams) == list(range(n))
+            for call in (s.call for s in streams):
+                await call.done_writing()
+
+
 async def test_health_is_serving_after_restore_and_not_serving_during_shutdown(running_learner, tmp_path) -> None:
     async with running_learner(small_config(tmp_path)) as learner:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
