@@ -46,6 +46,7 @@ def measure(config: StreamsBench, streams: int) -> dict[str, float | int]:
         "starved_streams": int((per_stream == 0).sum()),
         "min_round_trips": int(per_stream.min()),
         "rss_mib": round(float(np.nanmax(rss)), 1),
+        "rss_after_warmup_mib": round(float(rss[0]), 1),
         "rss_growth_after_warmup": round(float((rss[-1] - rss[0]) / rss[0]), 4),
         "open_fds": server["open_fds"],
         "train_steps": server["train_steps"],

@@ -99,6 +99,7 @@ async def _serve_async(trial: Trial, ready, stop) -> None:
         max_envs=streams * k,
         max_envs_per_stream=k,
         max_streams=streams,
+        max_envs_per_actor=streams * k,
     )
     if trial.agent == "mlp":
         from aioseed.algos.impala.agent import ImpalaAgent

@@ -69,6 +69,9 @@ class LearnerConfig:
     """Env slots the learner will hand out in total."""
     max_envs_per_stream: int = 1024
     """Largest K (envs per message) one stream may declare."""
+    max_envs_per_actor: int = 4096
+    """Env slots one actor connection (one ``aioseed actor`` process: its channel and all its streams)
+    may hold at once; behind a proxy that merges connections, raise it."""
     max_streams: int = 8192
     """Concurrent actor streams served; more get RESOURCE_EXHAUSTED and existing ones carry on."""
     slot_grace_s: float = 30.0
@@ -101,8 +104,8 @@ class LearnerConfig:
             raise ValueError(f"console_port must be in [0, 65535], got {self.console_port}")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
-        if self.max_envs < 1 or self.max_envs_per_stream < 1:
-            raise ValueError("max_envs and max_envs_per_stream must be >= 1")
+        if min(self.max_envs, self.max_envs_per_stream, self.max_envs_per_actor) < 1:
+            raise ValueError("max_envs, max_envs_per_stream and max_envs_per_actor must be >= 1")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
         if self.max_streams < 1:

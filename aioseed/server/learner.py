@@ -28,7 +28,7 @@ from aioseed.server.frame_stack import FrameStacker
 from aioseed.server.inference import InferenceLoop, StepResult
 from aioseed.server.replay import Replay
 from aioseed.server.replay_feed import ReplayFeed
-from aioseed.server.service import LearnerService
+from aioseed.server.service import LearnerService, StreamLimits
 from aioseed.server.slots import SlotTable
 from aioseed.server.stats import History, Stats
 from aioseed.server.training import Progress, Trainer
@@ -89,8 +89,7 @@ class Learner:
             spec,
             self.slots,
             self.inference,
-            config.max_envs_per_stream,
-            config.max_streams,
+            StreamLimits(config.max_streams, config.max_envs_per_stream, config.max_envs_per_actor),
             self.batcher.set_connected_rows,
             self.stats.record_latency,
         )

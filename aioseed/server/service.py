@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
@@ -45,25 +46,36 @@ class StreamInfo:
         self._counted = (now, self.steps)
 
 
+@dataclasses.dataclass(frozen=True)
+class StreamLimits:
+    """Past any of these a handshake gets RESOURCE_EXHAUSTED; streams already connected carry on."""
+
+    streams: int
+    """Concurrent streams."""
+    envs_per_stream: int
+    """K one hello may declare (beyond it the hello is INVALID_ARGUMENT)."""
+    envs_per_actor: int
+    """Env slots held at once by the streams of one connection (one actor process)."""
+
+
 class LearnerService(pb_grpc.LearnerServicer):
     def __init__(
         self,
         spec: EnvSpec,
         slots: SlotTable,
         inference: InferenceLoop,
-        max_envs_per_stream: int,
-        max_streams: int,
+        limits: StreamLimits,
         on_connected_rows: Callable[[int], None],
         on_latency: Callable[[float], None] = lambda seconds: None,
     ) -> None:
         self._spec = spec
         self._slots = slots
         self._inference = inference
-        self._max_envs_per_stream = max_envs_per_stream
-        self._max_streams = max_streams
+        self._limits = limits
         self._on_connected_rows = on_connected_rows
         self._on_latency = on_latency
         self.streams: dict[int, StreamInfo] = {}
+        self._envs_by_peer: collections.Counter[str] = collections.Counter()
         self._next_stream = 0
 
     def disconnect(self, stream_id: int) -> None:
@@ -85,24 +97,34 @@ class LearnerService(pb_grpc.LearnerServicer):
         if first.WhichOneof("payload") != "hello":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello")
         hello = first.hello
-        if len(self.streams) >= self._max_streams:
+        limits, peer = self._limits, context.peer()
+        if len(self.streams) >= limits.streams:
             await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, f"the learner already serves its maximum of {self._max_streams} streams"
+                grpc.StatusCode.RESOURCE_EXHAUSTED, f"the learner already serves its maximum of {limits.streams} streams"
             )
         try:
-            check_hello(hello, self._spec, self._max_envs_per_stream)
-            slots = self._slots.acquire(list(hello.run_ids), list(hello.previous_slots))
+            check_hello(hello, self._spec, limits.envs_per_stream)
         except SpecMismatch as exc:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         except ProtocolError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        held = self._envs_by_peer[peer]
+        if held + hello.num_envs > limits.envs_per_actor:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"actor {peer} holds {held} envs and asks for {hello.num_envs} more; "
+                f"the maximum per actor is {limits.envs_per_actor}",
+            )
+        try:
+            slots = self._slots.acquire(list(hello.run_ids), list(hello.previous_slots))
         except SlotsExhausted as exc:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
 
         stream_id = self._next_stream
         self._next_stream += 1
-        info = StreamInfo(peer=context.peer(), actor=hello.actor_name, slots=slots, task=asyncio.current_task())
+        info = StreamInfo(peer=peer, actor=hello.actor_name, slots=slots, task=asyncio.current_task())
         self.streams[stream_id] = info
+        self._envs_by_peer[peer] += len(slots)
         self._on_connected_rows(self._slots.connected)
         log.info(
             "stream_connected",
@@ -134,6 +156,9 @@ class LearnerService(pb_grpc.LearnerServicer):
                 yield pb.LearnerMessage(actions=pb.Actions(actions=outputs["action"].astype("<i4").tobytes()))
         finally:
             del self.streams[stream_id]
+            self._envs_by_peer[peer] -= len(slots)
+            if not self._envs_by_peer[peer]:
+                del self._envs_by_peer[peer]
             log.info("stream_closed", stream=stream_id, actor=info.actor, steps=info.steps)
 
             def release() -> None:

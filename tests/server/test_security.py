@@ -84,6 +84,31 @@ async def test_past_max_streams_a_client_gets_resource_exhausted_and_others_carr
             assert len(learner.service.streams) == 2 and learner.slots.connected == 4
 
 
+async def test_past_max_envs_per_actor_a_stream_gets_resource_exhausted_and_other_actors_connect(
+    running_learner, tmp_path
+) -> None:
+    async with running_learner(small_config(tmp_path, max_envs_per_actor=5)) as learner:
+        address = f"127.0.0.1:{learner.port}"
+        own_connection = [("grpc.use_local_subchannel_pool", 1)]  # channels to one target share a connection otherwise
+        async with (
+            grpc.aio.insecure_channel(address) as actor,
+            grpc.aio.insecure_channel(address, options=own_connection) as other,
+        ):
+            first, second = Stream(actor), Stream(actor)
+            await first.handshake(hello(2, run_id_base=100))
+            await second.handshake(hello(2, run_id_base=200))
+            with pytest.raises(grpc.aio.AioRpcError) as error:
+                await Stream(actor).handshake(hello(2, run_id_base=300))
+            assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "holds 4 envs and asks for 2 more; the maximum per actor is 5" in error.value.details()
+            await Stream(actor).handshake(hello(1, run_id_base=400))  # still within the limit
+            await Stream(other).handshake(hello(4, run_id_base=500))  # another connection has its own budget
+            assert len(await first.step(steps(first.slots, run_id_base=100))) == 2
+            await first.call.done_writing()
+            await until(lambda: learner.slots.connected == 7, "the first stream's envs to be released")
+            await Stream(actor).handshake(hello(2, run_id_base=600))  # its budget came back
+
+
 async def test_thousands_of_streams_opened_at_once_are_all_welcomed(running_learner, tmp_path) -> None:
     # gRPC's default pending-call queue (1,000 soft, 3,000 hard) cancelled part of such a burst.
     n = 3000
