@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup proto bench pong-curve clean
+.PHONY: run test setup football proto bench pong-curve clean
 
 WEB_STAMP := web/node_modules/.installed
 CHROMIUM := /usr/bin/chromium
@@ -27,6 +27,23 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
 
+# Google Research Football (gfootball 2.10.2): apt build dependencies, then the engine built from
+# source with the venv activated (the build calls a bare python3) and without build isolation.
+# pip keeps the built wheel in its cache, so a second set-up on this machine skips the ~10 min build.
+FOOTBALL_STAMP := $(VENV)/.football
+FOOTBALL_APT := cmake build-essential libgl1-mesa-dev python3-dev libsdl2-dev libsdl2-image-dev \
+	libsdl2-ttf-dev libsdl2-gfx-dev libboost-python-dev libboost-thread-dev libboost-system-dev \
+	libboost-filesystem-dev
+
+$(FOOTBALL_STAMP): $(STAMP)
+	dpkg -s $(FOOTBALL_APT) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(FOOTBALL_APT); }
+	. $(BIN)/activate && pip install -q -U setuptools wheel psutil six && \
+		pip install -q --no-build-isolation -e '.[dev,football]'
+	touch $(FOOTBALL_STAMP)
+
+football: $(FOOTBALL_STAMP)
+
 setup: $(STAMP) $(WEB_STAMP)
 
 ## Train V-trace on CartPole-v1: a learner, local actor processes and the web console, over loopback.
@@ -34,7 +51,7 @@ run: $(STAMP) $(WEB_STAMP)
 	$(BIN)/aioseed run $(ARGS)
 
 ## The whole test suite.
-test: $(STAMP) $(WEB_STAMP) $(CHROMIUM)
+test: $(STAMP) $(WEB_STAMP) $(CHROMIUM) $(FOOTBALL_STAMP)
 	$(BIN)/python -m pytest -q $(ARGS)
 
 ## Regenerate the committed gRPC code after editing aioseed/proto/aioseed.proto.

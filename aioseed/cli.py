@@ -15,6 +15,7 @@ from aioseed.server.config import LearnerConfig
 
 def main(argv: list[str] | None = None) -> int:
     logging_setup.configure()
+    argv = sys.argv[1:] if argv is None else argv
     command = tyro.extras.subcommand_cli_from_dict(
         {
             "learner": LearnerConfig,
@@ -26,6 +27,11 @@ def main(argv: list[str] | None = None) -> int:
         prog="aioseed",
         args=argv,
     )
+    if isinstance(command, RunConfig) and command.preset != "none":
+        # Parse again on top of the preset, so that the flags given override its values.
+        from aioseed.presets import preset
+
+        command = tyro.cli(RunConfig, default=preset(command.preset), args=argv[argv.index("run") + 1 :], prog="aioseed run")
     return dispatch(command)
 
 

@@ -43,6 +43,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     from aioseed.algos.impala.agent import ImpalaAgent
     from aioseed.clients.atari import AtariConfig
     from aioseed.clients.envs import make_vector_env, vector_env_spec
+    from aioseed.clients.football import FootballConfig
     from aioseed.server.checkpoint import Checkpointer
 
     saved = load_run_config(config.logdir)
@@ -56,7 +57,8 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     atari = AtariConfig(**saved.get("atari", {}))
     if saved.get("learner_frame_stack", 1) > 1:  # the policy saw the learner's stacks
         atari = dataclasses.replace(atari, stack=saved["learner_frame_stack"])
-    env = make_vector_env(env_id, 1, atari)  # the preprocessing the policy was trained on
+    football = FootballConfig(**saved.get("football", {}))
+    env = make_vector_env(env_id, 1, atari, football)  # the preprocessing the policy was trained on
     spec = vector_env_spec(env_id, env, atari)
     agent = ImpalaAgent(spec, agent_config, device=resolve_device(config.device))
     progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()

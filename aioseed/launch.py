@@ -9,7 +9,7 @@ import multiprocessing
 import os
 import pathlib
 import signal
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
@@ -23,6 +23,9 @@ log = structlog.get_logger()
 class RunConfig:
     """A learner plus local actor processes over loopback, in one command."""
 
+    preset: Literal["none", "football-academy"] = "none"
+    """Start from a named preset (football-academy: V-trace on Google Research Football's
+    academy_empty_goal_close); every other flag given overrides the preset's value."""
     learner: LearnerConfig = LearnerConfig(host="127.0.0.1", port=0, stop_at_return=475.0)
     num_actors: int = 2
     """Actor processes to spawn."""
@@ -50,6 +53,7 @@ class RunConfig:
             atari=dataclasses.replace(self.learner.atari, stack=1)
             if self.learner.learner_frame_stack > 1
             else self.learner.atari,
+            football=self.learner.football,
         )
 
 
@@ -86,7 +90,7 @@ def learner_specs(config: LearnerConfig) -> tuple[Any, Any]:
 
     stack = config.learner_frame_stack
     if stack == 1:
-        spec = env_spec(config.env, config.atari)
+        spec = env_spec(config.env, config.atari, config.football)
         return spec, spec
     if not is_atari(config.env):
         raise ValueError(f"learner_frame_stack needs an ALE/ env, got {config.env}")

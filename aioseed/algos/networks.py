@@ -156,17 +156,34 @@ class ResidualStage(keras.layers.Layer):
 
 
 class ImpalaResNetPolicyValue(PolicyValue):
-    """The IMPALA deep torso (stages of 16, 32, 32 channels) with policy and value heads."""
+    """The IMPALA deep torso (stages of 16, 32, 32 channels) with policy and value heads.
 
-    def __init__(self, num_actions: int, channels: tuple[int, ...] = (16, 32, 32), **kwargs) -> None:
+    Frames are ``uint8[B, stack, H, W]`` (ale-py's layout), or ``uint8[B, H, W, C]`` with ``channels_last``.
+    """
+
+    def __init__(
+        self, num_actions: int, channels: tuple[int, ...] = (16, 32, 32), channels_last: bool = False, **kwargs
+    ) -> None:
         super().__init__(num_actions, **kwargs)
+        self.channels_last = channels_last
         self.stages = keras.Sequential([ResidualStage(c) for c in channels])
         self.flatten = keras.layers.Flatten()
         self.hidden = keras.layers.Dense(256, activation="relu")
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
-        x = self.stages(frames_nhwc(observations))
-        return self.hidden(self.flatten(tf.nn.relu(x)))
+        frames = tf.cast(observations, tf.float32) / 255.0 if self.channels_last else frames_nhwc(observations)
+        return self.hidden(self.flatten(tf.nn.relu(self.stages(frames))))
+
+
+def football_resnet(num_actions: int) -> ImpalaResNetPolicyValue:
+    """SEED's Google Research Football network: the IMPALA torso with a fourth stage (16, 32, 32, 32
+    channels), on the channels-last Super Mini Map ``uint8[B, 72, 96, C]``, feedforward."""
+    return ImpalaResNetPolicyValue(num_actions, channels=(16, 32, 32, 32), channels_last=True)
+
+
+def is_channels_last(shape: tuple[int, ...]) -> bool:
+    """An image [H, W, C] (e.g. the Super Mini Map) rather than stacked frames [stack, H, W]."""
+    return len(shape) == 3 and shape[-1] < shape[0]
 
 
 def build_policy_value(
@@ -176,13 +193,18 @@ def build_policy_value(
     shared_torso: bool = False,
     activation: str = "tanh",
 ) -> PolicyValue:
-    """The network ``kind`` names; auto: the Nature CNN for stacked uint8 frames [stack, H, W], else the MLP."""
+    """The network ``kind`` names. auto: for uint8 images, the Nature CNN on stacked frames [stack, H, W]
+    and SEED's Football ResNet on channels-last maps [H, W, C]; the MLP for everything else."""
+    shape = spec.observation_shape
     if kind == "auto":
-        kind = "nature_cnn" if len(spec.observation_shape) == 3 and spec.dtype == np.uint8 else "mlp"
+        image = len(shape) == 3 and spec.dtype == np.uint8
+        kind = "mlp" if not image else "football_resnet" if is_channels_last(shape) else "nature_cnn"
     if kind == "nature_cnn":
         return NatureCNNPolicyValue(spec.num_actions)
     if kind == "impala_resnet":
-        return ImpalaResNetPolicyValue(spec.num_actions)
+        return ImpalaResNetPolicyValue(spec.num_actions, channels_last=is_channels_last(shape))
+    if kind == "football_resnet":
+        return football_resnet(spec.num_actions)
     if kind == "mlp":
         return MLPPolicyValue(spec.num_actions, hidden_sizes, shared_torso=shared_torso, activation=activation)
     raise ValueError(f"unknown network {kind!r}")

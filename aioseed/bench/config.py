@@ -143,6 +143,35 @@ class PongCurveBench:
     """Only rebuild curve.csv and curve.png from the logs already written."""
 
 
+def _football_run() -> RunConfig:
+    from aioseed.presets import football_academy
+
+    return football_academy()
+
+
+@dataclasses.dataclass(frozen=True)
+class FootballBench:
+    """Env steps/s end to end on Google Research Football next to the engine's own rate, and the fraction
+    of scoring episodes reached in a learning run."""
+
+    run: RunConfig = dataclasses.field(default_factory=_football_run)
+    """The ``aioseed run`` set-up (default: --preset football-academy); logdir and console are turned off."""
+    seconds: float = 60.0
+    """Seconds over which env steps/s is measured, after the warm-up."""
+    warmup_s: float = 30.0
+    """Seconds of training before measuring (start-up, tracing, filling the pipeline)."""
+    component_s: float = 10.0
+    """Seconds the engine is stepped alone."""
+    learn_frames: int = 2_000_000
+    """Frames the learning run may take to reach ``target_scoring`` (0: no learning run, throughput only)."""
+    target_scoring: float = 0.9
+    """Fraction of the learner's last episodes that must score."""
+    timeout_s: float = 4 * 3600.0
+    """Give up the learning run after this long."""
+    json: bool = False
+    """Print the result as one JSON line."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Bench:
     """Benchmarks that print their figures next to a baseline measured in the same run."""
@@ -153,4 +182,5 @@ class Bench:
         | Annotated[AtariBench, tyro.conf.subcommand("atari")]
         | Annotated[PongCurveBench, tyro.conf.subcommand("pong-curve")]
         | Annotated[StreamsBench, tyro.conf.subcommand("streams")]
+        | Annotated[FootballBench, tyro.conf.subcommand("football")]
     ]

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from aioseed.bench.config import AtariBench, CartpoleBench, PongCurveBench, StreamsBench, TransportBench
+from aioseed.bench.config import (
+    AtariBench,
+    CartpoleBench,
+    FootballBench,
+    PongCurveBench,
+    StreamsBench,
+    TransportBench,
+)
 
-Command = TransportBench | CartpoleBench | AtariBench | PongCurveBench | StreamsBench
+Command = TransportBench | CartpoleBench | AtariBench | PongCurveBench | StreamsBench | FootballBench
 
 
 def run_bench(command: Command) -> int:
@@ -16,6 +23,8 @@ def run_bench(command: Command) -> int:
         from aioseed.bench.pong_curve import main
     elif isinstance(command, StreamsBench):
         from aioseed.bench.streams import main
+    elif isinstance(command, FootballBench):
+        from aioseed.bench.football import main
     else:
         from aioseed.bench.cartpole import main
     return main(command)

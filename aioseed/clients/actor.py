@@ -24,6 +24,7 @@ import tenacity
 
 from aioseed.clients.atari import AtariConfig
 from aioseed.clients.env_group import EnvGroup
+from aioseed.clients.football import FootballConfig
 from aioseed.clients.envs import make_vector_env, vector_env_spec
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
@@ -48,7 +49,7 @@ class ActorConfig:
     learner: str = "127.0.0.1:8686"
     """HOST:PORT of the learner."""
     env: str = "CartPole-v1"
-    """Gymnasium id of the environment."""
+    """Gymnasium id of the environment, ALE/<Game>-v5 for Atari, or football:<scenario> (gfootball)."""
     num_envs: int = 8
     """Environments in this process (N)."""
     envs_per_message: int = 8
@@ -71,6 +72,8 @@ class ActorConfig:
     """Stop after this many env steps (None: run until stopped)."""
     atari: AtariConfig = AtariConfig()
     """Preprocessing of ALE/ ids (stack 1 for a learner that stacks frames itself)."""
+    football: FootballConfig = FootballConfig()
+    """Observations and rewards of football:<scenario> ids (Google Research Football)."""
     evaluation: bool = False
     """Evaluation envs: the learner acts in evaluation mode (R2D2: epsilon 0.001), never learns from their
     steps and reports their returns as charts/eval_return."""
@@ -101,7 +104,7 @@ class Actor:
         self._metadata = (("authorization", f"Bearer {config.token}"),) if config.token else ()
         k = config.envs_per_message
         sizes = [min(k, config.num_envs - start) for start in range(0, config.num_envs, k)]
-        vector_envs = [make_vector_env(config.env, size, config.atari) for size in sizes]
+        vector_envs = [make_vector_env(config.env, size, config.atari, config.football) for size in sizes]
         first = vector_envs[0]
         self.spec = vector_env_spec(config.env, first, config.atari)
         # Drawn once per process: the same across reconnects, new after a restart.

@@ -5,13 +5,21 @@ from __future__ import annotations
 import gymnasium as gym
 
 from aioseed.clients.atari import AtariConfig, is_atari, make_atari_vector_env
+from aioseed.clients.football import FootballConfig, is_football, make_football_vector_env
 from aioseed.spec import EnvSpec
 
 
 def make_vector_env(
-    env_id: str, num_envs: int, atari: AtariConfig = AtariConfig(), **env_kwargs: object
+    env_id: str,
+    num_envs: int,
+    atari: AtariConfig = AtariConfig(),
+    football: FootballConfig = FootballConfig(),
+    **env_kwargs: object,
 ) -> gym.vector.VectorEnv:
     """``num_envs`` copies of ``env_id`` stepped together (``env_kwargs`` go to the env, e.g. max_episode_steps).
+
+    ``ALE/...`` ids run ale-py's vector env with ``atari``; ``football:<scenario>``
+    ids run gfootball engines with ``football``.
 
     Uses the env's own vectorized implementation when it registers one (e.g.
     CartPole's NumPy ``CartPoleVectorEnv``), otherwise a ``SyncVectorEnv``.
@@ -20,6 +28,8 @@ def make_vector_env(
     """
     if is_atari(env_id):
         return make_atari_vector_env(env_id, num_envs, atari)
+    if is_football(env_id):
+        return make_football_vector_env(env_id, num_envs, football)
     spec = gym.spec(env_id)
     mode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"
     kwargs = {} if mode == "vector_entry_point" else {"vector_kwargs": {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}}
@@ -36,9 +46,9 @@ def vector_env_spec(env_id: str, envs: gym.vector.VectorEnv, atari: AtariConfig 
     return EnvSpec.from_spaces(envs.single_observation_space, envs.single_action_space, frames_per_step)
 
 
-def env_spec(env_id: str, atari: AtariConfig = AtariConfig()) -> EnvSpec:
+def env_spec(env_id: str, atari: AtariConfig = AtariConfig(), football: FootballConfig = FootballConfig()) -> EnvSpec:
     """The spec actors running ``env_id`` will declare."""
-    envs = make_vector_env(env_id, 1, atari)
+    envs = make_vector_env(env_id, 1, atari, football)
     try:
         return vector_env_spec(env_id, envs, atari)
     finally:

@@ -11,6 +11,7 @@ import tyro
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.clients.atari import AtariConfig
+from aioseed.clients.football import FootballConfig
 from aioseed.server.batcher import BatcherConfig
 from aioseed.server.training import TrainingConfig
 
@@ -26,7 +27,8 @@ class LearnerConfig:
     """The learner daemon: gRPC server, batching, training and checkpoints."""
 
     env: str = "CartPole-v1"
-    """Gymnasium id of the environment the actors run; defines the spec the learner serves."""
+    """Gymnasium id of the environment the actors run (ALE/<Game>-v5 for Atari, football:<scenario> for
+    Google Research Football); defines the spec the learner serves."""
     host: str = "0.0.0.0"
     """Address the gRPC server binds."""
     port: int = 8686
@@ -62,6 +64,8 @@ class LearnerConfig:
 
     atari: AtariConfig = AtariConfig()
     """Preprocessing of ALE/ ids: defines the spec served (aioseed run's actors use it too)."""
+    football: FootballConfig = FootballConfig()
+    """Observations and rewards of football:<scenario> ids: define the spec served (as atari)."""
     learner_frame_stack: int = 1
     """>1: the learner stacks this many frames per env itself and Atari actors send only the newest
     (run them with --atari.stack 1): 4x less traffic, the same observations for the policy."""

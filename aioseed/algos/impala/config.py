@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+NetworkKind = Literal["auto", "mlp", "nature_cnn", "impala_resnet", "football_resnet"]
+"""Torsos ``build_policy_value`` knows (both agents take the same names)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class ImpalaConfig:
@@ -36,9 +39,10 @@ class ImpalaConfig:
     """none; abs_one clips to [-1, 1] (Atari); soft_asymmetric is SEED's 5*tanh(r/5) with negatives scaled by 0.3."""
 
     # Network
-    network: Literal["auto", "mlp", "nature_cnn", "impala_resnet"] = "auto"
-    """auto: the Nature CNN for stacked uint8 frames [stack, H, W], the MLP otherwise. impala_resnet is
-    the IMPALA deep torso (about 8x slower than the Nature CNN on this CPU)."""
+    network: NetworkKind = "auto"
+    """auto: the Nature CNN for stacked uint8 frames [stack, H, W], SEED's Football ResNet
+    (football_resnet) for channels-last maps [H, W, C], the MLP otherwise. impala_resnet is the IMPALA
+    deep torso (about 8x slower than the Nature CNN on this CPU)."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the MLP torso."""
     shared_torso: bool = False

@@ -7,6 +7,8 @@ from typing import Literal
 
 import numpy as np
 
+from aioseed.algos.impala.config import NetworkKind
+
 
 @dataclasses.dataclass(frozen=True)
 class R2D2Config:
@@ -68,8 +70,8 @@ class R2D2Config:
     """Epsilon of evaluation envs (actors started with --evaluation); their steps are not stored."""
 
     # Network
-    network: Literal["auto", "mlp", "nature_cnn", "impala_resnet"] = "auto"
-    """Torso: auto picks the Nature CNN for stacked uint8 frames, the MLP otherwise."""
+    network: NetworkKind = "auto"
+    """Torso: as V-trace's --vtrace.network (auto: by the observation's shape and dtype)."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the MLP torso."""
     lstm_size: int = 512

@@ -1,0 +1,115 @@
+"""Google Research Football (gfootball) as gymnasium envs: ids ``football:<scenario>``.
+
+gfootball speaks the old gym API (``reset`` -> obs, ``step`` -> 4-tuple); shimmy's
+``GymV21CompatibilityV0`` adapts it. An episode that ends because the scenario's
+clock ran out (``game_duration``) is a time limit: it reaches the learner as
+*truncated*, so V-trace bootstraps from its final observation. Goals, the ball
+going out of play and lost possession end episodes as *terminated*. The engine
+runs without rendering; install it with ``make football`` (see the README).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Literal
+
+import gymnasium as gym
+
+PREFIX = "football:"
+
+
+@dataclasses.dataclass(frozen=True)
+class FootballConfig:
+    """How gfootball scenarios are observed and rewarded."""
+
+    representation: Literal["extracted", "simple115v2"] = "extracted"
+    """extracted: the Super Mini Map (SMM), uint8[72, 96, 4] (players of both teams, ball, active
+    player); simple115v2: float32[115] of positions, directions and game mode."""
+    stacked: bool = False
+    """Stack the last 4 observations on the last axis (SMM: uint8[72, 96, 16]), as SEED does."""
+    rewards: Literal["scoring", "scoring,checkpoints"] = "scoring"
+    """scoring: +1/-1 per goal; checkpoints adds +0.1 for each of 10 zones crossed towards the goal."""
+
+
+def is_football(env_id: str) -> bool:
+    return env_id.startswith(PREFIX)
+
+
+def scenario_name(env_id: str) -> str:
+    """``football:academy_empty_goal_close`` -> ``academy_empty_goal_close``."""
+    if not is_football(env_id) or len(env_id) == len(PREFIX):
+        raise ValueError(f"not a football id: {env_id!r} (expected e.g. football:academy_empty_goal_close)")
+    return env_id[len(PREFIX) :]
+
+
+def time_limit_reached(steps_left: int, score_reward: float) -> bool:
+    """The clock ended the episode: no steps left, and it was not a goal that ended it."""
+    return steps_left <= 0 and score_reward == 0
+
+
+def make_football_env(env_id: str, config: FootballConfig = FootballConfig()) -> gym.Env:
+    """One scenario as a gymnasium env, rendering off."""
+    import gfootball.env
+    from shimmy import GymV21CompatibilityV0
+
+    scenario = scenario_name(env_id)
+    try:
+        env = gfootball.env.create_environment(
+            env_name=scenario,
+            representation=config.representation,
+            stacked=config.stacked,
+            rewards=config.rewards,
+            render=False,
+        )
+    except ImportError as exc:
+        raise ValueError(f"unknown football scenario {scenario!r}") from exc
+    return GymV21CompatibilityV0(env=_MarkTimeLimit(env))
+
+
+def make_football_vector_env(env_id: str, num_envs: int, config: FootballConfig = FootballConfig()) -> gym.vector.VectorEnv:
+    """``num_envs`` engines stepped in turn, next-step autoreset."""
+    return gym.vector.SyncVectorEnv(
+        [functools.partial(make_football_env, env_id, config)] * num_envs,
+        autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
+    )
+
+
+class _MarkTimeLimit:
+    """Old-gym wrapper: sets ``info["TimeLimit.truncated"]`` where the clock ended the episode.
+
+    shimmy then reports such a step as truncated instead of terminated. The
+    clock is read from the engine's raw observation (``steps_left``), which
+    every representation keeps underneath.
+    """
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.observation_space = env.observation_space
+        self.action_space = env.action_space
+        self.metadata = getattr(env, "metadata", {})
+        self.reward_range = getattr(env, "reward_range", (-float("inf"), float("inf")))
+        self.spec = None
+
+    def reset(self, **kwargs: Any) -> Any:
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, dict]:
+        observation, reward, done, info = self.env.step(action)
+        if done:
+            raw = self.env.unwrapped.observation()[0]
+            info["TimeLimit.truncated"] = time_limit_reached(raw["steps_left"], info.get("score_reward", 0))
+        return observation, reward, done, info
+
+    def render(self, *args: Any, **kwargs: Any) -> Any:
+        return self.env.render(*args, **kwargs)
+
+    def close(self) -> None:
+        self.env.close()
+
+    def seed(self, seed: int | None = None) -> Any:
+        return self.env.seed(seed)
+
+    @property
+    def unwrapped(self) -> Any:
+        return self.env.unwrapped
