@@ -15,7 +15,11 @@ from aioseed.server.config import LearnerConfig
 
 def main(argv: list[str] | None = None) -> int:
     logging_setup.configure()
-    argv = sys.argv[1:] if argv is None else argv
+    return dispatch(parse(sys.argv[1:] if argv is None else argv))
+
+
+def parse(argv: list[str]) -> object:
+    """The config of the subcommand ``argv`` names; ``run --preset NAME`` starts from that preset."""
     command = tyro.extras.subcommand_cli_from_dict(
         {
             "learner": LearnerConfig,
@@ -32,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         from aioseed.presets import preset
 
         command = tyro.cli(RunConfig, default=preset(command.preset), args=argv[argv.index("run") + 1 :], prog="aioseed run")
-    return dispatch(command)
+    return command
 
 
 def dispatch(command: object) -> int:

@@ -23,9 +23,10 @@ log = structlog.get_logger()
 class RunConfig:
     """A learner plus local actor processes over loopback, in one command."""
 
-    preset: Literal["none", "football-academy"] = "none"
-    """Start from a named preset (football-academy: V-trace on Google Research Football's
-    academy_empty_goal_close); every other flag given overrides the preset's value."""
+    preset: Literal["none", "football-academy", "football-academy-smm"] = "none"
+    """Start from a named preset; every other flag given overrides the preset's value. football-academy:
+    V-trace on Google Research Football's academy_empty_goal_close from the simple115v2 state (MLP);
+    football-academy-smm: the same from the stacked Super Mini Map with SEED's Football ResNet."""
     learner: LearnerConfig = LearnerConfig(host="127.0.0.1", port=0, stop_at_return=475.0)
     num_actors: int = 2
     """Actor processes to spawn."""

@@ -86,3 +86,23 @@ class Process:
     def errors(self) -> list[str]:
         """Error-level log lines and tracebacks."""
         return [line for line in self.lines if "[error]" in line or "[critical]" in line or "Traceback" in line]
+
+
+async def train_through_processes(learner_args: Sequence[str], actor_args: Sequence[str], wire: str, slots: int) -> None:
+    """A learner and one actor process (``actor_args`` get ``--learner``): the learner serves the ``wire``
+    spec, the actor's ``slots`` envs connect, a train step happens, and SIGTERM stops it cleanly."""
+    learner = await Process(["learner", "--host", "127.0.0.1", "--port", "0", "--console-port", "0", *learner_args]).start()
+    actor = None
+    try:
+        port = int((await learner.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))
+        assert wire in "\n".join(learner.lines)
+        actor = await Process(["actor", "--learner", f"127.0.0.1:{port}", *actor_args]).start()
+        await learner.wait_for_line(rf"stream_connected .*slots={slots}")
+        await learner.wait_for_line(r"progress .*train_steps=[1-9]", timeout_s=180)
+        learner.signal(signal.SIGTERM)
+        assert await learner.wait() == 0
+        assert learner.errors() == [], learner.log
+    finally:
+        learner.kill()
+        if actor is not None:
+            actor.kill()

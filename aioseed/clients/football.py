@@ -80,19 +80,14 @@ class _MarkTimeLimit:
 
     shimmy then reports such a step as truncated instead of terminated. The
     clock is read from the engine's raw observation (``steps_left``), which
-    every representation keeps underneath.
+    every representation keeps underneath. Everything else passes through.
     """
 
     def __init__(self, env: Any) -> None:
         self.env = env
-        self.observation_space = env.observation_space
-        self.action_space = env.action_space
-        self.metadata = getattr(env, "metadata", {})
-        self.reward_range = getattr(env, "reward_range", (-float("inf"), float("inf")))
-        self.spec = None
 
-    def reset(self, **kwargs: Any) -> Any:
-        return self.env.reset(**kwargs)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
 
     def step(self, action: Any) -> tuple[Any, float, bool, dict]:
         observation, reward, done, info = self.env.step(action)
@@ -100,16 +95,3 @@ class _MarkTimeLimit:
             raw = self.env.unwrapped.observation()[0]
             info["TimeLimit.truncated"] = time_limit_reached(raw["steps_left"], info.get("score_reward", 0))
         return observation, reward, done, info
-
-    def render(self, *args: Any, **kwargs: Any) -> Any:
-        return self.env.render(*args, **kwargs)
-
-    def close(self) -> None:
-        self.env.close()
-
-    def seed(self, seed: int | None = None) -> Any:
-        return self.env.seed(seed)
-
-    @property
-    def unwrapped(self) -> Any:
-        return self.env.unwrapped

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import signal
-
 import pytest
 
-from tests.processes import Process
+from tests.processes import train_through_processes
 
 from aioseed.clients.atari import game_name
 from aioseed.clients.envs import env_spec
@@ -35,28 +33,13 @@ def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None
     ids=["actor stacking", "learner stacking", "learner stacking + LSTM", "R2D2"],
 )
 async def test_pong_trains_through_learner_and_actor_processes(tmp_path, learner_flags, actor_flags, wire) -> None:
-    learner = await Process(
-        ["learner", "--env", "ALE/Pong-v5", "--host", "127.0.0.1", "--port", "0", "--console-port", "0",
-         "--logdir", str(tmp_path), "--log-every-s", "1", "--training.unroll-length", "5",
-         "--training.batch-size", "2", "--vtrace.reward-clipping", "abs_one", *learner_flags]
-    ).start()
-    actor = None
-    try:
-        port = int((await learner.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))
-        assert wire in "\n".join(learner.lines)
-        actor = await Process(
-            ["actor", "--learner", f"127.0.0.1:{port}", "--env", "ALE/Pong-v5", "--num-envs", "4",
-             "--envs-per-message", "4", *actor_flags]
-        ).start()
-        await learner.wait_for_line(r"stream_connected .*slots=4")
-        await learner.wait_for_line(r"progress .*train_steps=[1-9]", timeout_s=120)
-        learner.signal(signal.SIGTERM)
-        assert await learner.wait() == 0
-        assert learner.errors() == [], learner.log
-    finally:
-        learner.kill()
-        if actor is not None:
-            actor.kill()
+    await train_through_processes(
+        ["--env", "ALE/Pong-v5", "--logdir", str(tmp_path), "--log-every-s", "1", "--training.unroll-length", "5",
+         "--training.batch-size", "2", "--vtrace.reward-clipping", "abs_one", *learner_flags],
+        ["--env", "ALE/Pong-v5", "--num-envs", "4", "--envs-per-message", "4", *actor_flags],
+        wire,
+        slots=4,
+    )
 
 
 def test_frames_per_step_is_part_of_the_spec_and_survives_the_wire() -> None:

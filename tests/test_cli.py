@@ -1,0 +1,28 @@
+"""The command line: presets are a starting point that the other flags override."""
+
+from __future__ import annotations
+
+from aioseed.cli import parse
+from aioseed.launch import RunConfig
+
+
+def test_run_preset_sets_the_football_academy_and_flags_given_override_it() -> None:
+    run = parse(["run", "--envs-per-actor", "4", "--preset", "football-academy", "--learner.vtrace.learning-rate", "1e-3"])
+    assert isinstance(run, RunConfig) and run.preset == "football-academy"
+    assert run.learner.env == "football:academy_empty_goal_close" and run.learner.stop_at_return == 0.9
+    assert run.learner.football.representation == "simple115v2"
+    assert (run.envs_per_actor, run.learner.vtrace.learning_rate) == (4, 1e-3)  # given flags win over the preset
+    assert run.learner.training.unroll_length == 32  # the preset's value where no flag was given
+    actor = run.actor_config(port=1234, index=0)
+    assert (actor.env, actor.football) == (run.learner.env, run.learner.football)  # actors run the same env
+
+
+def test_the_smm_preset_uses_seeds_football_network_on_the_stacked_map() -> None:
+    run = parse(["run", "--preset", "football-academy-smm"])
+    assert (run.learner.football.representation, run.learner.football.stacked) == ("extracted", True)
+    assert run.learner.vtrace.network == "football_resnet"
+
+
+def test_without_a_preset_run_trains_cartpole() -> None:
+    run = parse(["run"])
+    assert run == RunConfig()
