@@ -40,12 +40,12 @@ async def test_reconnect_keeps_run_ids_and_slots(running_learner, tmp_path) -> N
     steps_at_restart = actor.steps
     config_b = dataclasses.replace(small_config(tmp_path / "b"), port=port)
     async with running_learner(config_b) as learner_b:
+        # The learner lists a stream before its welcome reaches the actor, so wait for the actor's count too.
         await until(
-            lambda: len(learner_b.service.streams) == 2 and actor.steps > steps_at_restart + 50,
-            "both streams back and stepping",
+            lambda: len(learner_b.service.streams) == 2 and actor.connects >= 4 and actor.steps > steps_at_restart + 50,
+            "both streams welcomed back (two streams, each connected twice) and stepping",
         )
         slots_after = sorted(s for info in learner_b.service.streams.values() for s in info.slots.tolist())
-        assert actor.connects >= 4  # two streams, each connected twice
         np.testing.assert_array_equal(actor.run_ids, run_ids)
         assert slots_after == slots_before  # asked for again and granted, though 0 and 1 are free
         task.cancel()
