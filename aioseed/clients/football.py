@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import pkgutil
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -54,17 +55,24 @@ def make_football_env(env_id: str, config: FootballConfig = FootballConfig()) ->
     from shimmy import GymV21CompatibilityV0
 
     scenario = scenario_name(env_id)
-    try:
-        env = gfootball.env.create_environment(
-            env_name=scenario,
-            representation=config.representation,
-            stacked=config.stacked,
-            rewards=config.rewards,
-            render=False,
-        )
-    except ImportError as exc:
-        raise ValueError(f"unknown football scenario {scenario!r}") from exc
+    known = scenarios()
+    if scenario not in known:  # gfootball itself would sys.exit(1)
+        raise ValueError(f"unknown football scenario {scenario!r}; gfootball has {', '.join(known)}")
+    env = gfootball.env.create_environment(
+        env_name=scenario,
+        representation=config.representation,
+        stacked=config.stacked,
+        rewards=config.rewards,
+        render=False,
+    )
     return GymV21CompatibilityV0(env=_MarkTimeLimit(env))
+
+
+def scenarios() -> list[str]:
+    """The scenario names gfootball ships."""
+    import gfootball.scenarios
+
+    return sorted(m.name for m in pkgutil.iter_modules(gfootball.scenarios.__path__) if not m.ispkg and not m.name.startswith("_"))
 
 
 def make_football_vector_env(env_id: str, num_envs: int, config: FootballConfig = FootballConfig()) -> gym.vector.VectorEnv:

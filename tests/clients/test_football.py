@@ -16,6 +16,8 @@ def test_ids_and_the_time_limit_rule() -> None:
     assert scenario_name(EMPTY_GOAL) == "academy_empty_goal_close"
     with pytest.raises(ValueError, match="not a football id"):
         scenario_name("football:")
+    with pytest.raises(ValueError, match="unknown football scenario 'nope'; gfootball has .*academy_corner"):
+        make_football_env("football:nope")  # gfootball alone would sys.exit(1)
     assert time_limit_reached(steps_left=0, score_reward=0)
     assert not time_limit_reached(steps_left=0, score_reward=1)  # a goal on the last step ends it as a goal
     assert not time_limit_reached(steps_left=12, score_reward=0)
