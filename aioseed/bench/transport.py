@@ -77,7 +77,9 @@ async def _serve_async(trial: Trial, ready, stop) -> None:
         handler = grpc.method_handlers_generic_handler(
             "aioseed.v1.Learner", {"Act": grpc.stream_stream_rpc_method_handler(echo)}
         )
-        grpc_server = grpc.aio.server()
+        from aioseed.server.learner import server_options
+
+        grpc_server = grpc.aio.server(options=server_options(streams, 64 * 1024 * 1024))
         grpc_server.add_generic_rpc_handlers((handler,))
         port = grpc_server.add_insecure_port("127.0.0.1:0")
         await grpc_server.start()

@@ -40,6 +40,20 @@ log = structlog.get_logger()
 SERVICE_NAME = "aioseed.v1.Learner"
 
 
+def server_options(max_streams: int, max_message_bytes: int) -> list[tuple[str, int]]:
+    """gRPC server options for ``max_streams`` concurrent streams of messages up to ``max_message_bytes``."""
+    return [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+        # Calls that arrived but were not yet picked up by the handler loop. gRPC's defaults (soft
+        # 1,000, hard 3,000) cancel calls at random when a few thousand actors connect at once, so
+        # the queue is sized to the stream limit: every stream reaches the handler and any past
+        # max_streams gets RESOURCE_EXHAUSTED there.
+        ("grpc.server.max_pending_requests", 2 * max_streams),
+        ("grpc.server.max_pending_requests_hard_limit", 4 * max_streams),
+    ]
+
+
 class Learner:
     def __init__(self, config: LearnerConfig, spec: EnvSpec, agent: Agent, checkpointer: Any = None) -> None:
         self.config = config
@@ -198,16 +212,7 @@ class Learner:
                 self.trainer.version = progress.train_steps
                 self.stats.train_steps = progress.train_steps
                 self._frames_offset = progress.frames
-        options = [
-            ("grpc.max_receive_message_length", self.config.max_message_bytes),
-            ("grpc.max_send_message_length", self.config.max_message_bytes),
-            # Calls that arrived but were not yet picked up by the handler loop. gRPC's defaults (soft
-            # 1,000, hard 3,000) cancel calls at random when a few thousand actors connect at once, so
-            # the queue is sized to the stream limit: every stream reaches the handler and any past
-            # max_streams gets RESOURCE_EXHAUSTED there.
-            ("grpc.server.max_pending_requests", 2 * self.config.max_streams),
-            ("grpc.server.max_pending_requests_hard_limit", 4 * self.config.max_streams),
-        ]
+        options = server_options(self.config.max_streams, self.config.max_message_bytes)
         interceptors = [TokenInterceptor(self.config.token, self._count_refusal)] if self.config.token else []
         self._server = grpc.aio.server(options=options, interceptors=interceptors)
         pb_grpc.add_LearnerServicer_to_server(self.service, self._server)
