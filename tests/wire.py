@@ -70,3 +70,12 @@ class Stream:
     async def raise_status(self) -> None:
         code = await self.call.code()
         raise grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), await self.call.details())
+
+
+async def refused(channel: grpc.aio.Channel, message: pb.ActorMessage, metadata: tuple = ()) -> grpc.aio.AioRpcError:
+    """The error a first message that the learner must refuse ends its stream with."""
+    try:
+        await Stream(channel, metadata).handshake(message)
+    except grpc.aio.AioRpcError as error:
+        return error
+    raise AssertionError("the learner accepted the stream")

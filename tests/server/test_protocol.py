@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import small_config
-from tests.wire import CARTPOLE, Stream, hello, steps
+from tests.wire import CARTPOLE, Stream, hello, refused, steps
 
 from aioseed.spec import EnvSpec
 
@@ -94,20 +94,18 @@ async def test_spec_mismatch_gets_failed_precondition_naming_both_specs(running_
     async with serving(running_learner, tmp_path) as (_, channel, healthy):
         before = healthy.answers
         wrong = EnvSpec(observation_shape=(5,), observation_dtype="float64", num_actions=3)
-        with pytest.raises(grpc.aio.AioRpcError) as error:
-            await Stream(channel).handshake(hello(2, spec=wrong))
-        assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-        assert "float64[5], 3 actions" in error.value.details()
-        assert CARTPOLE.describe() in error.value.details()
+        error = await refused(channel, hello(2, spec=wrong))
+        assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "float64[5], 3 actions" in error.details()
+        assert CARTPOLE.describe() in error.details()
         await healthy.progressed(before)
 
 
 async def test_steps_before_hello_is_invalid(running_learner, tmp_path) -> None:
     async with serving(running_learner, tmp_path) as (_, channel, healthy):
-        with pytest.raises(grpc.aio.AioRpcError) as error:
-            await Stream(channel).handshake(steps(np.array([0, 1], np.int32)))
-        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "first message must be a hello" in error.value.details()
+        error = await refused(channel, steps(np.array([0, 1], np.int32)))
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "first message must be a hello" in error.details()
         await healthy.progressed(healthy.answers)
 
 
@@ -115,9 +113,8 @@ async def test_token_is_required_when_configured(running_learner, tmp_path) -> N
     async with running_learner(small_config(tmp_path, token="s3cret")) as learner:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
             for metadata in ((), (("authorization", "Bearer wrong"),)):
-                with pytest.raises(grpc.aio.AioRpcError) as error:
-                    await Stream(channel, metadata).handshake(hello(1))
-                assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
+                error = await refused(channel, hello(1), metadata)
+                assert error.code() == grpc.StatusCode.UNAUTHENTICATED
             assert learner.slots.connected == 0  # refused before any state was touched
             assert learner.auth_refused == 2  # counted, and reported as actors/auth_refused
             slots = await Stream(channel, (("authorization", "Bearer s3cret"),)).handshake(hello(1))
