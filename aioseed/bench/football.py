@@ -50,7 +50,7 @@ def training_run(bench: FootballBench) -> dict[str, float | int | bool | None]:
         bench.run.learner,
         logdir=None,
         console=False,
-        stop_after_frames=max(bench.learn_frames, 1),
+        stop_after_frames=bench.learn_frames or None,
         stop_at_return=bench.target_scoring if bench.learn_frames else None,
         stop_after_seconds=None if bench.learn_frames else bench.warmup_s + bench.seconds,
     )
