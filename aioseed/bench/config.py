@@ -44,8 +44,9 @@ class StreamsBench:
     """K: env rows per message."""
     seconds: float = 20.0
     """Measured seconds, after the warm-up (use 600 for the soak)."""
-    warmup_s: float = 5.0
-    """Seconds of traffic before measuring (connections, tracing, memory reaching its plateau)."""
+    warmup_s: float = 30.0
+    """Seconds of traffic before measuring: connections, tracing, and the first unroll of every env, which
+    all envs finish at once (at 4,096 streams about 10 s in); that burst is start-up, not steady state."""
     client_processes: int = 2
     """Processes the streams are spread over."""
     max_batch_size: int = 1024
