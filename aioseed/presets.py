@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+from collections.abc import Callable
+
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.clients.football import FootballConfig
 from aioseed.launch import RunConfig
 from aioseed.server.training import TrainingConfig
+
 
 def football_academy() -> RunConfig:
     """V-trace on Google Research Football's academy_empty_goal_close from the simple115v2 state with an
@@ -41,13 +44,16 @@ def football_academy_smm() -> RunConfig:
     return dataclasses.replace(run, learner=learner)
 
 
+PRESETS: dict[str, Callable[[], RunConfig]] = {
+    "none": RunConfig,
+    "football-academy": football_academy,
+    "football-academy-smm": football_academy_smm,
+}
+"""The names ``RunConfig.preset`` accepts."""
+
+
 def preset(name: str) -> RunConfig:
     """The ``RunConfig`` a preset names (``none``: the defaults, CartPole)."""
-    match name:
-        case "none":
-            return RunConfig()
-        case "football-academy":
-            return dataclasses.replace(football_academy(), preset=name)
-        case "football-academy-smm":
-            return dataclasses.replace(football_academy_smm(), preset=name)
-    raise ValueError(f"unknown preset {name!r}")
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    return dataclasses.replace(PRESETS[name](), preset=name)

@@ -46,25 +46,27 @@ def engine_steps_per_s(bench: FootballBench) -> float:
 
 
 def training_run(bench: FootballBench) -> dict[str, float | int | bool | None]:
+    learning = bench.learn_frames > 0
+    duration_s = bench.timeout_s if learning else bench.warmup_s + bench.seconds
     learner = dataclasses.replace(
         bench.run.learner,
         logdir=None,
         console=False,
-        stop_after_frames=bench.learn_frames or None,
-        stop_at_return=bench.target_scoring if bench.learn_frames else None,
-        stop_after_seconds=None if bench.learn_frames else bench.warmup_s + bench.seconds,
+        stop_after_frames=bench.learn_frames if learning else None,
+        stop_at_return=bench.target_scoring if learning else None,
+        stop_after_seconds=None if learning else duration_s,
     )
     started = time.monotonic()
-    limit_s = bench.timeout_s if bench.learn_frames else bench.warmup_s + bench.seconds
-    summary = run_in_process(dataclasses.replace(bench.run, learner=learner), limit_s)
+    summary = run_in_process(dataclasses.replace(bench.run, learner=learner), duration_s)
     points = summary.history
     t0 = points[0]["time"] + bench.warmup_s
     window = [p for p in points if t0 <= p["time"] <= t0 + bench.seconds] or points[-2:]
     first, last = window[0], window[-1]
+    span_s = max(last["time"] - first["time"], 1e-9)
     reached = summary.stop_reason == "return"
     return {
-        "env_steps_per_s": (last["charts/frames"] - first["charts/frames"]) / max(last["time"] - first["time"], 1e-9),
-        "train_steps_per_s": (last["learner/train_steps"] - first["learner/train_steps"]) / max(last["time"] - first["time"], 1e-9),
+        "env_steps_per_s": (last["charts/frames"] - first["charts/frames"]) / span_s,
+        "train_steps_per_s": (last["learner/train_steps"] - first["learner/train_steps"]) / span_s,
         "scoring_fraction": summary.stop_mean_return if reached else summary.mean_return,
         "target_reached": reached,
         "frames": summary.stop_frames if reached else summary.frames,
