@@ -69,11 +69,13 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     for episode in range(config.episodes):
         obs, _ = env.reset(seed=None if config.seed is None else config.seed + episode)
         state = list(zero_state(agent.state_columns(), 1).values())
+        reward_input = [np.zeros(1, np.float32)] if agent_config.previous_action_reward else []
         total, finished = 0.0, False
         while not finished:
-            out = act(obs.astype(spec.dtype), *state)
+            out = act(obs.astype(spec.dtype), *state, *reward_input)
             state = [out[name] for name in agent.policy.state_names]
             obs, reward, terminated, truncated, _ = env.step(out["action"].numpy())
+            reward_input = [reward.astype(np.float32)] if agent_config.previous_action_reward else []
             total += float(reward[0])
             finished = bool(terminated[0] or truncated[0])
         returns.append(total)

@@ -107,7 +107,7 @@ def build_agent(config: LearnerConfig, spec: Any, device: str) -> Any:
         return R2D2Agent(spec, config.r2d2, device=device)
     from aioseed.algos.impala.agent import ImpalaAgent
 
-    return ImpalaAgent(spec, config.vtrace, device=device)
+    return ImpalaAgent(spec, config.vtrace, device=device, seed=config.seed)
 
 
 def build_learner(config: LearnerConfig) -> Any:

@@ -41,11 +41,13 @@ class Agent(Protocol):
         state: Mapping[str, np.ndarray],
         slots: np.ndarray | None = None,
         evaluation: np.ndarray | None = None,
+        rewards: np.ndarray | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Batched policy step on ``[B, *obs_shape]`` rows and their state: (outputs, next state).
 
         ``slots`` are the rows' env slots and ``evaluation`` (<bool>[B]) marks rows
-        of evaluation envs; R2D2's exploration depends on both.
+        of evaluation envs; R2D2's exploration depends on both. ``rewards`` (<float32>[B])
+        led to each row, zero where an episode starts (an input of some networks).
         Thread-safe against ``train_step``.
         """
         ...
@@ -53,8 +55,13 @@ class Agent(Protocol):
     def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
         """One update on time-major ``[burn_in + T + 1, B, ...]`` unrolls (state columns: ``[B, ...]``).
 
-        Returns scalar metrics; agents trained from replay add ``"priorities"`` (<float32>[B]).
+        Returns scalar metrics; agents trained from replay add ``"priorities"`` (<float32>[B]),
+        and agents that update several times per batch say how often in ``"updates"``.
         """
+        ...
+
+    def set_progress(self, frames: int) -> None:
+        """Moves the learning-rate schedule to ``frames`` of training (called before each train step)."""
         ...
 
     def checkpoint_objects(self) -> dict[str, Any]:
@@ -64,4 +71,11 @@ class Agent(Protocol):
     def set_learning_rate(self, value: float) -> None: ...
 
     @property
-    def learning_rate(self) -> float: ...
+    def learning_rate(self) -> float:
+        """The base rate the console sets."""
+        ...
+
+    @property
+    def current_learning_rate(self) -> float:
+        """The rate in effect: the base rate times the schedule."""
+        ...

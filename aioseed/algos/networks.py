@@ -59,16 +59,31 @@ class PolicyValue(keras.Model):
         """Per-row recurrent state (none)."""
         return {}
 
-    def step(self, observations: tf.Tensor, state: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, dict]:
-        """One step for ``[B, ...]`` rows: (logits, value, next state)."""
-        logits, value = self(observations)
+    def step(
+        self, observations: tf.Tensor, state: dict[str, tf.Tensor], extras: tf.Tensor | None = None
+    ) -> tuple[tf.Tensor, tf.Tensor, dict]:
+        """One step for ``[B, ...]`` rows: (logits, value, next state).
+
+        ``extras`` (<float32>[B, E], e.g. the previous action and reward) join the torso's features
+        before the heads; networks given extras need a shared torso.
+        """
+        if extras is None:
+            logits, value = self(observations)
+        else:
+            logits, value = self.heads(tf.concat([self.features(observations), extras], -1))
         return logits, value, {}
 
     def unroll(
-        self, observations: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor
+        self,
+        observations: tf.Tensor,
+        state: dict[str, tf.Tensor],
+        starts: tf.Tensor,
+        extras: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, tf.Tensor]:
-        """Time-major ``[T, B, ...]`` -> (logits <float32>[T, B, A], values <float32>[T, B])."""
-        logits, values = self(merge_time_batch(observations))
+        """Time-major ``[T, B, ...]`` (and ``extras`` <float32>[T, B, E]) -> (logits <float32>[T, B, A],
+        values <float32>[T, B])."""
+        merged = None if extras is None else merge_time_batch(extras)
+        logits, values, _ = self.step(merge_time_batch(observations), {}, merged)
         return split_time_batch(logits, observations), split_time_batch(values, observations)
 
 

@@ -1,27 +1,90 @@
-"""The Adam optimizer agents train with, and the learning-rate control the console uses."""
+"""Optimizers the agents train with, learning-rate schedules, and the learning-rate control the console uses."""
 
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
+
+from aioseed.algos.schedule import OptimizerKind, ScheduleKind, schedule_factor
 
 
 def adam(learning_rate: float, epsilon: float, max_grad_norm: float | None, variables: list) -> keras.optimizers.Adam:
     """Adam with global-norm gradient clipping, built for ``variables`` (so checkpoints restore into it)."""
-    optimizer = keras.optimizers.Adam(learning_rate=learning_rate, epsilon=epsilon, global_clipnorm=max_grad_norm)
+    return make_optimizer("adam", learning_rate, max_grad_norm, variables, epsilon=epsilon)
+
+
+def make_optimizer(
+    kind: OptimizerKind,
+    learning_rate: float,
+    max_grad_norm: float | None,
+    variables: list,
+    *,
+    epsilon: float,
+    beta_1: float = 0.9,
+    beta_2: float = 0.999,
+    rho: float = 0.99,
+    momentum: float = 0.0,
+) -> keras.optimizers.Optimizer:
+    """Adam (``beta_1``, ``beta_2``) or RMSProp (decay ``rho``, ``momentum``), built for ``variables``."""
+    if kind == "adam":
+        optimizer: keras.optimizers.Optimizer = keras.optimizers.Adam(
+            learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon, global_clipnorm=max_grad_norm
+        )
+    elif kind == "rmsprop":
+        optimizer = keras.optimizers.RMSprop(
+            learning_rate=learning_rate, rho=rho, momentum=momentum, epsilon=epsilon, global_clipnorm=max_grad_norm
+        )
+    else:
+        raise ValueError(f"unknown optimizer {kind!r}; known: adam, rmsprop")
     optimizer.build(variables)
     return optimizer
 
 
 class LearningRateControl:
-    """``learning_rate`` / ``set_learning_rate`` over ``self.optimizer`` (applied between train steps)."""
+    """The learning rate of ``self.optimizer``: a base rate times a schedule over a frame budget.
+
+    The console sets the base rate (``set_learning_rate``); the schedule scales it by
+    the training progress (``set_progress``), so a rate set mid-run decays from there
+    on along the same curve. Both apply between train steps. The base rate lives in a
+    variable saved with checkpoints (``checkpoint_objects``).
+    """
 
     optimizer: keras.optimizers.Optimizer
+    schedule: ScheduleKind = "constant"
+    schedule_frames: int = 0
+    final_fraction: float = 0.0
+    base_learning_rate: tf.Variable
+    _fraction: float = 0.0
+
+    def init_learning_rate(
+        self, base: float, schedule: ScheduleKind = "constant", frames: int = 0, final_fraction: float = 0.0
+    ) -> None:
+        """Call once ``self.optimizer`` exists; checkpoint ``self.base_learning_rate`` with it."""
+        self.base_learning_rate = tf.Variable(base, trainable=False, dtype=tf.float32, name="base_learning_rate")
+        self.schedule, self.schedule_frames, self.final_fraction = schedule, frames, final_fraction
+        self._apply_learning_rate()
 
     @property
     def learning_rate(self) -> float:
+        """The base rate (what the console sets); ``current_learning_rate`` is the one in effect."""
+        return float(self.base_learning_rate.numpy())
+
+    @property
+    def current_learning_rate(self) -> float:
         return float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
 
     def set_learning_rate(self, value: float) -> None:
         if not value > 0:
             raise ValueError(f"learning_rate must be positive, got {value}")
-        self.optimizer.learning_rate = value  # assigns the optimizer's variable
+        self.base_learning_rate.assign(value)
+        self._apply_learning_rate()
+
+    def set_progress(self, frames: int) -> None:
+        """Moves the schedule to ``frames`` of training (no-op for a constant rate)."""
+        if self.schedule != "constant" and self.schedule_frames > 0:
+            self._fraction = frames / self.schedule_frames
+        self._apply_learning_rate()
+
+    def _apply_learning_rate(self) -> None:
+        factor = schedule_factor(self.schedule, self._fraction, self.final_fraction)
+        self.optimizer.learning_rate = self.learning_rate * factor  # assigns the optimizer's variable

@@ -56,27 +56,45 @@ class RecurrentPolicyValue(keras.Model):
     def initial_state(self, batch_size: int) -> dict[str, tf.Tensor]:
         return {name: tf.zeros([batch_size, self.units]) for name in STATE_NAMES}
 
-    def step(self, observations: tf.Tensor, state: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, dict]:
-        out, (h, c) = self.cell(self.base.features(observations), [state["core_h"], state["core_c"]])
+    def step(
+        self, observations: tf.Tensor, state: dict[str, tf.Tensor], extras: tf.Tensor | None = None
+    ) -> tuple[tf.Tensor, tf.Tensor, dict]:
+        """One step; ``extras`` (<float32>[B, E]) join the torso's features as the core's input."""
+        features = self._inputs(self.base.features(observations), extras)
+        out, (h, c) = self.cell(features, [state["core_h"], state["core_c"]])
         logits, value = self.base.heads(out)
         return logits, value, {"core_h": h, "core_c": c}
 
     def unroll(
-        self, observations: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor
+        self,
+        observations: tf.Tensor,
+        state: dict[str, tf.Tensor],
+        starts: tf.Tensor,
+        extras: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, tf.Tensor]:
-        outputs, _ = self._core(observations, state, starts)
+        outputs, _ = self._core(observations, state, starts, extras)
         logits, values = self.base.heads(merge_time_batch(outputs))
         return split_time_batch(logits, observations), split_time_batch(values, observations)
 
-    def burn_in(self, observations: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor) -> dict[str, tf.Tensor]:
+    def burn_in(
+        self,
+        observations: tf.Tensor,
+        state: dict[str, tf.Tensor],
+        starts: tf.Tensor,
+        extras: tf.Tensor | None = None,
+    ) -> dict[str, tf.Tensor]:
         """The state after running the core over ``[T, B, ...]`` (T >= 1), e.g. R2D2's burn-in."""
-        return self._core(observations, state, starts)[1]
+        return self._core(observations, state, starts, extras)[1]
+
+    @staticmethod
+    def _inputs(features: tf.Tensor, extras: tf.Tensor | None) -> tf.Tensor:
+        return features if extras is None else tf.concat([features, extras], -1)
 
     def _core(
-        self, observations: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor
+        self, observations: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor, extras: tf.Tensor | None
     ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         features = split_time_batch(self.base.features(merge_time_batch(observations)), observations)
-        return unroll_lstm(self.cell, features, state, starts)
+        return unroll_lstm(self.cell, self._inputs(features, extras), state, starts)
 
     def call(self, observations: tf.Tensor, state: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, dict]:
         return self.step(observations, state)

@@ -31,6 +31,7 @@ class NullAgent:
         state: Mapping[str, np.ndarray],
         slots: np.ndarray | None = None,
         evaluation: np.ndarray | None = None,
+        rewards: np.ndarray | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         return {"action": np.zeros(len(observations), np.int32)}, {}
 
@@ -44,5 +45,12 @@ class NullAgent:
     def learning_rate(self) -> float:
         return self._learning_rate
 
+    @property
+    def current_learning_rate(self) -> float:
+        return self._learning_rate
+
     def set_learning_rate(self, value: float) -> None:
         self._learning_rate = value
+
+    def set_progress(self, frames: int) -> None:
+        pass

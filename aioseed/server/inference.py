@@ -35,9 +35,11 @@ class Policy(Protocol):
         state: Mapping[str, np.ndarray],
         slots: np.ndarray,
         evaluation: np.ndarray | None = None,
+        rewards: np.ndarray | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Runs the policy on ``[B, *obs_shape]`` rows of env ``slots`` and their recurrent state
-        (``evaluation``: <bool>[B] rows of evaluation envs, or None).
+        (``evaluation``: <bool>[B] rows of evaluation envs, or None; ``rewards``: <float32>[B] the
+        rewards that led to the rows, zero where an episode or a fresh unroll starts).
 
         Returns row-aligned outputs (incl. ``"action"``) and the next state.
         """
@@ -82,7 +84,9 @@ def append(
     """
     step = {
         "observation": observations,
-        "reward": inputs["rewards"],
+        # A fresh row's reward may have been seen already (EnvTable): it counts nowhere, and a network
+        # that takes rewards as input saw 0 there at inference, as training will.
+        "reward": np.where(observation.fresh, np.float32(0), inputs["rewards"]),
         "done": observation.done,
         "phantom": observation.phantom,
         "version": np.full(len(observations), version, np.int64),
@@ -198,7 +202,8 @@ class InferenceLoop:
         evaluation = inputs.get("evaluation")
         if evaluation is not None and evaluation.any():  # frames count the envs that train
             observation.env_steps = int((~observation.phantom & ~evaluation).sum())
-        outputs, next_state = self._policy.infer(observations, state, slots, evaluation)
+        rewards = np.where(starts, np.float32(0), inputs["rewards"]).astype(np.float32)
+        outputs, next_state = self._policy.infer(observations, state, slots, evaluation, rewards)
         self._states.write(slots, next_state)
         # Unrolls keep the state each step started from; training replays the core from the first one.
         unrolls = append(self._store, inputs, observations, observation, {**outputs, **state}, self._version())

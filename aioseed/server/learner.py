@@ -83,7 +83,9 @@ class Learner:
             first_step_only=agent.state_columns().keys(),
         )
         self.replay_feed = self._replay_feed(config, agent) if config.agent == "r2d2" else None
-        self.trainer = Trainer(config.training, agent, self._unrolls, self._on_train_step, self.replay_feed)
+        self.trainer = Trainer(
+            config.training, agent, self._unrolls, self._on_train_step, self.replay_feed, lambda: self.frames
+        )
         stack = config.learner_frame_stack
         if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
             raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
@@ -322,7 +324,7 @@ class Learner:
             "charts/frames": float(self.frames),
             "learner/train_steps": float(self.trainer.version),
             "learner/paused": float(self.trainer.paused),
-            "learner/learning_rate": self.agent.learning_rate,
+            "learner/learning_rate": self.agent.current_learning_rate,
             "queue/depth": float(self.queue_depth),
             "queue/capacity": float(self.config.training.queue_capacity),
             "actors/streams": float(len(self.service.streams)),

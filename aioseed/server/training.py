@@ -61,19 +61,22 @@ class Trainer:
         unrolls: asyncio.Queue[dict[str, np.ndarray]],
         on_step: Callable[[dict[str, float], float], None],
         feed: ReplayFeed | None = None,
+        frames: Callable[[], int] = lambda: 0,
     ) -> None:
-        """With a ``feed`` (R2D2), batches come from prioritized replay and train steps return priorities."""
+        """With a ``feed`` (R2D2), batches come from prioritized replay and train steps return priorities.
+        ``frames`` reads the learner's frame count, which moves the learning-rate schedule."""
         self._config = config
         self._agent = agent
         self._unrolls = unrolls
         self._batches: asyncio.Queue[dict[str, np.ndarray]] = asyncio.Queue(config.prefetch_batches)
         self._on_step = on_step
         self._feed = feed
+        self._frames = frames
         self._per_unroll = tuple(agent.state_columns())
         self._running = asyncio.Event()
         self._running.set()
         self.version = 0
-        """Parameter version: the number of updates applied."""
+        """Parameter version: the number of updates applied (several per batch with sample reuse)."""
         self.stepping = False
         """A train step is running (while paused, the one in progress finishes; no new one starts)."""
         self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="train")
@@ -122,6 +125,7 @@ class Trainer:
         """In the train thread: the update and its version count together, so that a checkpoint (also
         run in this thread) never sees one without the other, even if the train task is cancelled."""
         lag = float(self.version - batch["version"][:-1].mean())
+        self._agent.set_progress(self._frames())
         metrics = self._agent.train_step(batch)
-        self.version += 1
+        self.version += int(metrics.pop("updates", 1))
         return metrics, lag

@@ -51,7 +51,7 @@ def test_termination_zeroes_the_bootstrap() -> None:
 def test_reward_clipping_modes() -> None:
     rewards = tf.constant([-10.0, -0.5, 0.0, 0.5, 10.0])
     np.testing.assert_allclose(clip_rewards(rewards, "none"), rewards)
-    np.testing.assert_allclose(clip_rewards(rewards, "abs_one"), [-1.0, -0.5, 0.0, 0.5, 1.0])
+    np.testing.assert_allclose(clip_rewards(rewards, "abs"), [-1.0, -0.5, 0.0, 0.5, 1.0])
     soft = clip_rewards(rewards, "soft_asymmetric").numpy()
     np.testing.assert_allclose(soft, np.where(rewards < 0, 0.3, 1.0) * 5.0 * np.tanh(rewards.numpy() / 5.0), rtol=1e-6)
     with pytest.raises(ValueError):

@@ -35,7 +35,7 @@ def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None
 async def test_pong_trains_through_learner_and_actor_processes(tmp_path, learner_flags, actor_flags, wire) -> None:
     await train_through_processes(
         ["--env", "ALE/Pong-v5", "--logdir", str(tmp_path), "--log-every-s", "1", "--training.unroll-length", "5",
-         "--training.batch-size", "2", "--vtrace.reward-clipping", "abs_one", *learner_flags],
+         "--training.batch-size", "2", "--vtrace.reward-clipping", "abs", *learner_flags],
         ["--env", "ALE/Pong-v5", "--num-envs", "4", "--envs-per-message", "4", *actor_flags],
         wire,
         slots=4,

@@ -19,7 +19,7 @@ COLUMNS = {"count": ((1,), np.float32)}
 class CountingPolicy:
     """State = steps since the episode started; the action reports the state it was given."""
 
-    def infer(self, observations, state, slots, evaluation=None):
+    def infer(self, observations, state, slots, evaluation=None, rewards=None):
         return {"action": state["count"][:, 0].astype(np.int32)}, {"count": state["count"] + 1}
 
 
@@ -80,7 +80,7 @@ def test_evaluation_rows_reach_the_policy_and_are_never_stored() -> None:
     seen = []
 
     class Recording(CountingPolicy):
-        def infer(self, observations, state, slots, evaluation=None):
+        def infer(self, observations, state, slots, evaluation=None, rewards=None):
             seen.append(evaluation.copy())
             return super().infer(observations, state, slots)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+from aioseed.algos.schedule import OptimizerKind, ScheduleKind
+
 NetworkKind = Literal["auto", "mlp", "nature_cnn", "impala_resnet", "football_resnet"]
 """Torsos ``build_policy_value`` knows (both agents take the same names)."""
 
@@ -14,10 +16,28 @@ class ImpalaConfig:
     """V-trace actor-critic (Espeholt et al. 2018). Defaults suit CartPole-v1."""
 
     # Optimisation
+    optimizer: OptimizerKind = "adam"
+    """adam, or rmsprop (IMPALA's and torchbeast's choice)."""
     learning_rate: float = 1e-3
-    """Adam learning rate (can be changed while training)."""
+    """Base learning rate; the schedule scales it. The console changes the base while training."""
+    adam_beta1: float = 0.9
+    """Adam beta_1 (SEED uses 0: no momentum)."""
+    adam_beta2: float = 0.999
+    """Adam beta_2."""
     adam_epsilon: float = 1e-7
     """Adam epsilon."""
+    rmsprop_decay: float = 0.99
+    """RMSProp decay rho of the squared-gradient average."""
+    rmsprop_momentum: float = 0.0
+    """RMSProp momentum."""
+    rmsprop_epsilon: float = 0.01
+    """RMSProp epsilon (IMPALA: 0.01)."""
+    lr_schedule: ScheduleKind = "constant"
+    """constant; linear or cosine decay from the base rate to ``lr_final_fraction`` of it at ``lr_frames``."""
+    lr_frames: int = 0
+    """The schedule's frame budget (env frames, as the learner counts them); past it the rate stays at the end value."""
+    lr_final_fraction: float = 0.0
+    """The schedule's end value as a fraction of the base rate."""
     max_grad_norm: float | None = 1.0
     """Clip the global gradient norm to this value (None: no clipping). On CartPole, 1.0 prevented the
     occasional collapse to a deterministic policy seen with 40 (1 run in 13) and learned faster."""
@@ -35,8 +55,25 @@ class ImpalaConfig:
     """Importance weight clip in the policy-gradient advantages."""
     lambda_: float = 1.0
     """Trace mixing lambda of V-trace."""
-    reward_clipping: Literal["none", "abs_one", "soft_asymmetric"] = "none"
-    """none; abs_one clips to [-1, 1] (Atari); soft_asymmetric is SEED's 5*tanh(r/5) with negatives scaled by 0.3."""
+    reward_clipping: Literal["none", "abs", "soft_asymmetric"] = "none"
+    """none; abs clips to [-reward_clip, reward_clip] (Atari: 1); soft_asymmetric is SEED's 5*tanh(r/5) with
+    negatives scaled by 0.3. Returns in logs and the console stay unclipped."""
+    reward_clip: float = 1.0
+    """Threshold of ``abs`` clipping."""
+    normalize_advantages: bool = False
+    """Scale the policy-gradient advantages to mean 0 and std 1 over each (mini)batch, as PPO implementations do."""
+
+    # Sample reuse (PPO-style; the defaults are plain IMPALA: one pass, one update per batch)
+    targets: Literal["vtrace", "gae"] = "vtrace"
+    """Advantage estimator when ``epochs`` or ``minibatches`` > 1 or ``ppo_clip`` is set: vtrace (corrects for
+    the actors' policy lag; lambda_ is V-trace's) or gae (GAE with lambda_, no correction)."""
+    epochs: int = 1
+    """Passes over each batch of unrolls. Each pass is ``minibatches`` updates, so the policy lag grows."""
+    minibatches: int = 1
+    """Updates per pass: the batch's unrolls are shuffled and split into this many groups."""
+    ppo_clip: float | None = None
+    """Clip the probability ratio to the batch's starting policy at 1 +- this (PPO's epsilon, e.g. 0.1);
+    None: the plain policy gradient. With sample reuse, set it."""
 
     # Network
     network: NetworkKind = "auto"
@@ -52,9 +89,17 @@ class ImpalaConfig:
     jit_compile: bool = False
     """Compile inference and the train step with XLA. Off: on this 2-core CPU it made the convnets slower
     (see README, Benchmarks); try it on GPUs."""
+    previous_action_reward: bool = False
+    """Feed the previous action (one-hot) and the (clipped) reward that led to each observation into the
+    network, after the torso (into the LSTM core when there is one), as SEED's recurrent nets do."""
     lstm_size: int = 0
     """Units of an LSTM core between the torso and the heads (0: feedforward). The learner keeps each
     env's state and stores it with every unroll; training replays the core from it. SEED uses 256."""
+
+    @property
+    def reuses_samples(self) -> bool:
+        """Targets are computed once per batch, then updated on in epochs and minibatches (PPO-style)."""
+        return self.epochs > 1 or self.minibatches > 1 or self.ppo_clip is not None
 
     def __post_init__(self) -> None:
         if self.learning_rate <= 0:
@@ -65,5 +110,15 @@ class ImpalaConfig:
             raise ValueError(f"lambda_ must be in [0, 1], got {self.lambda_}")
         if self.lstm_size < 0:
             raise ValueError(f"lstm_size must be >= 0, got {self.lstm_size}")
+        if self.lr_schedule != "constant" and self.lr_frames <= 0:
+            raise ValueError(f"lr_schedule {self.lr_schedule!r} needs the frame budget lr_frames > 0")
+        if not 0.0 <= self.lr_final_fraction <= 1.0:
+            raise ValueError(f"lr_final_fraction must be in [0, 1], got {self.lr_final_fraction}")
+        if self.epochs < 1 or self.minibatches < 1:
+            raise ValueError(f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}")
+        if self.ppo_clip is not None and not 0.0 < self.ppo_clip < 1.0:
+            raise ValueError(f"ppo_clip must be in (0, 1) or None, got {self.ppo_clip}")
+        if self.reward_clip <= 0:
+            raise ValueError(f"reward_clip must be positive, got {self.reward_clip}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
             raise ValueError(f"max_grad_norm must be positive or None, got {self.max_grad_norm}")

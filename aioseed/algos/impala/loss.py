@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from aioseed.algos import vtrace
+from aioseed.algos import gae, vtrace
 
 
 class ImpalaLosses(NamedTuple):
@@ -25,16 +25,99 @@ class ImpalaLosses(NamedTuple):
     entropy: tf.Tensor
 
 
-def clip_rewards(rewards: tf.Tensor, mode: str) -> tf.Tensor:
-    """<float32>[...] rewards clipped as configured ("none", "abs_one", "soft_asymmetric")."""
+class SurrogateLosses(NamedTuple):
+    total: tf.Tensor
+    policy_gradient: tf.Tensor
+    baseline: tf.Tensor
+    entropy: tf.Tensor
+    clip_fraction: tf.Tensor
+    """Share of valid steps whose probability ratio left [1 - epsilon, 1 + epsilon]."""
+    approx_kl: tf.Tensor
+    """Mean of (ratio - 1) - log ratio: KL(proximal || current) estimate (Schulman's k3)."""
+
+
+class Targets(NamedTuple):
+    advantages: tf.Tensor
+    """<float32>[T, B] policy-gradient advantages (V-trace: weighted by the clipped importance ratio)."""
+    value_targets: tf.Tensor
+    """<float32>[T, B] regression targets of V(x_t)."""
+    valid: tf.Tensor
+    """<float32>[T, B] 1 for real steps, 0 for phantom rows (a truncated episode's final observation)."""
+
+
+def clip_rewards(rewards: tf.Tensor, mode: str, threshold: float = 1.0) -> tf.Tensor:
+    """<float32>[...] rewards clipped as configured: "none"; "abs" to [-threshold, threshold];
+    "soft_asymmetric" (SEED's 5 tanh(r / 5), negatives scaled by 0.3)."""
     if mode == "none":
         return rewards
-    if mode == "abs_one":
-        return tf.clip_by_value(rewards, -1.0, 1.0)
+    if mode == "abs":
+        return tf.clip_by_value(rewards, -threshold, threshold)
     if mode == "soft_asymmetric":
         squeezed = tf.tanh(rewards / 5.0) * 5.0
         return tf.where(rewards < 0, 0.3 * squeezed, squeezed)
     raise ValueError(f"unknown reward clipping {mode!r}")
+
+
+def normalize(advantages: tf.Tensor, valid: tf.Tensor, epsilon: float = 1e-8) -> tf.Tensor:
+    """``advantages`` shifted and scaled to mean 0 and standard deviation 1 over the ``valid`` steps."""
+    count = tf.maximum(tf.reduce_sum(valid), 1.0)
+    mean = tf.reduce_sum(advantages * valid) / count
+    variance = tf.reduce_sum(tf.square(advantages - mean) * valid) / count
+    return (advantages - mean) / (tf.sqrt(variance) + epsilon) * valid
+
+
+def _log_probs(logits: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+    """<float32>[T, B] log pi(a_t | x_t) of the taken actions."""
+    return tf.reduce_sum(tf.nn.log_softmax(logits) * tf.one_hot(actions, tf.shape(logits)[-1], dtype=tf.float32), -1)
+
+
+def _entropy(logits: tf.Tensor) -> tf.Tensor:
+    log_policy = tf.nn.log_softmax(logits)
+    return -tf.reduce_sum(tf.exp(log_policy) * log_policy, -1)
+
+
+def targets(
+    logits: tf.Tensor,
+    values: tf.Tensor,
+    behaviour_logits: tf.Tensor,
+    actions: tf.Tensor,
+    rewards: tf.Tensor,
+    done: tf.Tensor,
+    phantom: tf.Tensor,
+    *,
+    discount: float,
+    kind: str = "vtrace",
+    lambda_: float = 1.0,
+    clip_rho_threshold: float = 1.0,
+    clip_pg_rho_threshold: float = 1.0,
+) -> Targets:
+    """Advantages and value targets of the T transitions of ``[T + 1, B]`` unrolls (gradients stopped).
+
+    Args as ``impala_loss``; ``logits`` and ``values`` come from the policy being evaluated.
+    kind: "vtrace" corrects for the behaviour policy with truncated importance weights (the advantages
+      include the clipped weight rho_t); "gae" is GAE(gamma, lambda) on ``values``, with no correction.
+    """
+    valid = 1.0 - tf.cast(phantom[:-1], tf.float32)
+    discounts = discount * (1.0 - tf.cast(done[1:], tf.float32))
+    if kind == "gae":
+        result = gae.generalized_advantage_estimation(rewards[1:], discounts, values[:-1], values[-1], lambda_)
+        return Targets(result.advantages * valid, result.returns, valid)
+    if kind != "vtrace":
+        raise ValueError(f"unknown targets {kind!r}; known: vtrace, gae")
+    log_rhos = _log_probs(logits[:-1], actions[:-1]) - _log_probs(behaviour_logits[:-1], actions[:-1])
+    # A phantom step's action never ran: a zero weight makes v_s = V(x_s) there and cuts the trace.
+    log_rhos = tf.where(valid > 0, log_rhos, tf.fill(tf.shape(log_rhos), float("-inf")))
+    result = vtrace.from_importance_weights(
+        log_rhos=log_rhos,
+        discounts=discounts,
+        rewards=rewards[1:],
+        values=values[:-1],
+        bootstrap_value=values[-1],
+        clip_rho_threshold=clip_rho_threshold,
+        clip_pg_rho_threshold=clip_pg_rho_threshold,
+        lambda_=lambda_,
+    )
+    return Targets(result.pg_advantages, result.vs, valid)
 
 
 def impala_loss(
@@ -52,6 +135,7 @@ def impala_loss(
     clip_rho_threshold: float = 1.0,
     clip_pg_rho_threshold: float = 1.0,
     lambda_: float = 1.0,
+    normalize_advantages: bool = False,
 ) -> ImpalaLosses:
     """Policy gradient with V-trace advantages + baseline loss - entropy bonus.
 
@@ -63,31 +147,82 @@ def impala_loss(
       rewards: <float32>[T+1, B] reward leading to step t (already clipped).
       done: <bool>[T+1, B] the transition into step t crossed an episode end.
       phantom: <bool>[T+1, B] step t is a truncated episode's final observation.
+      normalize_advantages: scale the advantages to mean 0, std 1 over the batch's valid steps.
     Returns:
       Scalar losses, averaged over the T x B steps.
     """
-    valid = 1.0 - tf.cast(phantom[:-1], tf.float32)
-    target = tf.nn.log_softmax(logits[:-1])
-    behaviour = tf.nn.log_softmax(behaviour_logits[:-1])
-    taken = tf.one_hot(actions[:-1], tf.shape(logits)[-1], dtype=tf.float32)
-    target_logp = tf.reduce_sum(target * taken, -1)
-    log_rhos = target_logp - tf.reduce_sum(behaviour * taken, -1)
-    log_rhos = tf.where(valid > 0, log_rhos, tf.fill(tf.shape(log_rhos), float("-inf")))
-    discounts = discount * (1.0 - tf.cast(done[1:], tf.float32))
-    targets = vtrace.from_importance_weights(
-        log_rhos=log_rhos,
-        discounts=discounts,
-        rewards=rewards[1:],
-        values=values[:-1],
-        bootstrap_value=values[-1],
+    t = targets(
+        logits,
+        values,
+        behaviour_logits,
+        actions,
+        rewards,
+        done,
+        phantom,
+        discount=discount,
+        lambda_=lambda_,
         clip_rho_threshold=clip_rho_threshold,
         clip_pg_rho_threshold=clip_pg_rho_threshold,
-        lambda_=lambda_,
     )
-    count = tf.cast(tf.size(valid), tf.float32)
-    pg = -tf.reduce_sum(target_logp * targets.pg_advantages * valid) / count
-    baseline = 0.5 * tf.reduce_sum(tf.square(targets.vs - values[:-1]) * valid) / count
-    entropy = -tf.reduce_sum(tf.exp(target) * target, -1)
-    entropy_loss = -tf.reduce_sum(entropy * valid) / count
+    advantages = normalize(t.advantages, t.valid) if normalize_advantages else t.advantages
+    count = tf.cast(tf.size(t.valid), tf.float32)
+    pg = -tf.reduce_sum(_log_probs(logits[:-1], actions[:-1]) * advantages * t.valid) / count
+    baseline = 0.5 * tf.reduce_sum(tf.square(t.value_targets - values[:-1]) * t.valid) / count
+    entropy_loss = -tf.reduce_sum(_entropy(logits[:-1]) * t.valid) / count
     total = pg + baseline_cost * baseline + entropy_cost * entropy_loss
     return ImpalaLosses(total=total, policy_gradient=pg, baseline=baseline, entropy=entropy_loss)
+
+
+def clipped_surrogate_loss(
+    logits: tf.Tensor,
+    values: tf.Tensor,
+    proximal_log_probs: tf.Tensor,
+    actions: tf.Tensor,
+    advantages: tf.Tensor,
+    value_targets: tf.Tensor,
+    valid: tf.Tensor,
+    *,
+    clip_epsilon: float | None,
+    baseline_cost: float,
+    entropy_cost: float,
+) -> SurrogateLosses:
+    """PPO's clipped surrogate (Schulman et al. 2017, eq. 7) + baseline loss - entropy bonus.
+
+    The ratio is taken to the proximal policy, the network as it was when the batch's targets
+    were computed, not to the behaviour policy that acted (decoupled PPO, Hilton et al. 2021):
+    V-trace advantages already correct for the behaviour policy, so the actors' policy lag does
+    not eat into the clipping range.
+
+    Args:
+      logits: <float32>[T, B, A] the current network's logits.
+      values: <float32>[T, B] its V(x_t).
+      proximal_log_probs: <float32>[T, B] log pi_prox(a_t | x_t).
+      actions: <int32>[T, B] a_t.
+      advantages: <float32>[T, B] from ``targets`` (normalized or not).
+      value_targets: <float32>[T, B] from ``targets``.
+      valid: <float32>[T, B] 0 for phantom steps.
+      clip_epsilon: the ratio is clipped to [1 - epsilon, 1 + epsilon] (None: not clipped; the
+        importance-weighted policy gradient).
+    Returns:
+      Scalar losses, averaged over the T x B steps.
+    """
+    count = tf.cast(tf.size(valid), tf.float32)
+    log_ratio = (_log_probs(logits, actions) - proximal_log_probs) * valid
+    ratio = tf.exp(log_ratio)
+    epsilon = float("inf") if clip_epsilon is None else clip_epsilon
+    clipped = tf.clip_by_value(ratio, 1.0 - epsilon, 1.0 + epsilon)
+    surrogate = tf.minimum(ratio * advantages, clipped * advantages)
+    pg = -tf.reduce_sum(surrogate * valid) / count
+    baseline = 0.5 * tf.reduce_sum(tf.square(value_targets - values) * valid) / count
+    entropy_loss = -tf.reduce_sum(_entropy(logits) * valid) / count
+    valid_count = tf.maximum(tf.reduce_sum(valid), 1.0)
+    clip_fraction = tf.reduce_sum(tf.cast(tf.abs(ratio - 1.0) > epsilon, tf.float32) * valid) / valid_count
+    approx_kl = tf.reduce_sum(((ratio - 1.0) - log_ratio) * valid) / valid_count
+    return SurrogateLosses(
+        total=pg + baseline_cost * baseline + entropy_cost * entropy_loss,
+        policy_gradient=pg,
+        baseline=baseline,
+        entropy=entropy_loss,
+        clip_fraction=clip_fraction,
+        approx_kl=approx_kl,
+    )

@@ -43,6 +43,7 @@ class R2D2Agent(LearningRateControl):
             self.optimizer = adam(
                 config.learning_rate, config.adam_epsilon, config.max_grad_norm, self.network.trainable_variables
             )
+            self.init_learning_rate(config.learning_rate)
         observations = tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype))
         state = tf.TensorSpec([None, config.lstm_size], tf.float32)
         epsilon = tf.TensorSpec([None], tf.float32)
@@ -61,9 +62,10 @@ class R2D2Agent(LearningRateControl):
         state: Mapping[str, np.ndarray],
         slots: np.ndarray | None = None,
         evaluation: np.ndarray | None = None,
+        rewards: np.ndarray | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Epsilon-greedy on Q: env slot i explores at eps_i (``R2D2Config.epsilons``), evaluation envs
-        at ``eval_epsilon``."""
+        at ``eval_epsilon``. ``rewards`` are not an input of the Q-network."""
         epsilon = self.config.epsilons(np.arange(len(observations)) if slots is None else slots)
         if evaluation is not None:
             epsilon = np.where(evaluation, np.float32(self.config.eval_epsilon), epsilon)
@@ -152,4 +154,9 @@ class R2D2Agent(LearningRateControl):
         }
 
     def checkpoint_objects(self) -> dict[str, Any]:
-        return {"network": self.network, "target_network": self.target_network, "optimizer": self.optimizer}
+        return {
+            "network": self.network,
+            "target_network": self.target_network,
+            "optimizer": self.optimizer,
+            "base_learning_rate": self.base_learning_rate,
+        }

@@ -36,8 +36,8 @@ class R2D2Config:
     """eps of the value rescaling h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x."""
     target_update_period: int = 2500
     """Copy the online network into the target network every this many train steps."""
-    reward_clipping: Literal["none", "abs_one"] = "none"
-    """abs_one clips rewards to [-1, 1] (R2D2 relies on value rescaling instead)."""
+    reward_clipping: Literal["none", "abs"] = "none"
+    """abs clips rewards to [-1, 1] (R2D2 relies on value rescaling instead)."""
 
     # Sequences
     burn_in: int = 40
