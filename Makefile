@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup football proto bench pong-curve clean
+.PHONY: run test setup football proto bench learning-curve clean
 
 WEB_STAMP := web/node_modules/.installed
 CHROMIUM := /usr/bin/chromium
@@ -62,9 +62,10 @@ bench: $(STAMP)
 	$(BIN)/aioseed bench transport --json
 	$(BIN)/aioseed bench cartpole --json
 
-## V-trace on Pong for MINUTES (default 30) per call, resuming from logs/pong-curve; writes curve.csv/png there.
-pong-curve: $(STAMP)
-	$(BIN)/aioseed bench pong-curve --minutes $(or $(MINUTES),30) $(ARGS)
+## Train PRESET (default atari: V-trace on ALE/Pong-v5) for MINUTES (default 30) per call, resuming from
+## logs/curves/<env>-<preset>; writes curve.csv and curve.png there. More flags: ARGS='--env ALE/Breakout-v5'.
+learning-curve: $(STAMP)
+	$(BIN)/aioseed bench learning-curve --preset $(or $(PRESET),atari) --minutes $(or $(MINUTES),30) $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info logs web/node_modules test-output

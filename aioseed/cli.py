@@ -6,7 +6,7 @@ import sys
 import tyro
 
 from aioseed import log as logging_setup
-from aioseed.bench.config import Bench
+from aioseed.bench.config import Bench, LearningCurveBench
 from aioseed.clients.actor import ActorConfig
 from aioseed.evaluate import EvalConfig
 from aioseed.launch import RunConfig
@@ -31,11 +31,17 @@ def parse(argv: list[str]) -> object:
         prog="aioseed",
         args=argv,
     )
+    # Parse again on top of the preset, so that the flags given override its values.
     if isinstance(command, RunConfig) and command.preset != "none":
-        # Parse again on top of the preset, so that the flags given override its values.
         from aioseed.presets import preset
 
         command = tyro.cli(RunConfig, default=preset(command.preset), args=argv[argv.index("run") + 1 :], prog="aioseed run")
+    elif isinstance(command, Bench) and isinstance(command.command, LearningCurveBench):
+        from aioseed.presets import preset
+
+        default = LearningCurveBench(preset=command.command.preset, run=preset(command.command.preset))
+        args = argv[argv.index("learning-curve") + 1 :]
+        command = Bench(tyro.cli(LearningCurveBench, default=default, args=args, prog="aioseed bench learning-curve"))
     return command
 
 

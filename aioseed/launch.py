@@ -18,15 +18,20 @@ from aioseed.server.config import LearnerConfig
 
 log = structlog.get_logger()
 
+PresetName = Literal["none", "atari", "catch", "football-academy", "football-academy-smm"]
+"""The names of ``aioseed.presets.PRESETS``."""
+
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
     """A learner plus local actor processes over loopback, in one command."""
 
-    preset: Literal["none", "football-academy", "football-academy-smm"] = "none"
-    """Start from a named preset; every other flag given overrides the preset's value. football-academy:
-    V-trace on Google Research Football's academy_empty_goal_close from the simple115v2 state (MLP);
-    football-academy-smm: the same from the stacked Super Mini Map with SEED's Football ResNet."""
+    preset: PresetName = "none"
+    """Start from a named preset; every other flag given overrides the preset's value. atari: V-trace with
+    the Nature CNN on ALE/Pong-v5 (any ALE/ id with --learner.env); catch: the same network on
+    aioseed/Catch-v0; football-academy: V-trace on Google Research Football's academy_empty_goal_close
+    from the simple115v2 state (MLP); football-academy-smm: the same from the stacked Super Mini Map with
+    SEED's Football ResNet."""
     learner: LearnerConfig = LearnerConfig(host="127.0.0.1", port=0, stop_at_return=475.0)
     num_actors: int = 2
     """Actor processes to spawn."""
@@ -34,6 +39,9 @@ class RunConfig:
     """Environments per actor process."""
     envs_per_message: int = 64
     """Env rows per stream message (K)."""
+    evaluation_envs: int = 0
+    """Envs of one more actor process started with --evaluation: never learned from, they report
+    charts/eval_return (0: no evaluation actor)."""
 
     @property
     def learner_config(self) -> LearnerConfig:
@@ -41,16 +49,25 @@ class RunConfig:
         envs = self.num_actors * self.envs_per_actor
         return dataclasses.replace(self.learner, r2d2=dataclasses.replace(self.learner.r2d2, epsilon_envs=envs))
 
-    def actor_config(self, port: int, index: int) -> ActorConfig:
+    def actor_configs(self, port: int) -> list[ActorConfig]:
+        """The local actors: ``num_actors`` that train, then the evaluation actor if any."""
+        configs = [self.actor_config(port, i) for i in range(self.num_actors)]
+        if self.evaluation_envs:
+            configs.append(self.actor_config(port, self.num_actors, evaluation=True))
+        return configs
+
+    def actor_config(self, port: int, index: int, evaluation: bool = False) -> ActorConfig:
         seed = None if self.learner.seed is None else self.learner.seed * 1000 + index * self.envs_per_actor
+        envs = self.evaluation_envs if evaluation else self.envs_per_actor
         return ActorConfig(
             learner=f"127.0.0.1:{port}",
             env=self.learner.env,
-            num_envs=self.envs_per_actor,
-            envs_per_message=self.envs_per_message,
+            num_envs=envs,
+            envs_per_message=min(self.envs_per_message, envs),
+            evaluation=evaluation,
             token=self.learner.token,
             seed=seed,
-            name=f"local-{index}",
+            name=f"local-eval-{index}" if evaluation else f"local-{index}",
             atari=dataclasses.replace(self.learner.atari, stack=1)
             if self.learner.learner_frame_stack > 1
             else self.learner.atari,
@@ -206,7 +223,7 @@ async def train_locally(config: RunConfig) -> RunSummary:
     """A learner and ``num_actors`` actor processes on loopback, until a stop condition or signal."""
     learner = build_learner(config.learner_config)
     port = await learner.start()
-    processes = start_actors([config.actor_config(port, i) for i in range(config.num_actors)])
+    processes = start_actors(config.actor_configs(port))
     log.info("actors_started", count=len(processes), envs=config.num_actors * config.envs_per_actor, port=port)
     _stop_on_signals(learner.request_stop)
     try:

@@ -6,12 +6,12 @@ from aioseed.bench.config import (
     AtariBench,
     CartpoleBench,
     FootballBench,
-    PongCurveBench,
+    LearningCurveBench,
     StreamsBench,
     TransportBench,
 )
 
-Command = TransportBench | CartpoleBench | AtariBench | PongCurveBench | StreamsBench | FootballBench
+Command = TransportBench | CartpoleBench | AtariBench | LearningCurveBench | StreamsBench | FootballBench
 
 
 def run_bench(command: Command) -> int:
@@ -19,8 +19,8 @@ def run_bench(command: Command) -> int:
         from aioseed.bench.transport import main
     elif isinstance(command, AtariBench):
         from aioseed.bench.atari import main
-    elif isinstance(command, PongCurveBench):
-        from aioseed.bench.pong_curve import main
+    elif isinstance(command, LearningCurveBench):
+        from aioseed.bench.learning_curve import main
     elif isinstance(command, StreamsBench):
         from aioseed.bench.streams import main
     elif isinstance(command, FootballBench):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
+import aioseed.envs  # noqa: F401  (registers aioseed/ ids such as aioseed/Catch-v0)
 from aioseed.clients.atari import AtariConfig, is_atari, make_atari_vector_env
 from aioseed.clients.football import FootballConfig, is_football, make_football_vector_env
 from aioseed.spec import EnvSpec

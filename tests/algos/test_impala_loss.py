@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aioseed.algos.impala.loss import clip_rewards, impala_loss
+from aioseed.algos.impala.loss import clip_rewards, clipped_surrogate_loss, impala_loss, normalize, targets
 
 GAMMA = 0.9
 VALUES = np.array([[0.5], [4.0], [-3.0]], np.float32)  # V(x_0), V(x_1), V(x_2)
@@ -56,3 +56,100 @@ def test_reward_clipping_modes() -> None:
     np.testing.assert_allclose(soft, np.where(rewards < 0, 0.3, 1.0) * 5.0 * np.tanh(rewards.numpy() / 5.0), rtol=1e-6)
     with pytest.raises(ValueError):
         clip_rewards(rewards, "bogus")
+
+
+def test_abs_clipping_takes_a_threshold() -> None:
+    rewards = tf.constant([-10.0, -2.0, 0.5, 3.0])
+    np.testing.assert_allclose(clip_rewards(rewards, "abs", 2.5), [-2.5, -2.0, 0.5, 2.5])
+
+
+def test_normalize_uses_only_valid_steps() -> None:
+    advantages = tf.constant([[1.0, 3.0], [100.0, 5.0]])
+    valid = tf.constant([[1.0, 1.0], [0.0, 1.0]])
+    normalized = normalize(advantages, valid).numpy()
+    kept = normalized[valid.numpy() > 0]
+    assert abs(kept.mean()) < 1e-6 and abs(kept.std() - 1.0) < 1e-5
+    assert normalized[1, 0] == 0.0  # the invalid step is masked out
+
+
+def _surrogate(logits, proximal_logits, advantages, clip=0.2):
+    actions = tf.constant([[0, 1]], tf.int32)
+    proximal = tf.reduce_sum(tf.nn.log_softmax(proximal_logits) * tf.one_hot(actions, 3), -1)
+    return clipped_surrogate_loss(
+        logits=logits,
+        values=tf.zeros([1, 2]),
+        proximal_log_probs=proximal,
+        actions=actions,
+        advantages=tf.constant(advantages, tf.float32),
+        value_targets=tf.zeros([1, 2]),
+        valid=tf.ones([1, 2]),
+        clip_epsilon=clip,
+        baseline_cost=0.5,
+        entropy_cost=0.0,
+    )
+
+
+def test_surrogate_gradient_at_the_proximal_policy_is_the_policy_gradient() -> None:
+    logits = tf.Variable(np.random.default_rng(0).normal(size=(1, 2, 3)).astype(np.float32))
+    advantages = [[0.7, -1.3]]
+    with tf.GradientTape(persistent=True) as tape:
+        surrogate = _surrogate(logits, tf.constant(logits), advantages)
+        logp = tf.reduce_sum(tf.nn.log_softmax(logits) * tf.one_hot([[0, 1]], 3), -1)
+        plain = -tf.reduce_mean(logp * advantages)
+    np.testing.assert_allclose(tape.gradient(surrogate.policy_gradient, logits), tape.gradient(plain, logits), atol=1e-6)
+    assert float(surrogate.clip_fraction) == 0.0 and abs(float(surrogate.approx_kl)) < 1e-6
+
+
+def test_surrogate_stops_pushing_a_ratio_past_the_clip() -> None:
+    proximal = tf.constant([[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+    # Action 0 at step 0 is now far more likely than under the proximal policy (ratio ~2.4 > 1.2).
+    logits = tf.Variable([[[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+    with tf.GradientTape() as tape:
+        losses = _surrogate(logits, proximal, [[1.0, 0.0]])
+    np.testing.assert_allclose(tape.gradient(losses.total, logits)[0, 0], 0.0, atol=1e-7)
+    assert float(losses.clip_fraction) == 0.5  # one of the two steps is clipped
+    assert float(losses.approx_kl) > 0.0
+    with tf.GradientTape() as tape:  # a negative advantage is not clipped on this side: it still pulls down
+        losses = _surrogate(logits, proximal, [[-1.0, 0.0]])
+    assert float(tape.gradient(losses.total, logits)[0, 0, 0]) > 0.0
+
+
+def test_targets_with_gae_match_the_gae_function_and_mask_phantom_steps() -> None:
+    from aioseed.algos.gae import generalized_advantage_estimation
+
+    common = dict(
+        logits=tf.constant(LOGITS),
+        values=tf.constant(VALUES),
+        behaviour_logits=tf.constant(LOGITS),
+        actions=tf.constant([[0], [1], [0]], tf.int32),
+        rewards=tf.constant([[0.0], [1.0], [0.5]], tf.float32),
+        done=tf.constant([[False], [False], [False]]),
+        discount=GAMMA,
+        lambda_=0.9,
+    )
+    result = targets(**common, phantom=tf.constant([[False], [False], [False]]), kind="gae")
+    expected = generalized_advantage_estimation([[1.0], [0.5]], [[GAMMA], [GAMMA]], VALUES[:2], VALUES[2], 0.9)
+    np.testing.assert_allclose(result.advantages, expected.advantages, rtol=1e-6)
+    np.testing.assert_allclose(result.value_targets, expected.returns, rtol=1e-6)
+    phantom = targets(**common, phantom=tf.constant([[False], [True], [False]]), kind="gae")
+    assert phantom.valid.numpy().tolist() == [[1.0], [0.0]] and float(phantom.advantages[1, 0]) == 0.0
+    with pytest.raises(ValueError, match="unknown targets"):
+        targets(**common, phantom=tf.constant([[False], [False], [False]]), kind="td")
+
+
+def test_on_policy_vtrace_targets_equal_the_loss_advantages() -> None:
+    """The targets the reuse path computes once are those the one-pass loss uses."""
+    common = dict(
+        logits=tf.constant(LOGITS),
+        values=tf.constant(VALUES),
+        behaviour_logits=tf.constant(LOGITS),
+        actions=tf.constant([[0], [1], [0]], tf.int32),
+        rewards=tf.constant([[0.0], [1.0], [0.0]], tf.float32),
+        done=tf.constant([[False], [False], [False]]),
+        phantom=tf.constant([[False], [False], [False]]),
+        discount=GAMMA,
+    )
+    result = targets(**common)
+    losses = impala_loss(**common, baseline_cost=0.5, entropy_cost=0.0)
+    expected_baseline = 0.5 * np.mean(np.square(result.value_targets.numpy() - VALUES[:2]))
+    assert float(losses.baseline) == pytest.approx(expected_baseline, rel=1e-5)

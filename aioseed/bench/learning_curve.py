@@ -1,0 +1,164 @@
+"""``aioseed bench learning-curve``: train a preset across sessions; frames vs mean return as CSV and PNG.
+
+Each invocation trains for ``minutes`` with ``aioseed run``'s set-up; the
+learner resumes from the latest checkpoint in its logdir, frame counter
+included. The curve is then rebuilt from the run's TensorBoard logs, which span
+every session, so a session cut short (even killed) only loses the frames since
+its last checkpoint. ``seconds`` counts training time only: the gaps between
+sessions are left out.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import pathlib
+import sys
+
+import structlog
+
+from aioseed.bench.config import LearningCurveBench
+
+log = structlog.get_logger()
+
+RETURN_TAG = "charts/return"
+EVAL_RETURN_TAG = "charts/eval_return"
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    frames: int
+    seconds: float
+    """Training seconds since the run's first session started (gaps between sessions excluded)."""
+    mean_return: float
+    eval_return: float = math.nan
+
+
+def _session_scalars(event_file: pathlib.Path, tags: tuple[str, ...]) -> dict[str, list[tuple[float, int, float]]]:
+    """(wall_time, step, value) of each of ``tags`` in one event file (one learner session)."""
+    from tensorboard.backend.event_processing import event_file_loader
+    from tensorboard.util import tensor_util
+
+    found: dict[str, list[tuple[float, int, float]]] = {tag: [] for tag in tags}
+    for event in event_file_loader.EventFileLoader(str(event_file)).Load():
+        for value in event.summary.value:
+            if value.tag in found:
+                number = float(tensor_util.make_ndarray(value.tensor)) if value.HasField("tensor") else value.simple_value
+                found[value.tag].append((event.wall_time, event.step, number))
+    return found
+
+
+def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:
+    """Mean (and evaluation) return against frames over all sessions' event files, in frame order.
+
+    Where sessions overlap (a resumed session replays the frames after the last
+    checkpoint), the later session's points win.
+    """
+    if not tensorboard_dir.is_dir():
+        return []
+    points: list[tuple[float, Point]] = []
+    elapsed = 0.0
+    for event_file in sorted(tensorboard_dir.glob("events.out.tfevents.*")):
+        scalars = _session_scalars(event_file, (RETURN_TAG, EVAL_RETURN_TAG))
+        returns = scalars[RETURN_TAG]
+        if not returns:
+            continue
+        start = returns[0][0]
+        evaluation = {step: value for _, step, value in scalars[EVAL_RETURN_TAG]}
+        for wall_time, frames, value in returns:
+            point = Point(frames, elapsed + wall_time - start, value, evaluation.get(frames, math.nan))
+            points.append((wall_time, point))
+        elapsed += returns[-1][0] - start
+    kept: list[Point] = []
+    for _, point in sorted(points, key=lambda p: p[0], reverse=True):
+        if not kept or point.frames < kept[-1].frames:
+            kept.append(point)
+    return [p for p in reversed(kept) if not math.isnan(p.mean_return)]
+
+
+def thinned(points: list[Point], rows: int) -> list[Point]:
+    """At most ``rows`` points spread evenly over ``points``, the last one included."""
+    if len(points) <= rows:
+        return points
+    step = len(points) / rows
+    return [points[int(i * step)] for i in range(rows - 1)] + [points[-1]]
+
+
+def write_csv(points: list[Point], path: pathlib.Path, rows: int = 500) -> None:
+    """``frames, seconds, mean_return, eval_return`` rows (at most ``rows``: a file small enough to commit)."""
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["frames", "seconds", "mean_return", "eval_return"])
+        for p in thinned(points, rows):
+            eval_return = "" if math.isnan(p.eval_return) else f"{p.eval_return:.3f}"
+            writer.writerow([p.frames, f"{p.seconds:.1f}", f"{p.mean_return:.3f}", eval_return])
+
+
+def write_png(points: list[Point], path: pathlib.Path, title: str, target_return: float | None, target_frames: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 4.5), dpi=100)
+    frames = [p.frames / 1e6 for p in points]
+    axes.plot(frames, [p.mean_return for p in points], label="mean return (last 100 episodes)")
+    if any(not math.isnan(p.eval_return) for p in points):
+        axes.plot(frames, [p.eval_return for p in points], label="evaluation return", alpha=0.7)
+    if target_return is not None:
+        axes.axhline(target_return, color="tab:green", linestyle="--", label=f"target {target_return:+g}")
+    axes.axvline(target_frames / 1e6, color="tab:gray", linestyle=":", label=f"{target_frames / 1e6:g}M frames")
+    minutes = points[-1].seconds / 60 if points else 0.0
+    axes.set(xlabel="env frames (millions)", ylabel="mean episode return", title=f"{title} ({minutes:.0f} min)")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def summarize(points: list[Point], target_return: float | None) -> dict[str, float | int | None]:
+    reached = None if target_return is None else next((p for p in points if p.mean_return >= target_return), None)
+    return {
+        "frames": points[-1].frames if points else 0,
+        "seconds": round(points[-1].seconds, 1) if points else 0.0,
+        "mean_return": points[-1].mean_return if points else None,
+        "best_return": max(p.mean_return for p in points) if points else None,
+        "target_return": target_return,
+        "frames_to_target": None if reached is None else reached.frames,
+        "seconds_to_target": None if reached is None else round(reached.seconds, 1),
+    }
+
+
+def train(bench: LearningCurveBench) -> None:
+    import uvloop
+
+    from aioseed.launch import train_locally
+
+    run = bench.resolved_run
+    learner = dataclasses.replace(
+        run.learner, stop_after_frames=bench.target_frames, stop_after_seconds=bench.minutes * 60.0
+    )
+    summary = uvloop.run(train_locally(dataclasses.replace(run, learner=learner)))
+    log.info("learning_curve_session", frames=summary.frames, mean_return=round(summary.mean_return, 2))
+
+
+def main(bench: LearningCurveBench) -> int:
+    run = bench.resolved_run
+    logdir = run.learner.logdir
+    assert logdir is not None  # resolved_run always has one
+    points = read_curve(logdir / "tensorboard")
+    if not bench.plot_only and (not points or points[-1].frames < bench.target_frames):
+        train(bench)
+        points = read_curve(logdir / "tensorboard")
+    if not points:
+        raise SystemExit(f"no {RETURN_TAG} summaries under {logdir / 'tensorboard'} yet")
+    write_csv(points, logdir / "curve.csv")
+    title = f"aioseed {run.learner.agent} on {run.learner.env} (preset {bench.preset})"
+    write_png(points, logdir / "curve.png", title, bench.target_return, bench.target_frames)
+    result = summarize(points, bench.target_return)
+    result.update(csv=str(logdir / "curve.csv"), png=str(logdir / "curve.png"))
+    print(json.dumps(result), file=sys.stdout, flush=True)
+    return 0

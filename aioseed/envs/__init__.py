@@ -1,0 +1,12 @@
+"""Environments aioseed ships, registered with gymnasium on import (``aioseed/Catch-v0``)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+CATCH_ID = "aioseed/Catch-v0"
+
+if CATCH_ID not in gym.registry:
+    gym.register(CATCH_ID, entry_point="aioseed.envs.catch:Catch")
+
+__all__ = ["CATCH_ID"]

@@ -1,0 +1,75 @@
+"""Optimizer choice and the learning-rate schedule, and how the console's rate combines with it."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+from aioseed.algos.impala.agent import ImpalaAgent
+from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.algos.schedule import schedule_factor
+from aioseed.spec import EnvSpec
+
+SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)
+
+
+def test_schedule_factors() -> None:
+    assert [schedule_factor("constant", f) for f in (0.0, 0.5, 2.0)] == [1.0, 1.0, 1.0]
+    assert [schedule_factor("linear", f) for f in (0.0, 0.25, 1.0, 3.0)] == [1.0, 0.75, 0.0, 0.0]
+    assert schedule_factor("linear", 0.5, final_fraction=0.2) == pytest.approx(0.6)
+    assert schedule_factor("cosine", 0.0) == pytest.approx(1.0)
+    assert schedule_factor("cosine", 0.5) == pytest.approx(0.5)
+    assert schedule_factor("cosine", 1.0, final_fraction=0.1) == pytest.approx(0.1)
+    assert schedule_factor("cosine", 0.25) > schedule_factor("linear", 0.25)  # cosine decays slowly at first
+    with pytest.raises(ValueError, match="unknown schedule"):
+        schedule_factor("step", 0.5)  # type: ignore[arg-type]
+
+
+def test_the_schedule_scales_the_base_rate_the_console_sets() -> None:
+    agent = ImpalaAgent(SPEC, ImpalaConfig(learning_rate=1e-3, lr_schedule="linear", lr_frames=1000))
+    assert agent.current_learning_rate == pytest.approx(1e-3)
+    agent.set_progress(250)
+    assert (agent.learning_rate, agent.current_learning_rate) == pytest.approx((1e-3, 7.5e-4))
+    agent.set_learning_rate(2e-3)  # the console changes the base; the schedule still applies
+    assert (agent.learning_rate, agent.current_learning_rate) == pytest.approx((2e-3, 1.5e-3))
+    agent.set_progress(2000)  # past the budget the rate stays at the end value
+    assert agent.current_learning_rate == pytest.approx(0.0)
+
+
+def test_a_constant_schedule_keeps_the_rate() -> None:
+    agent = ImpalaAgent(SPEC, ImpalaConfig(learning_rate=3e-4))
+    agent.set_progress(10**9)
+    assert agent.current_learning_rate == pytest.approx(3e-4)
+
+
+def test_optimizer_choice_and_its_settings() -> None:
+    rmsprop = ImpalaAgent(SPEC, ImpalaConfig(optimizer="rmsprop", rmsprop_decay=0.9, rmsprop_epsilon=0.02, rmsprop_momentum=0.1))
+    assert isinstance(rmsprop.optimizer, keras.optimizers.RMSprop)
+    assert (rmsprop.optimizer.rho, rmsprop.optimizer.epsilon, rmsprop.optimizer.momentum) == (0.9, 0.02, 0.1)
+    adam = ImpalaAgent(SPEC, ImpalaConfig(adam_beta1=0.0, adam_beta2=0.99, adam_epsilon=3e-7))
+    assert isinstance(adam.optimizer, keras.optimizers.Adam)
+    assert (adam.optimizer.beta_1, adam.optimizer.beta_2, adam.optimizer.epsilon) == (0.0, 0.99, 3e-7)
+
+
+def test_config_refuses_a_schedule_without_a_budget_and_bad_reuse_settings() -> None:
+    with pytest.raises(ValueError, match="lr_frames"):
+        ImpalaConfig(lr_schedule="cosine")
+    with pytest.raises(ValueError, match="epochs and minibatches"):
+        ImpalaConfig(minibatches=0)
+    with pytest.raises(ValueError, match="ppo_clip"):
+        ImpalaConfig(ppo_clip=1.5)
+    assert not ImpalaConfig().reuses_samples and ImpalaConfig(epochs=2).reuses_samples
+
+
+def test_the_base_rate_is_checkpointed(tmp_path) -> None:
+    import tensorflow as tf
+
+    agent = ImpalaAgent(SPEC, ImpalaConfig(learning_rate=1e-3, lr_schedule="linear", lr_frames=100))
+    agent.set_learning_rate(5e-4)
+    checkpoint = tf.train.Checkpoint(**agent.checkpoint_objects())
+    saved = checkpoint.write(str(tmp_path / "ckpt"))
+    restored = ImpalaAgent(SPEC, ImpalaConfig(learning_rate=1e-3, lr_schedule="linear", lr_frames=100))
+    tf.train.Checkpoint(**restored.checkpoint_objects()).read(saved).assert_existing_objects_matched()
+    restored.set_progress(50)
+    assert np.isclose(restored.current_learning_rate, 2.5e-4)

@@ -1,0 +1,72 @@
+"""``bench learning-curve``: the curve spans sessions, counts training time only, and is written as CSV and PNG."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+from tensorboard.util import tensor_util
+
+from aioseed.bench.config import Bench, LearningCurveBench
+from aioseed.bench.learning_curve import read_curve, summarize, thinned, write_csv, write_png
+from aioseed.cli import parse
+
+
+def write_session(directory, points) -> None:
+    """One learner session's event file: (wall_time, frames, {tag: value}) as the learner writes them."""
+    writer = EventFileWriter(str(directory))
+    for wall_time, frames, values in points:
+        summary = summary_pb2.Summary(
+            value=[
+                summary_pb2.Summary.Value(tag=tag, tensor=tensor_util.make_tensor_proto(np.float32(value)))
+                for tag, value in values.items()
+            ]
+        )
+        writer.add_event(event_pb2.Event(wall_time=wall_time, step=frames, summary=summary))
+    writer.close()
+
+
+def test_sessions_join_the_later_one_wins_overlaps_and_gaps_are_not_training_time(tmp_path) -> None:
+    write_session(tmp_path, [(1000.0, 100, {"charts/return": -21.0}), (1010.0, 200, {"charts/return": -20.0}),
+                             (1020.0, 300, {"charts/return": -19.0})])
+    # Resumed an hour later from a checkpoint at 150 frames: frames 150..300 are trained again.
+    write_session(tmp_path, [(4600.0, 150, {"charts/return": -18.0, "charts/eval_return": -17.0}),
+                             (4630.0, 400, {"charts/return": -15.0})])
+    points = read_curve(tmp_path)
+    assert [p.frames for p in points] == [100, 150, 400]
+    assert [p.seconds for p in points] == [0.0, 20.0, 50.0]  # 20 s in the first session, the gap skipped
+    assert [p.mean_return for p in points] == [-21.0, -18.0, -15.0]
+    assert points[1].eval_return == -17.0 and math.isnan(points[2].eval_return)
+
+    write_csv(points, tmp_path / "curve.csv")
+    rows = list(csv.DictReader((tmp_path / "curve.csv").open()))
+    assert rows[1] == {"frames": "150", "seconds": "20.0", "mean_return": "-18.000", "eval_return": "-17.000"}
+    assert rows[2]["eval_return"] == ""
+    write_png(points, tmp_path / "curve.png", "test", 18.0, 1000)
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = summarize(points, target_return=-16.0)
+    assert (summary["frames_to_target"], summary["seconds_to_target"], summary["best_return"]) == (400, 50.0, -15.0)
+
+
+def test_csv_is_thinned_to_a_committable_size_keeping_the_last_point() -> None:
+    points = list(range(2000))
+    kept = thinned(points, 500)
+    assert len(kept) == 500 and kept[0] == 0 and kept[-1] == 1999
+    assert thinned(points[:10], 500) == points[:10]
+
+
+def test_preset_env_and_overrides_on_the_command_line() -> None:
+    command = parse(["bench", "learning-curve", "--env", "ALE/Breakout-v5", "--minutes", "5",
+                     "--run.learner.vtrace.entropy-cost", "0.005"])
+    assert isinstance(command, Bench) and isinstance(command.command, LearningCurveBench)
+    bench = command.command
+    run = bench.resolved_run
+    assert bench.preset == "atari" and bench.minutes == 5.0
+    assert run.learner.env == "ALE/Breakout-v5" and str(run.learner.logdir) == "logs/curves/ALE-Breakout-v5-atari"
+    assert run.learner.vtrace.entropy_cost == 0.005  # the flag given
+    assert run.learner.vtrace.network == "nature_cnn" and run.learner.learner_frame_stack == 4  # the preset's
+    catch = parse(["bench", "learning-curve", "--preset", "catch"]).command.resolved_run
+    assert catch.learner.env == "aioseed/Catch-v0"
