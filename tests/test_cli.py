@@ -26,3 +26,14 @@ def test_the_smm_preset_uses_seeds_football_network_on_the_stacked_map() -> None
 def test_without_a_preset_run_trains_cartpole() -> None:
     run = parse(["run"])
     assert run == RunConfig()
+
+
+def test_atari_and_catch_presets_and_an_evaluation_actor() -> None:
+    atari = parse(["run", "--preset", "atari", "--learner.env", "ALE/Breakout-v5", "--evaluation-envs", "2"])
+    assert atari.learner.env == "ALE/Breakout-v5" and atari.learner.vtrace.network == "nature_cnn"
+    assert atari.learner.learner_frame_stack == 4 and atari.learner.vtrace.reward_clipping == "abs"
+    actors = atari.actor_configs(port=1234)
+    assert [a.evaluation for a in actors] == [False, False, True]
+    assert (actors[-1].num_envs, actors[-1].envs_per_message, actors[-1].atari.stack) == (2, 2, 1)
+    catch = parse(["run", "--preset", "catch"])
+    assert catch.learner.env == "aioseed/Catch-v0" and catch.learner.stop_at_return == 0.9
