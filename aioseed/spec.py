@@ -10,6 +10,21 @@ import numpy as np
 
 from aioseed.proto import aioseed_pb2 as pb
 
+MAX_ECHO_CHARS = 40
+"""Longest client-given value (a dtype name, a shape) an error message repeats."""
+
+
+def echo(value: object, limit: int = MAX_ECHO_CHARS) -> str:
+    """``repr(value)``, cut to ``limit`` characters: error details must stay small whatever a client sends."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def echo_shape(shape: tuple[int, ...], limit: int = 8) -> str:
+    """``[84,84,4]``; past ``limit`` dimensions, the first ones and the count."""
+    dims = ",".join(str(d) for d in shape[:limit])
+    return f"[{dims}]" if len(shape) <= limit else f"[{dims},... {len(shape)} dims]"
+
 
 @dataclasses.dataclass(frozen=True)
 class EnvSpec:
@@ -26,13 +41,13 @@ class EnvSpec:
 
     def __post_init__(self) -> None:
         if any(d <= 0 for d in self.observation_shape):
-            raise ValueError(f"observation_shape must be positive, got {self.observation_shape}")
+            raise ValueError(f"observation_shape must be positive, got {echo_shape(self.observation_shape)}")
         try:
             dtype = np.dtype(self.observation_dtype)
         except Exception as exc:  # NumPy raises TypeError, SyntaxError, ... for names it cannot parse
-            raise ValueError(f"observation_dtype {self.observation_dtype!r} is not a NumPy dtype") from exc
+            raise ValueError(f"observation_dtype {echo(self.observation_dtype)} is not a NumPy dtype") from exc
         if dtype.kind not in "biuf" or dtype.shape or dtype.names:
-            raise ValueError(f"observation_dtype must be a plain bool/int/float dtype, got {self.observation_dtype!r}")
+            raise ValueError(f"observation_dtype must be a plain bool/int/float dtype, got {echo(self.observation_dtype)}")
         if self.num_actions <= 0:
             raise ValueError(f"num_actions must be positive, got {self.num_actions}")
         if self.frames_per_step < 1:
@@ -78,6 +93,7 @@ class EnvSpec:
         )
 
     def describe(self) -> str:
-        shape = ",".join(str(d) for d in self.observation_shape)
+        """Short even for a client's outlandish spec (dtype name and shape are cut)."""
+        dtype = self.observation_dtype if len(self.observation_dtype) <= MAX_ECHO_CHARS else echo(self.observation_dtype)
         skip = f", {self.frames_per_step} frames/step" if self.frames_per_step > 1 else ""
-        return f"obs {self.observation_dtype}[{shape}], {self.num_actions} actions{skip}"
+        return f"obs {dtype}{echo_shape(self.observation_shape)}, {self.num_actions} actions{skip}"

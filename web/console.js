@@ -75,6 +75,11 @@ function showState(state) {
       ? ` · replay ${fmt(m["replay/size"], 0)}/${fmt(m["replay/capacity"], 0)} unrolls, ` +
         `${fmt(m["replay/sampled"], 0)} sampled / ${fmt(m["replay/inserted"], 0)} inserted`
       : "");
+  // Updates whose loss or gradients were NaN/inf are skipped, not applied: a sign of hostile or broken rewards.
+  const skipped = m["train/skipped_nonfinite"] || 0;
+  const alert = document.getElementById("nonfinite");
+  alert.hidden = !skipped;
+  alert.textContent = `${fmt(skipped, 0)} update(s) skipped: non-finite loss or gradients`;
   document.getElementById("pause-note").textContent = s.paused
     ? `Training is paused: no train steps run, the unroll queue fills (${fmt(m["queue/depth"], 0)}/${fmt(m["queue/capacity"], 0)}) ` +
       "and then inference waits, so the actors stall by back-pressure until you resume."
@@ -160,7 +165,8 @@ function connect() {
   };
   ws.onclose = () => {
     const status = document.getElementById("status");
-    status.textContent = "disconnected, retrying…";
+    // The feed needs the token too (a page on another site must not read the console).
+    status.textContent = token ? "disconnected, retrying…" : "no token in the URL (#token=…): open the URL the learner printed";
     status.className = "status";
     setTimeout(connect, 2000);
   };

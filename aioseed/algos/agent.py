@@ -17,6 +17,10 @@ def zero_state(columns: Mapping[str, Column], batch: int) -> dict[str, np.ndarra
     return {name: np.zeros((batch, *shape), dtype) for name, (shape, dtype) in columns.items()}
 
 
+SKIPPED = "skipped_nonfinite"
+"""The ``train_step`` metric counting updates skipped for a non-finite loss or gradient."""
+
+
 class Agent(Protocol):
     spec: EnvSpec
     """What the policy sees (with learner-side frame stacking, more frames than actors send)."""
@@ -56,7 +60,8 @@ class Agent(Protocol):
         """One update on time-major ``[burn_in + T + 1, B, ...]`` unrolls (state columns: ``[B, ...]``).
 
         Returns scalar metrics; agents trained from replay add ``"priorities"`` (<float32>[B]),
-        and agents that update several times per batch say how often in ``"updates"``.
+        agents that update several times per batch say how often in ``"updates"``, and
+        ``SKIPPED`` counts the updates not applied because their loss or gradients were non-finite.
         """
         ...
 

@@ -40,6 +40,26 @@ def make_optimizer(
     return optimizer
 
 
+def apply_finite_gradients(
+    optimizer: keras.optimizers.Optimizer, loss: tf.Tensor, gradients: list[tf.Tensor], variables: list[tf.Variable]
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """Applies ``gradients`` only when ``loss`` and all gradients are finite (inside a ``tf.function``).
+
+    A skipped update leaves the weights and the optimizer's state (moments, step count) untouched, so
+    one batch with an overflowing loss cannot make the weights NaN.
+    Returns <float32>[] the gradients' global norm (before clipping) and <float32>[] 1 if skipped, else 0.
+    """
+    norm = tf.linalg.global_norm(gradients)
+    finite = tf.math.is_finite(loss) & tf.math.is_finite(norm)  # the norm is non-finite if any element is
+
+    def apply() -> tf.Tensor:
+        optimizer.apply_gradients(zip(gradients, variables))
+        return tf.constant(0.0)
+
+    skipped = tf.cond(finite, apply, lambda: tf.constant(1.0))
+    return norm, skipped
+
+
 class LearningRateControl:
     """The learning rate of ``self.optimizer``: a base rate times a schedule over a frame budget.
 

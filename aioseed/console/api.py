@@ -11,10 +11,13 @@ Control (token required): ``POST /api/settings`` with any of
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+
+from aioseed.server.checkpoint import CheckpointRefused
 
 if TYPE_CHECKING:
     from aioseed.server.learner import Learner
@@ -43,8 +46,6 @@ def _clean(value: Any) -> Any:
 
 
 def _dumps(value: Any) -> str:
-    import json
-
     return json.dumps(_clean(value), allow_nan=False)
 
 
@@ -93,13 +94,54 @@ async def get_settings(request: web.Request) -> web.Response:
     return _json(request.app[LEARNER].settings())
 
 
+MAX_BODY_BYTES = 64 * 1024
+"""Largest request body the console reads (larger: 413)."""
+
+
+async def read_json(request: web.Request) -> Any:
+    """The body as JSON; BadRequest for a body that is not (bad charset or UTF-8, syntax, nesting).
+
+    Numbers are parsed as floats, so a 400-digit integer is just a large (finite or infinite) float.
+    """
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:  # past the app's client_max_size
+        raise web.HTTPRequestEntityTooLarge(
+            MAX_BODY_BYTES,
+            request.content_length or 0,
+            text=_dumps({"error": f"the body is larger than {MAX_BODY_BYTES} bytes"}),
+            content_type="application/json",
+        ) from None
+    try:
+        text = raw.decode(request.charset or "utf-8")
+    except LookupError:
+        raise BadRequest(f"unknown charset {request.charset[:32]!r}") from None
+    except UnicodeDecodeError:
+        raise BadRequest(f"the body is not valid {request.charset or 'utf-8'}") from None
+    try:
+        return json.loads(text, parse_int=float, parse_constant=_no_constant)
+    except RecursionError:
+        raise BadRequest("the JSON body is nested too deeply") from None
+    except ValueError as exc:
+        raise BadRequest(f"the body must be JSON: {str(exc)[:100]}") from None
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _number(body: dict[str, Any], name: str) -> float | None:
     if name not in body:
         return None
     value = body[name]
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise BadRequest(f"{name} must be a finite number, got {value!r}")
+        raise BadRequest(f"{name} must be a finite number, got {_short(value)}")
     return float(value)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def validate_settings(body: Any) -> dict[str, Any]:
@@ -108,32 +150,28 @@ def validate_settings(body: Any) -> dict[str, Any]:
         raise BadRequest("expected a JSON object with max_batch_size, deadline_ms and/or learning_rate")
     unknown = sorted(set(body) - {"max_batch_size", "deadline_ms", "learning_rate"})
     if unknown:
-        raise BadRequest(f"unknown field(s): {', '.join(unknown)}")
+        raise BadRequest(f"unknown field(s): {_short(', '.join(unknown))}")
     changes: dict[str, Any] = {}
     size = _number(body, "max_batch_size")
     if size is not None:
         if not size.is_integer() or not 1 <= size <= MAX_BATCH_SIZE:
-            raise BadRequest(f"max_batch_size must be an integer in [1, {MAX_BATCH_SIZE}], got {body['max_batch_size']!r}")
+            raise BadRequest(f"max_batch_size must be an integer in [1, {MAX_BATCH_SIZE}], got {_short(body['max_batch_size'])}")
         changes["max_batch_size"] = int(size)
     deadline = _number(body, "deadline_ms")
     if deadline is not None:
         if not 0 <= deadline <= MAX_DEADLINE_MS:
-            raise BadRequest(f"deadline_ms must be in [0, {MAX_DEADLINE_MS:g}], got {body['deadline_ms']!r}")
+            raise BadRequest(f"deadline_ms must be in [0, {MAX_DEADLINE_MS:g}], got {_short(body['deadline_ms'])}")
         changes["deadline_ms"] = deadline
     rate = _number(body, "learning_rate")
     if rate is not None:
         if not 0 < rate <= 1:
-            raise BadRequest(f"learning_rate must be in (0, 1], got {body['learning_rate']!r}")
+            raise BadRequest(f"learning_rate must be in (0, 1], got {_short(body['learning_rate'])}")
         changes["learning_rate"] = rate
     return changes
 
 
 async def post_settings(request: web.Request) -> web.Response:
-    try:
-        body = await request.json()
-    except ValueError:
-        raise BadRequest("the body must be JSON") from None
-    changes = validate_settings(body)
+    changes = validate_settings(await read_json(request))
     learner = request.app[LEARNER]
     if "max_batch_size" in changes or "deadline_ms" in changes:
         learner.configure_batcher(changes.get("max_batch_size"), changes.get("deadline_ms"))
@@ -153,7 +191,10 @@ async def post_resume(request: web.Request) -> web.Response:
 
 
 async def post_checkpoint(request: web.Request) -> web.Response:
-    path = await request.app[LEARNER].checkpoint_now()
+    try:
+        path = await request.app[LEARNER].checkpoint_now()
+    except CheckpointRefused as exc:
+        raise web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json") from None
     if path is None:
         raise BadRequest("this learner has no logdir, so it keeps no checkpoints")
     return _json({"path": path})
@@ -164,7 +205,7 @@ async def post_disconnect(request: web.Request) -> web.Response:
     try:
         request.app[LEARNER].disconnect(int(raw))
     except (ValueError, KeyError):
-        raise BadRequest(f"no connected actor stream {raw!r}") from None
+        raise BadRequest(f"no connected actor stream {_short(raw)}") from None
     return _json({"disconnected": int(raw)})
 
 

@@ -1,20 +1,40 @@
-"""Console access: a token for control always, and for reading too off loopback."""
+"""Console access: the token, the Host header and the Origin of browser requests.
+
+* Control (any method but GET) and the live feed always need the token; every
+  other read needs it too when the console listens off loopback.
+* The Host header must name the console (an IP literal, ``localhost`` or one of
+  ``allowed_hosts``): a DNS-rebinding page reaches the console under its own
+  name and gets 400.
+* A request that states an Origin must come from the console's own origin to
+  open the feed or change anything: another site's page gets 403.
+"""
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
+import yarl
 from aiohttp import web
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+FEED = "/api/feed"
 
 
 def new_token() -> str:
     """An unguessable token (192 random bits)."""
     return secrets.token_urlsafe(24)
+
+
+def is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 def is_loopback(host: str) -> bool:
@@ -34,19 +54,51 @@ def presented_token(request: web.Request) -> str | None:
     return request.query.get("token")
 
 
-def middleware(token: str, reading_needs_token: bool) -> Callable:
-    """401 for control requests (POST) without the token, and for reads when ``reading_needs_token``."""
+def _error(kind: type[web.HTTPException], message: str) -> web.HTTPException:
+    import json
+
+    return kind(text=json.dumps({"error": message}), content_type="application/json")
+
+
+def _authority(url: yarl.URL) -> tuple[str, int | None]:
+    return (url.host or "").lower(), url.port
+
+
+def middleware(token: str, reading_needs_token: bool, allowed_hosts: Collection[str] = ()) -> Callable:
+    """401 without the token where it is needed, 400 for a foreign Host, 403 for a foreign Origin.
+
+    ``allowed_hosts``: host names (besides IP literals and ``localhost``) the console answers to;
+    ``*`` turns the Host check off (e.g. behind a reverse proxy that checks it).
+    """
+    names = {name.lower() for name in allowed_hosts} | {"localhost"}
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            own = yarl.URL.build(scheme=request.scheme, authority=request.host)
+        except ValueError:
+            raise _error(web.HTTPBadRequest, "malformed Host header") from None
+        host = (own.host or "").lower()
+        if "*" not in names and host not in names and not is_ip(host):
+            raise _error(
+                web.HTTPBadRequest,
+                f"Host {host[:64]!r} is not a name of this console (add it with --learner.console-allowed-hosts)",
+            )
+        changes = request.method not in ("GET", "HEAD", "OPTIONS")
+        feed = request.path == FEED
+        origin = request.headers.get("Origin")
+        if origin is not None and (changes or feed):
+            try:
+                theirs = yarl.URL(origin)
+            except ValueError:
+                theirs = None
+            if theirs is None or theirs.scheme != own.scheme or _authority(theirs) != _authority(own):
+                raise _error(web.HTTPForbidden, f"cross-origin request from {origin[:64]!r} refused")
         is_data = request.path.startswith("/api/") or request.path == "/metrics"
-        needs = request.method != "GET" or (reading_needs_token and is_data)
-        if needs:
+        if changes or feed or (reading_needs_token and is_data):
             given = presented_token(request)
             if given is None or not hmac.compare_digest(given.encode(), token.encode()):
-                raise web.HTTPUnauthorized(
-                    text='{"error": "missing or wrong console token"}', content_type="application/json"
-                )
+                raise _error(web.HTTPUnauthorized, "missing or wrong console token")
         return await handler(request)
 
     return check

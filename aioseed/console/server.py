@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import structlog
@@ -29,8 +30,10 @@ class AccessLogger(AbstractAccessLogger):
         )
 
 
-def init(learner: Learner, token: str, reading_needs_token: bool) -> web.Application:
-    app = web.Application(middlewares=[auth.middleware(token, reading_needs_token)])
+def init(learner: Learner, token: str, reading_needs_token: bool, allowed_hosts: Collection[str] = ()) -> web.Application:
+    app = web.Application(
+        middlewares=[auth.middleware(token, reading_needs_token, allowed_hosts)], client_max_size=api.MAX_BODY_BYTES
+    )
     app[api.LEARNER] = learner
     api.add_routes(app)
     app.router.add_get("/metrics", prometheus.handler(lambda: learner.history.latest))
@@ -49,13 +52,14 @@ async def _index(request: web.Request) -> web.FileResponse:
 class ConsoleServer:
     """Verbs: ``start`` (returns the URL, token in the fragment), ``stop``."""
 
-    def __init__(self, learner: Learner, host: str, port: int, token: str | None) -> None:
+    def __init__(
+        self, learner: Learner, host: str, port: int, token: str | None, allowed_hosts: Collection[str] = ()
+    ) -> None:
         self.host = host
         self.token = token or auth.new_token()
         self.reading_needs_token = not auth.is_loopback(host)
-        self._runner = web.AppRunner(
-            init(learner, self.token, self.reading_needs_token), access_log_class=AccessLogger, handle_signals=False
-        )
+        app = init(learner, self.token, self.reading_needs_token, allowed_hosts)
+        self._runner = web.AppRunner(app, access_log_class=AccessLogger, handle_signals=False)
         self._port = port
         self.port: int | None = None
 

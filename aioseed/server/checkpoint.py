@@ -13,12 +13,28 @@ from aioseed.server.training import Progress
 log = structlog.get_logger()
 
 
+class CheckpointRefused(RuntimeError):
+    """The weights or optimizer state hold NaN or inf: saving them would replace a good checkpoint."""
+
+
+def non_finite_variables(objects: dict[str, Any]) -> list[str]:
+    """Names of the float variables of ``objects`` (models, optimizers, variables) with a NaN or inf."""
+    bad = []
+    for name, obj in objects.items():
+        variables = [obj] if isinstance(obj, tf.Variable) else list(getattr(obj, "variables", []))
+        for variable in variables:
+            if tf.as_dtype(variable.dtype).is_floating and not bool(tf.reduce_all(tf.math.is_finite(variable))):
+                bad.append(f"{name}/{variable.name}")
+    return bad
+
+
 class Checkpointer:
     """Verbs: ``restore`` the latest, ``save`` now. Call both from the train thread."""
 
     def __init__(self, directory: pathlib.Path, objects: dict[str, Any], max_to_keep: int = 3) -> None:
         self._train_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._frames = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self._objects = objects
         self._checkpoint = tf.train.Checkpoint(train_steps=self._train_steps, frames=self._frames, **objects)
         self._manager = tf.train.CheckpointManager(self._checkpoint, str(directory), max_to_keep=max_to_keep)
 
@@ -37,6 +53,13 @@ class Checkpointer:
         return progress
 
     def save(self, progress: Progress) -> str:
+        """Raises CheckpointRefused, keeping the checkpoints already written, when any variable is non-finite."""
+        bad = non_finite_variables(self._objects)
+        if bad:
+            log.error("checkpoint_refused_nonfinite", variables=bad[:5], count=len(bad), kept=self.latest)
+            raise CheckpointRefused(
+                f"{len(bad)} variable(s) hold NaN or inf (e.g. {bad[0]}); kept the last good checkpoint {self.latest}"
+            )
         self._train_steps.assign(progress.train_steps)
         self._frames.assign(progress.frames)
         path = self._manager.save(checkpoint_number=progress.train_steps)

@@ -51,7 +51,10 @@ class LearnerConfig:
     console_port: int = 8080
     """Console HTTP port (0 picks a free one)."""
     console_token: str | None = None
-    """Token for the console's control endpoints (None: a random one, printed in the console URL)."""
+    """Token for the console's control endpoints and live feed (None: a random one, printed in the console URL)."""
+    console_allowed_hosts: tuple[str, ...] = ()
+    """Host names the console answers to besides IP literals and localhost (others get 400, against DNS
+    rebinding); * allows any, e.g. behind a proxy that checks Host itself."""
 
     batcher: BatcherConfig = BatcherConfig()
     training: TrainingConfig = TrainingConfig()
@@ -77,7 +80,14 @@ class LearnerConfig:
     """Env slots one actor connection (one ``aioseed actor`` process: its channel and all its streams)
     may hold at once; behind a proxy that merges connections, raise it."""
     max_streams: int = 8192
-    """Concurrent actor streams served; more get RESOURCE_EXHAUSTED and existing ones carry on."""
+    """Concurrent actor streams served, counting those still owing their hello; more get
+    RESOURCE_EXHAUSTED and existing ones carry on."""
+    hello_timeout_s: float = 10.0
+    """A stream that sends no hello within this many seconds is closed (DEADLINE_EXCEEDED)."""
+    max_abs_reward: float = 1e6
+    """Rows with a larger |reward| are refused (INVALID_ARGUMENT): finite but huge rewards overflow the loss."""
+    max_abs_observation: float = 1e6
+    """Rows of float observations with a larger |element| are refused, as for max_abs_reward."""
     slot_grace_s: float = 30.0
     """A disconnected actor's slots stay reserved this long for its reconnect."""
     max_message_bytes: int = 64 * 1024 * 1024
@@ -112,6 +122,10 @@ class LearnerConfig:
             raise ValueError("max_envs, max_envs_per_stream and max_envs_per_actor must be >= 1")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
+        if self.hello_timeout_s <= 0:
+            raise ValueError(f"hello_timeout_s must be positive, got {self.hello_timeout_s}")
+        if not (self.max_abs_reward > 0 and self.max_abs_observation > 0):
+            raise ValueError("max_abs_reward and max_abs_observation must be positive")
         if self.max_streams < 1:
             raise ValueError(f"max_streams must be >= 1, got {self.max_streams}")
         if self.learner_frame_stack < 1:

@@ -57,8 +57,23 @@ class StepResult:
     unrolls: dict[str, np.ndarray] | None
     seconds: float
     """Worker-thread time of the policy and the bookkeeping."""
+    invalid: np.ndarray
+    """<bool>[B] rows whose policy outputs are non-finite or whose action is out of range (no action is sent)."""
     evaluation_episodes: np.ndarray | None = None
     """<bool>[E] which of the batch's ended episodes (``observation.episode_returns``) were evaluation envs'."""
+
+
+def invalid_rows(outputs: Mapping[str, np.ndarray], num_actions: int) -> np.ndarray:
+    """<bool>[B] rows with a non-finite float output or an action outside ``[0, num_actions)``.
+
+    Non-finite weights make the policy's logits NaN, and sampling from NaN logits gives any index.
+    """
+    action = outputs["action"]
+    invalid = (action < 0) | (action >= num_actions)
+    for value in outputs.values():
+        if value.dtype.kind == "f":
+            invalid |= ~np.isfinite(value.reshape(len(value), -1)).all(axis=1)
+    return invalid
 
 
 def observe(envs: EnvTable, store: UnrollStore, inputs: Mapping[str, np.ndarray]) -> Observation:
@@ -123,11 +138,13 @@ class InferenceLoop:
         unrolls: asyncio.Queue[dict[str, np.ndarray]],
         version: Callable[[], int],
         on_batch: Callable[[Batch, StepResult], None],
+        num_actions: int,
         stacker: FrameStacker | None = None,
         states: CoreStates | None = None,
     ) -> None:
         self._batcher = batcher
         self._policy = policy
+        self._num_actions = num_actions
         self._envs = envs
         self._store = store
         self._unrolls = unrolls
@@ -167,7 +184,9 @@ class InferenceLoop:
                 log.warning("inference_failed", rows=batch.size, error=repr(exc))
                 batch.set_exception(InferenceError(f"inference failed: {exc!r}"))
                 continue
-            batch.set_result({"action": result.actions})
+            if result.invalid.any():
+                log.error("policy_outputs_nonfinite", rows=int(result.invalid.sum()), batch=batch.size)
+            batch.set_result({"action": result.actions, "invalid": result.invalid})
             self._on_batch(batch, result)
             if result.unrolls is not None:
                 for i in range(len(result.unrolls["slot"])):
@@ -204,8 +223,11 @@ class InferenceLoop:
             observation.env_steps = int((~observation.phantom & ~evaluation).sum())
         rewards = np.where(starts, np.float32(0), inputs["rewards"]).astype(np.float32)
         outputs, next_state = self._policy.infer(observations, state, slots, evaluation, rewards)
+        invalid = invalid_rows(outputs, self._num_actions)
+        if invalid.any():  # stored as action 0; the rows' streams get INTERNAL instead of an action
+            outputs["action"] = np.where(invalid, 0, outputs["action"]).astype(outputs["action"].dtype)
         self._states.write(slots, next_state)
         # Unrolls keep the state each step started from; training replays the core from the first one.
         unrolls = append(self._store, inputs, observations, observation, {**outputs, **state}, self._version())
         evaluating = None if evaluation is None else evaluation[observation.ended_rows]
-        return StepResult(outputs["action"], observation, unrolls, time.perf_counter() - started, evaluating)
+        return StepResult(outputs["action"], observation, unrolls, time.perf_counter() - started, invalid, evaluating)

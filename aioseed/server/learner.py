@@ -8,6 +8,7 @@ the Python control API (the console drives the same calls): ``configure_batcher`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import pathlib
 import time
 from typing import Any
@@ -21,12 +22,14 @@ from aioseed.algos.agent import Agent
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.auth import TokenInterceptor
 from aioseed.server.batcher import Batch, Batcher, BatcherConfig
+from aioseed.server.checkpoint import CheckpointRefused
 from aioseed.server.config import LearnerConfig
 from aioseed.server.core_states import CoreStates
 from aioseed.server.env_table import EnvTable
 from aioseed.server.frame_stack import FrameStacker
 from aioseed.server.inference import InferenceLoop, StepResult
 from aioseed.server.replay import Replay
+from aioseed.server.protocol import RowBounds
 from aioseed.server.replay_feed import ReplayFeed
 from aioseed.server.service import LearnerService, StreamLimits
 from aioseed.server.slots import SlotTable
@@ -97,6 +100,7 @@ class Learner:
             self._unrolls,
             lambda: self.trainer.version,
             self._on_batch,
+            agent.spec.num_actions,
             FrameStacker(stack) if stack > 1 else None,
             CoreStates(agent.state_columns()),
         )
@@ -105,9 +109,12 @@ class Learner:
             spec,
             self.slots,
             self.inference,
-            StreamLimits(config.max_streams, config.max_envs_per_stream, config.max_envs_per_actor),
+            StreamLimits(
+                config.max_streams, config.max_envs_per_stream, config.max_envs_per_actor, config.max_envs, config.hello_timeout_s
+            ),
             self.batcher.set_connected_rows,
             self.stats.record_latency,
+            RowBounds(config.max_abs_reward, config.max_abs_observation),
         )
         self.batcher.set_connected_rows(0)
         self._health = health.aio.HealthServicer()
@@ -161,7 +168,8 @@ class Learner:
         await self.trainer.run_between_steps(lambda: self.agent.set_learning_rate(value))
 
     async def checkpoint_now(self) -> str | None:
-        """Saves a checkpoint between train steps; returns its path."""
+        """Saves a checkpoint between train steps; returns its path. Raises CheckpointRefused when the
+        weights are non-finite."""
         if self._checkpointer is None:
             return None
         # Counters are read in the train thread, after the step in progress, so they match the weights.
@@ -233,7 +241,8 @@ class Learner:
         if self.config.console:
             from aioseed.console import ConsoleServer
 
-            self.console = ConsoleServer(self, self.config.console_host, self.config.console_port, self.config.console_token)
+            c = self.config
+            self.console = ConsoleServer(self, c.console_host, c.console_port, c.console_token, c.console_allowed_hosts)
             self.console_url = await self.console.start()
         return self.port
 
@@ -263,7 +272,8 @@ class Learner:
         finally:
             await self._server.stop(None)
             if self._checkpointer is not None:
-                await self.checkpoint_now()
+                with contextlib.suppress(CheckpointRefused):  # logged; the last good checkpoint stays
+                    await self.checkpoint_now()
             self.trainer.executor.shutdown(wait=True)
             if self.console is not None:
                 await self.console.stop()
@@ -324,10 +334,12 @@ class Learner:
             "charts/frames": float(self.frames),
             "learner/train_steps": float(self.trainer.version),
             "learner/paused": float(self.trainer.paused),
+            "train/skipped_nonfinite": float(self.trainer.skipped_nonfinite),
             "learner/learning_rate": self.agent.current_learning_rate,
             "queue/depth": float(self.queue_depth),
             "queue/capacity": float(self.config.training.queue_capacity),
             "actors/streams": float(len(self.service.streams)),
+            "actors/handshaking": float(self.service.handshaking),
             "actors/envs": float(self.slots.connected),
             "actors/reserved_slots": float(self.slots.reserved),
             "actors/auth_refused": float(self.auth_refused),
@@ -365,7 +377,10 @@ class Learner:
                 await self.trainer.run_between_steps(lambda: writer(snapshot, self.frames))
             every = self.config.checkpoint_every_s
             if self._checkpointer is not None and every > 0 and time.monotonic() - self._last_checkpoint >= every:
-                await self.checkpoint_now()
+                try:
+                    await self.checkpoint_now()
+                except CheckpointRefused:  # logged; tried again after the next interval
+                    self._last_checkpoint = time.monotonic()
 
     def _summary_writer(self) -> Any:
         if self.config.logdir is None or not self.config.tensorboard:

@@ -2,11 +2,35 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import AsyncIterator
+
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.spec import EnvSpec
 
+MAX_DETAIL_CHARS = 300
+"""Longest status detail sent to an actor: gRPC carries it in metadata, which has a hard size limit."""
+
+
+def shorten(detail: str, limit: int = MAX_DETAIL_CHARS) -> str:
+    """``detail`` cut to ``limit`` characters, saying how long it was."""
+    if len(detail) <= limit:
+        return detail
+    tail = f"... ({len(detail)} chars)"
+    return detail[: limit - len(tail)] + tail
+
+
+@dataclasses.dataclass(frozen=True)
+class RowBounds:
+    """Magnitudes past which a row is refused (INVALID_ARGUMENT): finite but huge values overflow the loss."""
+
+    max_abs_reward: float = float("inf")
+    """Largest |reward| accepted."""
+    max_abs_observation: float = float("inf")
+    """Largest |element| of a float observation accepted."""
 
 
 class ProtocolError(ValueError):
@@ -17,7 +41,17 @@ class SpecMismatch(ValueError):
     """The actor's env spec differs from the learner's (-> FAILED_PRECONDITION)."""
 
 
-def check_hello(hello: pb.Hello, spec: EnvSpec, max_envs_per_stream: int) -> None:
+async def decoded(messages: AsyncIterator[pb.ActorMessage]) -> AsyncIterator[pb.ActorMessage]:
+    """``messages``, with bytes that do not parse as an ``ActorMessage`` turned into a ProtocolError
+    (grpc would answer UNKNOWN)."""
+    try:
+        async for message in messages:
+            yield message
+    except DecodeError:
+        raise ProtocolError("a message is not a valid aioseed.v1.ActorMessage protobuf") from None
+
+
+def check_hello(hello: pb.Hello, spec: EnvSpec, max_envs_per_stream: int, max_slots: int) -> None:
     """Raises SpecMismatch or ProtocolError for an unacceptable handshake."""
     try:
         theirs = EnvSpec.from_proto(hello.spec)
@@ -33,6 +67,8 @@ def check_hello(hello: pb.Hello, spec: EnvSpec, max_envs_per_stream: int) -> Non
         raise ProtocolError(
             f"hello.previous_slots has {len(hello.previous_slots)} entries, expected 0 or {hello.num_envs}"
         )
+    if any(not 0 <= slot < max_slots for slot in hello.previous_slots):
+        raise ProtocolError(f"hello.previous_slots must lie in [0, {max_slots}) (the learner's max_envs)")
     if 0 in hello.run_ids:
         raise ProtocolError("hello.run_ids must be non-zero")
 
@@ -45,11 +81,20 @@ class RowParser:
     """Turns one stream's Steps messages into validated row arrays (zero-copy).
 
     Fast paths keep the per-message cost low: slots and run_ids usually repeat
-    byte for byte, and a finite sum proves every element finite.
+    byte for byte. Rewards and float observations must be finite and within
+    ``bounds``.
     """
 
-    def __init__(self, spec: EnvSpec, slots: np.ndarray, evaluation: bool = False) -> None:
+    def __init__(
+        self,
+        spec: EnvSpec,
+        slots: np.ndarray,
+        evaluation: bool = False,
+        bounds: RowBounds = RowBounds(),
+    ) -> None:
         self._spec = spec
+        self._max_abs_reward = bounds.max_abs_reward
+        self._max_abs_observation = bounds.max_abs_observation
         self._rows = len(slots)
         self._evaluation = np.full(len(slots), evaluation)
         self._owned = np.sort(slots)
@@ -67,7 +112,8 @@ class RowParser:
         slots = self._column(steps.slots, "<i4", "slots")
         if steps.slots != self._owned_bytes and not np.array_equal(np.sort(slots), self._owned):
             unowned = sorted(set(slots.tolist()) - set(self._owned.tolist()))
-            detail = f"slots {unowned} are not owned by this stream" if unowned else "a slot appears twice"
+            shown = ", ".join(map(str, unowned[:4])) + (f" and {len(unowned) - 4} more" if len(unowned) > 4 else "")
+            detail = f"slots {shown} are not owned by this stream" if unowned else "a slot appears twice"
             raise ProtocolError(f"steps.slots must list this stream's {k} slots once each: {detail}")
         run_ids = self._column(steps.run_ids, "<u8", "run_ids")
         if steps.run_ids != self._run_ids_bytes:
@@ -75,9 +121,9 @@ class RowParser:
                 raise ProtocolError("steps.run_ids must be non-zero")
             self._run_ids_bytes = steps.run_ids
         rewards = self._column(steps.rewards, "<f4", "rewards")
-        if not np.isfinite(rewards.sum()) and not np.isfinite(rewards).all():
-            bad = np.flatnonzero(~np.isfinite(rewards)).tolist()
-            raise ProtocolError(f"steps.rewards must be finite; rows {bad} are not")
+        bad = out_of_bounds(rewards, self._max_abs_reward)
+        if bad is not None:
+            raise ProtocolError(f"steps.rewards must be finite with |r| <= {self._max_abs_reward:g}; {bad}")
         flags = self._column(steps.flags, "u1", "flags")
         if steps.flags.translate(None, VALID_FLAG_BYTES):
             raise ProtocolError(
@@ -89,8 +135,10 @@ class RowParser:
                 f"({k} rows of {self._spec.describe()})"
             )
         observations = np.frombuffer(steps.observations, self._spec.dtype).reshape(self._obs_shape)
-        if self._float_obs and not np.isfinite(observations.sum()) and not np.isfinite(observations).all():
-            raise ProtocolError("steps.observations must be finite")
+        if self._float_obs:
+            bad = out_of_bounds(observations.reshape(k, -1), self._max_abs_observation)
+            if bad is not None:
+                raise ProtocolError(f"steps.observations must be finite with |x| <= {self._max_abs_observation:g}; {bad}")
         return {
             "slots": slots,
             "run_ids": run_ids,
@@ -108,3 +156,18 @@ class RowParser:
                 f"({self._rows} rows of {np.dtype(dtype).name})"
             )
         return np.frombuffer(raw, dtype)
+
+
+def out_of_bounds(values: np.ndarray, bound: float) -> str | None:
+    """None when every element of ``values[K, ...]`` is finite with ``|x| <= bound``, else which rows are not.
+
+    The fast path is one pass: the maximum of ``|x|`` is NaN when any element is.
+    """
+    magnitudes = np.abs(values)
+    largest = magnitudes.max(initial=0.0)
+    if largest <= bound and np.isfinite(largest):  # False for NaN
+        return None
+    ok = np.isfinite(magnitudes) & (magnitudes <= bound)
+    rows = np.flatnonzero(~ok.reshape(len(values), -1).all(axis=1))
+    shown = ", ".join(map(str, rows[:4].tolist())) + (f" and {len(rows) - 4} more" if len(rows) > 4 else "")
+    return f"row(s) {shown} are not"

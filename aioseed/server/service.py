@@ -7,6 +7,7 @@ import collections
 import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import NoReturn
 
 import grpc
 import numpy as np
@@ -15,7 +16,7 @@ import structlog
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.inference import InferenceError, InferenceLoop
-from aioseed.server.protocol import ProtocolError, RowParser, SpecMismatch, check_hello
+from aioseed.server.protocol import ProtocolError, RowBounds, RowParser, SpecMismatch, check_hello, decoded, shorten
 from aioseed.server.slots import SlotsExhausted, SlotTable
 from aioseed.spec import EnvSpec
 
@@ -56,6 +57,11 @@ class StreamLimits:
     """K one hello may declare (beyond it the hello is INVALID_ARGUMENT)."""
     envs_per_actor: int
     """Env slots held at once by the streams of one connection (one actor process)."""
+    slots: int = 65536
+    """Env slots in all (a hello's previous_slots beyond are INVALID_ARGUMENT)."""
+    hello_timeout_s: float = 10.0
+    """A stream that sends no hello within this is closed (DEADLINE_EXCEEDED); until then it counts
+    against ``streams``."""
 
 
 class LearnerService(pb_grpc.LearnerServicer):
@@ -67,16 +73,20 @@ class LearnerService(pb_grpc.LearnerServicer):
         limits: StreamLimits,
         on_connected_rows: Callable[[int], None],
         on_latency: Callable[[float], None] = lambda seconds: None,
+        bounds: RowBounds = RowBounds(),
     ) -> None:
         self._spec = spec
         self._slots = slots
         self._inference = inference
         self._limits = limits
+        self._bounds = bounds
         self._on_connected_rows = on_connected_rows
         self._on_latency = on_latency
         self.streams: dict[int, StreamInfo] = {}
         self._envs_by_peer: collections.Counter[str] = collections.Counter()
         self._next_stream = 0
+        self.handshaking = 0
+        """Streams waiting for their hello (they count against ``limits.streams``)."""
 
     def disconnect(self, stream_id: int) -> None:
         """Ends one stream; its slots are kept for the grace period, and the actor may reconnect."""
@@ -90,27 +100,38 @@ class LearnerService(pb_grpc.LearnerServicer):
     async def Act(
         self, request_iterator: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.LearnerMessage]:
+        """Every refusal carries a precise status and a detail of at most a few hundred bytes."""
+        messages = decoded(request_iterator)
+        limits = self._limits
+        if len(self.streams) + self.handshaking >= limits.streams:
+            await abort(
+                context, grpc.StatusCode.RESOURCE_EXHAUSTED, f"the learner already serves its maximum of {limits.streams} streams"
+            )
+        self.handshaking += 1
         try:
-            first = await anext(aiter(request_iterator))
+            async with asyncio.timeout(limits.hello_timeout_s):
+                first = await anext(messages)
         except StopAsyncIteration:
             return
-        if first.WhichOneof("payload") != "hello":
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello")
-        hello = first.hello
-        limits, peer = self._limits, context.peer()
-        if len(self.streams) >= limits.streams:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, f"the learner already serves its maximum of {limits.streams} streams"
-            )
-        try:
-            check_hello(hello, self._spec, limits.envs_per_stream)
-        except SpecMismatch as exc:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except TimeoutError:
+            await abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, f"no hello within {limits.hello_timeout_s:g} s")
         except ProtocolError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        finally:
+            self.handshaking -= 1
+        if first.WhichOneof("payload") != "hello":
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello")
+        hello, peer = first.hello, context.peer()
+        try:
+            check_hello(hello, self._spec, limits.envs_per_stream, limits.slots)
+        except SpecMismatch as exc:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except ProtocolError as exc:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         held = self._envs_by_peer[peer]
         if held + hello.num_envs > limits.envs_per_actor:
-            await context.abort(
+            await abort(
+                context,
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"actor {peer} holds {held} envs and asks for {hello.num_envs} more; "
                 f"the maximum per actor is {limits.envs_per_actor}",
@@ -118,11 +139,11 @@ class LearnerService(pb_grpc.LearnerServicer):
         try:
             slots = self._slots.acquire(list(hello.run_ids), list(hello.previous_slots))
         except SlotsExhausted as exc:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+            await abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
 
         stream_id = self._next_stream
         self._next_stream += 1
-        info = StreamInfo(peer=peer, actor=hello.actor_name, slots=slots, task=asyncio.current_task())
+        info = StreamInfo(peer=peer, actor=shorten(hello.actor_name, 80), slots=slots, task=asyncio.current_task())
         self.streams[stream_id] = info
         self._envs_by_peer[peer] += len(slots)
         self._on_connected_rows(self._slots.connected)
@@ -134,26 +155,28 @@ class LearnerService(pb_grpc.LearnerServicer):
             slots=len(slots),
             evaluation=hello.evaluation,
         )
-        parser = RowParser(self._spec, slots, hello.evaluation)
+        parser = RowParser(self._spec, slots, hello.evaluation, self._bounds)
         pending: asyncio.Future | None = None
         try:
             yield pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist()))
-            async for message in request_iterator:
-                try:
+            try:
+                async for message in messages:
                     rows = parser.parse(message)
-                except ProtocolError as exc:
-                    log.warning("bad_message", stream=stream_id, actor=info.actor, error=str(exc))
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-                submitted = time.perf_counter()
-                pending = self._inference.submit(rows)
-                try:
-                    outputs = await asyncio.shield(pending)
-                except InferenceError as exc:
-                    await context.abort(grpc.StatusCode.INTERNAL, str(exc))
-                self._on_latency(time.perf_counter() - submitted)
-                info.last_seen = time.time()
-                info.steps += len(slots)
-                yield pb.LearnerMessage(actions=pb.Actions(actions=outputs["action"].astype("<i4").tobytes()))
+                    submitted = time.perf_counter()
+                    pending = self._inference.submit(rows)
+                    try:
+                        outputs = await asyncio.shield(pending)
+                    except InferenceError as exc:
+                        await abort(context, grpc.StatusCode.INTERNAL, str(exc))
+                    if outputs["invalid"].any():
+                        await abort(context, grpc.StatusCode.INTERNAL, invalid_outputs(outputs["invalid"]))
+                    self._on_latency(time.perf_counter() - submitted)
+                    info.last_seen = time.time()
+                    info.steps += len(slots)
+                    yield pb.LearnerMessage(actions=pb.Actions(actions=outputs["action"].astype("<i4").tobytes()))
+            except ProtocolError as exc:
+                log.warning("bad_message", stream=stream_id, actor=info.actor, error=shorten(str(exc)))
+                await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         finally:
             del self.streams[stream_id]
             self._envs_by_peer[peer] -= len(slots)
@@ -166,3 +189,15 @@ class LearnerService(pb_grpc.LearnerServicer):
                 self._on_connected_rows(self._slots.connected)
 
             self._inference.detach(slots, pending, release)
+
+
+async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, detail: str) -> NoReturn:
+    """Ends the stream with ``code``; the detail is cut so it always fits gRPC's metadata limit."""
+    await context.abort(code, shorten(detail))
+
+
+def invalid_outputs(invalid: np.ndarray) -> str:
+    return (
+        f"the policy's outputs are non-finite (or its action out of range) for {int(invalid.sum())} of this "
+        "stream's rows; no actions were sent (check the learner's weights)"
+    )

@@ -43,7 +43,9 @@ class SlotTable:
         return len(self._reserved)
 
     def acquire(self, run_ids: Sequence[int], previous: Sequence[int] = ()) -> np.ndarray:
-        """One slot per run_id; ``previous[i]`` comes back when free or reserved for ``run_ids[i]``."""
+        """One slot per run_id; ``previous[i]`` comes back when it was handed out before and is now free
+        or reserved for ``run_ids[i]``. Slots never handed out are not granted by number, so per-slot
+        state stays sized by the envs connected, not by what a client asks for."""
         self._expire()
         chosen: list[int] = []
         for i, run_id in enumerate(run_ids):
@@ -79,12 +81,7 @@ class SlotTable:
         if slot in self._free:
             self._free.discard(slot)
             return True
-        if slot >= self._next:
-            for unused in range(self._next, slot):
-                self._push_free(unused)
-            self._next = slot + 1
-            return True
-        return False
+        return False  # never handed out: granting it would size per-slot state by a client's number
 
     def _take_any(self) -> int:
         while self._free_heap:

@@ -9,11 +9,14 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
+import structlog
 
-from aioseed.algos.agent import Agent
+from aioseed.algos.agent import SKIPPED, Agent
 
 if TYPE_CHECKING:
     from aioseed.server.replay_feed import ReplayFeed
+
+log = structlog.get_logger()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +80,8 @@ class Trainer:
         self._running.set()
         self.version = 0
         """Parameter version: the number of updates applied (several per batch with sample reuse)."""
+        self.skipped_nonfinite = 0
+        """Updates not applied because their loss or gradients were non-finite (since the learner started)."""
         self.stepping = False
         """A train step is running (while paused, the one in progress finishes; no new one starts)."""
         self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="train")
@@ -127,5 +132,9 @@ class Trainer:
         lag = float(self.version - batch["version"][:-1].mean())
         self._agent.set_progress(self._frames())
         metrics = self._agent.train_step(batch)
-        self.version += int(metrics.pop("updates", 1))
+        skipped = int(metrics.pop(SKIPPED, 0))
+        self.version += int(metrics.pop("updates", 1 - skipped))
+        if skipped:
+            self.skipped_nonfinite += skipped
+            log.warning("update_skipped_nonfinite", skipped=skipped, total=self.skipped_nonfinite, version=self.version)
         return metrics, lag

@@ -6,8 +6,10 @@ import asyncio
 import dataclasses
 
 import grpc
+import gymnasium
 import numpy as np
 import pytest
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 from tests.conftest import small_config
 from tests.waiting import until
@@ -47,7 +49,9 @@ async def test_reconnect_keeps_run_ids_and_slots(running_learner, tmp_path) -> N
         )
         slots_after = sorted(s for info in learner_b.service.streams.values() for s in info.slots.tolist())
         np.testing.assert_array_equal(actor.run_ids, run_ids)
-        assert slots_after == slots_before  # asked for again and granted, though 0 and 1 are free
+        # A fresh learner grants no slot by number that it never handed out (per-slot state would be
+        # sized by the client's number): the actor takes the lowest free ones.
+        assert slots_before == [2, 3, 4, 5] and slots_after == [0, 1, 2, 3]
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -59,3 +63,24 @@ async def test_spec_mismatch_stops_the_actor(running_learner, tmp_path) -> None:
         with pytest.raises(ExceptionGroup) as group:
             await asyncio.wait_for(actor.run(), 10)
         assert group.group_contains(ActorError, match="FAILED_PRECONDITION")
+
+
+class HugeRewardCartPole(CartPoleEnv):
+    """CartPole's spec, but a reward no honest environment gives."""
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = super().step(action)
+        return observation, reward * 1e30, terminated, truncated, info
+
+
+gymnasium.register("tests/HugeRewardCartPole-v0", entry_point=HugeRewardCartPole, max_episode_steps=500)
+
+
+async def test_a_refused_row_stops_the_actor_instead_of_retrying(running_learner, tmp_path) -> None:
+    """INVALID_ARGUMENT after the handshake (a reward past --max-abs-reward) is fatal: no reconnect loop."""
+    async with running_learner(small_config(tmp_path)) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", env="tests/HugeRewardCartPole-v0", num_envs=1))
+        with pytest.raises(ExceptionGroup) as group:
+            await asyncio.wait_for(actor.run(), 10)
+        assert group.group_contains(ActorError, match="INVALID_ARGUMENT.*steps.rewards")
+        assert actor.connects == 1

@@ -134,7 +134,7 @@ async def test_metrics_endpoint_parses_and_the_feed_pushes_updates(running_learn
             assert name in families, name
         assert families["aioseed_charts_frames"].samples[0].value > 0
 
-        async with client.ws_connect("/api/feed") as ws:
+        async with client.ws_connect("/api/feed", params={"token": TOKEN}) as ws:
             first = json.loads(await ws.receive_str(timeout=5))
             assert first["series"] and first["actors"] and "max_batch_size" in first["settings"]
             times = [first["metrics"]["time"]]

@@ -35,7 +35,7 @@ def make_loop() -> InferenceLoop:
     }
     store = UnrollStore(T, columns, overlap=1, first_step_only=COLUMNS.keys())
     return InferenceLoop(
-        Batcher(BatcherConfig()), CountingPolicy(), EnvTable(), store, asyncio.Queue(), lambda: 0, print, None,
+        Batcher(BatcherConfig()), CountingPolicy(), EnvTable(), store, asyncio.Queue(), lambda: 0, print, 2**31 - 1, None,
         CoreStates(COLUMNS),
     )
 

@@ -24,6 +24,7 @@ from tests.wire import hello, steps
 
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
+from aioseed.server.protocol import MAX_DETAIL_CHARS
 from aioseed.spec import EnvSpec
 
 K = 2
@@ -134,6 +135,7 @@ def exchange(channel: grpc.Channel, first: pb.ActorMessage, then=None) -> grpc.S
         for _ in call:
             pass
     except grpc.RpcError as error:
+        assert len(error.details() or "") <= MAX_DETAIL_CHARS, error.details()  # fits any client's metadata limit
         return error.code()
     finally:
         requests.put(None)
@@ -150,7 +152,8 @@ COLUMNS = ("slots", "run_ids", "rewards", "flags", "observations")
 @st.composite
 def broken_steps(draw: st.DrawFn) -> tuple[str, object]:
     """A function of the welcomed slots that builds one malformed steps message."""
-    kind = draw(st.sampled_from(["resized", "foreign_slots", "non_finite", "bad_flags", "zero_run_id", "second_hello"]))
+    kinds = ["resized", "foreign_slots", "non_finite", "huge", "bad_flags", "zero_run_id", "second_hello"]
+    kind = draw(st.sampled_from(kinds))
     if kind == "resized":
         column = draw(st.sampled_from(COLUMNS))
         delta = draw(st.integers(-40, 40).filter(lambda d: d != 0))
@@ -176,6 +179,18 @@ def broken_steps(draw: st.DrawFn) -> tuple[str, object]:
     elif kind == "non_finite":
         column = draw(st.sampled_from(["rewards", "observations"]))
         value = draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+        index = draw(st.integers(0, 4 * K - 1))
+
+        def build(slots: np.ndarray) -> pb.ActorMessage:
+            message = valid_steps(slots)
+            array = np.frombuffer(getattr(message, column), "<f4").copy()
+            array[index % len(array)] = value
+            setattr(message, column, array.tobytes())
+            return pb.ActorMessage(steps=message)
+
+    elif kind == "huge":  # finite, but past max_abs_reward / max_abs_observation (1e6): it would overflow the loss
+        column = draw(st.sampled_from(["rewards", "observations"]))
+        value = draw(st.floats(1.01e6, 3.4e38)) * draw(st.sampled_from([1, -1]))
         index = draw(st.integers(0, 4 * K - 1))
 
         def build(slots: np.ndarray) -> pb.ActorMessage:
@@ -218,7 +233,8 @@ def test_malformed_steps_get_invalid_argument(served, case) -> None:
 
 @st.composite
 def broken_hellos(draw: st.DrawFn) -> tuple[pb.ActorMessage, grpc.StatusCode]:
-    kind = draw(st.sampled_from(["steps_first", "num_envs", "run_ids", "previous_slots", "spec", "garbage_spec"]))
+    kinds = ["steps_first", "num_envs", "run_ids", "previous_slots", "slot_range", "spec", "long_spec", "garbage_spec"]
+    kind = draw(st.sampled_from(kinds))
     message = hello(K, run_id_base=9000)
     if kind == "steps_first":
         return steps(np.arange(K, dtype=np.int32)), INVALID
@@ -234,6 +250,17 @@ def broken_hellos(draw: st.DrawFn) -> tuple[pb.ActorMessage, grpc.StatusCode]:
     if kind == "previous_slots":
         message.hello.previous_slots.extend(draw(st.lists(st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=5).filter(lambda p: len(p) != K)))
         return message, INVALID
+    if kind == "slot_range":  # per-slot state is sized by the highest slot: only [0, max_envs) may be asked for
+        wrong = draw(st.one_of(st.integers(-(2**31), -1), st.integers(65536, 2**31 - 1)))
+        message.hello.previous_slots.extend([0, wrong][:: draw(st.sampled_from([1, -1]))])
+        return message, INVALID
+    if kind == "long_spec":  # a 64 KiB dtype name or a 50,000-dim shape: the status detail stays short
+        if draw(st.booleans()):
+            message.hello.spec.observation_dtype = "f" * 65536
+            return message, INVALID
+        del message.hello.spec.observation_shape[:]
+        message.hello.spec.observation_shape.extend([1] * 50_000)
+        return message, grpc.StatusCode.FAILED_PRECONDITION
     if kind == "spec":
         shape = draw(st.lists(st.integers(1, 9), min_size=1, max_size=3).filter(lambda s: s != [4]))
         wrong = EnvSpec(observation_shape=tuple(shape), observation_dtype=draw(st.sampled_from(["float32", "uint8"])), num_actions=2)
@@ -268,3 +295,17 @@ def test_an_oversized_message_gets_resource_exhausted(served) -> None:
         return pb.ActorMessage(steps=message)
 
     assert exchange(channel, hello(K, run_id_base=9000), huge) == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(junk=st.binary(max_size=64), after_hello=st.booleans())
+def test_undecodable_bytes_get_invalid_argument(served, junk, after_hello) -> None:
+    """Bytes that are no ActorMessage (tag 0x0f: field 1 with the invalid wire type 7), first or after the hello."""
+    _, channel, _ = served
+    call = channel.stream_stream("/aioseed.v1.Learner/Act")  # no serializers: raw bytes both ways
+    messages = [hello(K, run_id_base=9000).SerializeToString()] if after_hello else []
+    with pytest.raises(grpc.RpcError) as refused:
+        for _ in call(iter([*messages, b"\x0f" + junk])):
+            pass
+    assert refused.value.code() == INVALID, refused.value.details()
+    assert "not a valid aioseed.v1.ActorMessage" in refused.value.details()

@@ -129,3 +129,22 @@ async def test_health_is_serving_after_restore_and_not_serving_during_shutdown(r
             learner.request_stop()
             assert (await watch.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
             watch.cancel()
+
+
+async def test_streams_without_a_hello_count_against_max_streams_and_are_closed_after_the_timeout(
+    running_learner, tmp_path
+) -> None:
+    async with running_learner(small_config(tmp_path, max_streams=3, hello_timeout_s=1.0)) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            silent = [Stream(channel) for _ in range(3)]
+            for stream in silent:
+                await stream.call.wait_for_connection()
+            await until(lambda: learner.service.handshaking == 3, "three streams waiting for their hello")
+            error = await refused(channel, hello(2))
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "maximum of 3 streams" in error.details()
+            for stream in silent:  # closed by the learner after hello_timeout_s, not held open
+                assert await stream.call.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+                assert "no hello within 1 s" in await stream.call.details()
+            assert learner.service.handshaking == 0
+            welcomed = Stream(channel)
+            assert len(await welcomed.handshake(hello(2))) == 2

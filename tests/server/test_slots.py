@@ -48,7 +48,8 @@ def test_reservation_expires_after_the_grace_period() -> None:
     assert table.acquire([3]).tolist() == [0]
 
 
-def test_previous_slots_are_granted_on_a_fresh_learner() -> None:
-    table = SlotTable(max_slots=16, grace_s=1.0)
-    assert table.acquire([7, 8], previous=[5, 9]).tolist() == [5, 9]
-    assert table.acquire([1, 2, 3]).tolist() == [0, 1, 2]
+def test_previous_slots_never_handed_out_are_not_granted_by_number() -> None:
+    """Per-slot state is sized by the highest slot: asking for slot 65535 must not make it 65,536 rows."""
+    table = SlotTable(max_slots=65536, grace_s=1.0)
+    assert table.acquire([7, 8], previous=[65535, 9]).tolist() == [0, 1]
+    assert table.acquire([1, 2, 3]).tolist() == [2, 3, 4]

@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from aioseed.algos.agent import SKIPPED
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import clip_rewards, clipped_surrogate_loss, impala_loss, normalize, targets
 from aioseed.algos.networks import PolicyValue, build_policy_value
-from aioseed.algos.optimizer import LearningRateControl, make_optimizer
+from aioseed.algos.optimizer import LearningRateControl, apply_finite_gradients, make_optimizer
 from aioseed.algos.recurrent import RecurrentPolicyValue
 from aioseed.spec import EnvSpec
 
@@ -189,7 +190,7 @@ class ImpalaAgent(LearningRateControl):
 
     def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
         """One pass: one update. Sample reuse: ``epochs`` x ``minibatches`` updates (metrics averaged;
-        ``updates`` says how many)."""
+        ``updates`` says how many were applied, ``SKIPPED`` how many were not)."""
         columns = (batch["observation"], batch["action"], batch["logits"], batch["reward"], batch["done"], batch["phantom"])
         state = {name: batch[name] for name in self.policy.state_names}
         with tf.device(self.device):
@@ -208,7 +209,9 @@ class ImpalaAgent(LearningRateControl):
                     for name, value in metrics.items():
                         totals[name] = totals.get(name, 0.0) + float(value)
         updates = self.config.epochs * self.config.minibatches
-        return {**{name: value / updates for name, value in totals.items()}, "updates": float(updates)}
+        skipped = totals.pop(SKIPPED)
+        means = {name: value / updates for name, value in totals.items()}
+        return {**means, SKIPPED: skipped, "updates": float(updates - skipped)}
 
     def checkpoint_objects(self) -> dict[str, Any]:
         return {"network": self.network, "optimizer": self.optimizer, "base_learning_rate": self.base_learning_rate}
@@ -231,11 +234,10 @@ class ImpalaAgent(LearningRateControl):
             extras = unroll_extras(state[PREVIOUS_ACTION], actions, rewards, starts, self.spec.num_actions)
         return self.network.unroll(observations, core, starts, extras)
 
-    def _apply_gradients(self, tape: tf.GradientTape, loss: tf.Tensor) -> tf.Tensor:
+    def _apply_gradients(self, tape: tf.GradientTape, loss: tf.Tensor) -> dict[str, tf.Tensor]:
         variables = self.network.trainable_variables
-        gradients = tape.gradient(loss, variables)
-        self.optimizer.apply_gradients(zip(gradients, variables))
-        return tf.linalg.global_norm(gradients)
+        norm, skipped = apply_finite_gradients(self.optimizer, loss, tape.gradient(loss, variables), variables)
+        return {"losses/grad_norm": norm, SKIPPED: skipped}
 
     def _train_step(
         self,
@@ -272,7 +274,7 @@ class ImpalaAgent(LearningRateControl):
             "losses/pg": losses.policy_gradient,
             "losses/baseline": losses.baseline,
             "losses/entropy": losses.entropy,
-            "losses/grad_norm": self._apply_gradients(tape, losses.total),
+            **self._apply_gradients(tape, losses.total),
         }
 
     def _compute_targets(
@@ -348,5 +350,5 @@ class ImpalaAgent(LearningRateControl):
             "losses/entropy": losses.entropy,
             "losses/clip_fraction": losses.clip_fraction,
             "losses/approx_kl": losses.approx_kl,
-            "losses/grad_norm": self._apply_gradients(tape, losses.total),
+            **self._apply_gradients(tape, losses.total),
         }

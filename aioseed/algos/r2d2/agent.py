@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from aioseed.algos.agent import zero_state
+from aioseed.algos.agent import SKIPPED, zero_state
 from aioseed.algos.impala.loss import clip_rewards
 from aioseed.algos.networks import build_policy_value
-from aioseed.algos.optimizer import LearningRateControl, adam
+from aioseed.algos.optimizer import LearningRateControl, adam, apply_finite_gradients
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.algos.r2d2.loss import dueling_q, r2d2_loss
 from aioseed.algos.recurrent import RecurrentPolicyValue
@@ -143,12 +143,12 @@ class R2D2Agent(LearningRateControl):
                 priority_eta=c.priority_eta,
             )
         variables = self.network.trainable_variables
-        gradients = tape.gradient(losses.total, variables)
-        self.optimizer.apply_gradients(zip(gradients, variables))
+        norm, skipped = apply_finite_gradients(self.optimizer, losses.total, tape.gradient(losses.total, variables), variables)
         return {
             "losses/total": losses.total,
             "losses/td_abs": tf.reduce_mean(tf.abs(losses.td)),
-            "losses/grad_norm": tf.linalg.global_norm(gradients),
+            "losses/grad_norm": norm,
+            SKIPPED: skipped,
             "learner/q_mean": tf.reduce_mean(q),
             "priorities": losses.priorities,
         }
