@@ -41,9 +41,9 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
 
     from aioseed.algos.agent import zero_state
     from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.clients.atari import AtariConfig
-    from aioseed.clients.envs import make_vector_env, vector_env_spec
-    from aioseed.clients.football import FootballConfig
+    from aioseed.envs.atari import AtariConfig
+    from aioseed.envs.registry import make_vector_env, vector_env_spec
+    from aioseed.envs.football import FootballConfig
     from aioseed.server.checkpoint import Checkpointer
 
     saved = load_run_config(config.logdir)

@@ -103,8 +103,8 @@ def save_run_config(config: LearnerConfig) -> None:
 
 def learner_specs(config: LearnerConfig) -> tuple[Any, Any]:
     """(what actors send, what the policy sees): they differ with learner-side frame stacking."""
-    from aioseed.clients.atari import is_atari
-    from aioseed.clients.envs import env_spec
+    from aioseed.envs.atari import is_atari
+    from aioseed.envs.registry import env_spec
 
     stack = config.learner_frame_stack
     if stack == 1:

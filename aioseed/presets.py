@@ -7,7 +7,7 @@ import pathlib
 from collections.abc import Callable
 
 from aioseed.algos.impala.config import ImpalaConfig
-from aioseed.clients.football import FootballConfig
+from aioseed.envs.football import FootballConfig
 from aioseed.envs import CATCH_ID
 from aioseed.launch import RunConfig
 from aioseed.server.training import TrainingConfig

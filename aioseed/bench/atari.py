@@ -53,7 +53,7 @@ def end_to_end(bench: AtariBench) -> dict[str, float]:
 def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
     from aioseed.algos.agent import zero_state
     from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.clients.envs import make_vector_env
+    from aioseed.envs.registry import make_vector_env
     from aioseed.launch import learner_specs
 
     config = bench.run.learner

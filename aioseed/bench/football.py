@@ -28,7 +28,7 @@ from aioseed.bench.spawned import run_in_process
 
 def engine_steps_per_s(bench: FootballBench) -> float:
     """The actors' envs alone on one core: env steps per second with random actions."""
-    from aioseed.clients.envs import make_vector_env
+    from aioseed.envs.registry import make_vector_env
 
     learner, num_envs = bench.run.learner, bench.run.envs_per_actor
     envs = make_vector_env(learner.env, num_envs, football=learner.football)

@@ -22,10 +22,10 @@ import numpy as np
 import structlog
 import tenacity
 
-from aioseed.clients.atari import AtariConfig
+from aioseed.envs.atari import AtariConfig
 from aioseed.clients.env_group import EnvGroup
-from aioseed.clients.football import FootballConfig
-from aioseed.clients.envs import make_vector_env, vector_env_spec
+from aioseed.envs.football import FootballConfig
+from aioseed.envs.registry import make_vector_env, vector_env_spec
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 

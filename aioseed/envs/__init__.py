@@ -1,4 +1,9 @@
-"""Environments aioseed ships, registered with gymnasium on import (``aioseed/Catch-v0``)."""
+"""Environments, imported by both sides: actors build them, the learner learns their spec.
+
+``registry`` makes any gymnasium id a vector env (``atari``: ALE ids through ale-py's
+vector env; ``football``: gfootball scenarios); ``catch`` is the pixel task aioseed
+ships, registered with gymnasium on import (``aioseed/Catch-v0``).
+"""
 
 from __future__ import annotations
 

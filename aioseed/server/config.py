@@ -10,8 +10,8 @@ import tyro
 
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.config import R2D2Config
-from aioseed.clients.atari import AtariConfig
-from aioseed.clients.football import FootballConfig
+from aioseed.envs.atari import AtariConfig
+from aioseed.envs.football import FootballConfig
 from aioseed.server.batcher import BatcherConfig
 from aioseed.server.training import TrainingConfig
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aioseed.clients.env_group import FINAL, TERMINATED, TRUNCATED, EnvGroup
-from aioseed.clients.envs import make_vector_env
+from aioseed.envs.registry import make_vector_env
 from aioseed.spec import EnvSpec
 
 CARTPOLE = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)

@@ -77,6 +77,13 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
 
             assert await page.locator("#actors tbody tr").count() == 1
             assert not await page.locator('.chart[data-chart="replay (unrolls)"]').is_visible()
+
+            # Skipped non-finite updates show as an alert (tests/server/test_poisoning.py makes real ones;
+            # here the counter is set directly to check the page).
+            assert not await page.locator("#nonfinite").is_visible()
+            learner.trainer.skipped_nonfinite = 3
+            await until(_text_contains(page, "#nonfinite", "3 update(s) skipped"), "the page to show skipped updates")
+            assert await page.locator("#nonfinite").is_visible()
             SCREENSHOTS.mkdir(exist_ok=True)
             for path in (tmp_path / "console.png", SCREENSHOTS / "console.png"):
                 await page.screenshot(path=str(path), full_page=True)

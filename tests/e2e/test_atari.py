@@ -6,8 +6,8 @@ import pytest
 
 from tests.processes import train_through_processes
 
-from aioseed.clients.atari import game_name
-from aioseed.clients.envs import env_spec
+from aioseed.envs.atari import game_name
+from aioseed.envs.registry import env_spec
 
 
 def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None:
@@ -54,7 +54,7 @@ def test_frames_per_step_is_part_of_the_spec_and_survives_the_wire() -> None:
 def test_atari_frames_stack_by_shifting_and_episodes_end_with_a_final_row() -> None:
     import numpy as np
 
-    from aioseed.clients.atari import AtariConfig, make_atari_vector_env
+    from aioseed.envs.atari import AtariConfig, make_atari_vector_env
     from aioseed.clients.env_group import FINAL, TRUNCATED, EnvGroup
 
     config = AtariConfig(noop_max=0, sticky_action_probability=0.0, max_episode_frames=4 * 40)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from aioseed.clients.envs import env_spec, make_vector_env
+from aioseed.envs.registry import env_spec, make_vector_env
 from aioseed.envs import CATCH_ID
 from aioseed.envs.catch import LEFT, RIGHT, STAY, Catch
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from aioseed.clients.atari import AtariConfig
+from aioseed.envs.atari import AtariConfig
 from aioseed.clients.env_group import EnvGroup
-from aioseed.clients.envs import env_spec, make_vector_env
+from aioseed.envs.registry import env_spec, make_vector_env
 from aioseed.server.env_table import EnvTable
 from aioseed.server.frame_stack import FrameStacker
 

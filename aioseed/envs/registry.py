@@ -1,12 +1,12 @@
-"""Environments the actors step: any gymnasium id, as a vector env with next-step autoreset."""
+"""Environments the actors step and the spec the learner serves: any gymnasium id (aioseed/ ids are
+registered by this package), as a vector env with next-step autoreset."""
 
 from __future__ import annotations
 
 import gymnasium as gym
 
-import aioseed.envs  # noqa: F401  (registers aioseed/ ids such as aioseed/Catch-v0)
-from aioseed.clients.atari import AtariConfig, is_atari, make_atari_vector_env
-from aioseed.clients.football import FootballConfig, is_football, make_football_vector_env
+from aioseed.envs.atari import AtariConfig, is_atari, make_atari_vector_env
+from aioseed.envs.football import FootballConfig, is_football, make_football_vector_env
 from aioseed.spec import EnvSpec
 
 

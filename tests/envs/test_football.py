@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aioseed.clients.envs import env_spec
-from aioseed.clients.football import FootballConfig, make_football_env, scenario_name, time_limit_reached
+from aioseed.envs.registry import env_spec
+from aioseed.envs.football import FootballConfig, make_football_env, scenario_name, time_limit_reached
 
 EMPTY_GOAL = "football:academy_empty_goal_close"
 IDLE, RIGHT, SHOT = 0, 5, 12  # gfootball's default action set

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from ale_py import roms
 
-from aioseed.clients.atari import AtariConfig, make_atari_vector_env
+from aioseed.envs.atari import AtariConfig, make_atari_vector_env
 
 NOOP, FIRE = 0, 1
 
