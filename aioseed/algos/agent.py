@@ -8,8 +8,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from aioseed.spec import EnvSpec
+from aioseed.types import Column
 
-Column = tuple[tuple[int, ...], Any]
 
 
 def zero_state(columns: Mapping[str, Column], batch: int) -> dict[str, np.ndarray]:

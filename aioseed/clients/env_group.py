@@ -7,10 +7,8 @@ import numpy as np
 
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.spec import EnvSpec
+from aioseed.types import FINAL, TERMINATED, TRUNCATED
 
-TERMINATED = 1
-TRUNCATED = 2
-FINAL = 4
 
 
 class EnvGroup:

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from aioseed.algos.agent import zero_state
+from aioseed.types import Column
 
-Column = tuple[tuple[int, ...], np.dtype]
 
 
 def grown(array: np.ndarray, capacity: int) -> np.ndarray:

@@ -21,13 +21,8 @@ import dataclasses
 import numpy as np
 
 from aioseed.server.core_states import grown
+from aioseed.types import FINAL, TERMINATED, TRUNCATED
 
-TERMINATED = 1
-"""The episode ended in a terminal state: no bootstrap."""
-TRUNCATED = 2
-"""The episode was cut (time limit): bootstrap from the final observation, which this row carries."""
-FINAL = 4
-"""The row carries the episode's final observation (gymnasium's next-step autoreset); its action is not run."""
 
 
 @dataclasses.dataclass

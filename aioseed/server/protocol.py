@@ -10,6 +10,7 @@ from google.protobuf.message import DecodeError
 
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.spec import EnvSpec
+from aioseed.types import VALID_FLAG_BYTES
 
 MAX_DETAIL_CHARS = 300
 """Longest status detail sent to an actor: gRPC carries it in metadata, which has a hard size limit."""
@@ -73,8 +74,6 @@ def check_hello(hello: pb.Hello, spec: EnvSpec, max_envs_per_stream: int, max_sl
         raise ProtocolError("hello.run_ids must be non-zero")
 
 
-# terminated (1) and truncated (2) in any combination, FINAL (4) only with one of them.
-VALID_FLAG_BYTES = bytes([0, 1, 2, 3, 5, 6, 7])
 
 
 class RowParser:

@@ -12,7 +12,8 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
-Column = tuple[tuple[int, ...], np.dtype]
+from aioseed.types import Column
+
 
 
 class UnrollStore:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aioseed.clients.env_group import FINAL, TERMINATED, TRUNCATED, EnvGroup
+from aioseed.clients.env_group import EnvGroup
+from aioseed.types import FINAL, TERMINATED, TRUNCATED
 from aioseed.envs.registry import make_vector_env
 from aioseed.spec import EnvSpec
 

@@ -55,7 +55,8 @@ def test_atari_frames_stack_by_shifting_and_episodes_end_with_a_final_row() -> N
     import numpy as np
 
     from aioseed.envs.atari import AtariConfig, make_atari_vector_env
-    from aioseed.clients.env_group import FINAL, TRUNCATED, EnvGroup
+    from aioseed.clients.env_group import EnvGroup
+    from aioseed.types import FINAL, TRUNCATED
 
     config = AtariConfig(noop_max=0, sticky_action_probability=0.0, max_episode_frames=4 * 40)
     envs = make_atari_vector_env("ALE/Pong-v5", 2, config)

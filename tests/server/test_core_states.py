@@ -8,7 +8,8 @@ import numpy as np
 
 from aioseed.server.batcher import Batcher, BatcherConfig
 from aioseed.server.core_states import CoreStates
-from aioseed.server.env_table import FINAL, TERMINATED, TRUNCATED, EnvTable
+from aioseed.server.env_table import EnvTable
+from aioseed.types import FINAL, TERMINATED, TRUNCATED
 from aioseed.server.inference import InferenceLoop
 from aioseed.server.unroll_store import UnrollStore
 

@@ -61,9 +61,9 @@ def _drop_row(slots: np.ndarray):
 BAD_MESSAGES = {
     "observation bytes": (lambda slots: steps(slots, observations=np.zeros((2, 3), np.float32)), "steps.observations has 24 bytes, expected 32"),
     "row count": (_drop_row, "steps.slots has 4 bytes, expected 8"),
-    "unowned slot": (lambda slots: steps(np.array([slots[0], 999], np.int32)), "slots [999] are not owned"),
+    "unowned slot": (lambda slots: steps(np.array([slots[0], 999], np.int32)), "slots 999 are not owned"),
     "duplicate slot": (lambda slots: steps(np.array([slots[0], slots[0]], np.int32)), "appears twice"),
-    "nan reward": (lambda slots: steps(slots, rewards=np.array([1.0, np.nan])), "rows [1] are not"),
+    "nan reward": (lambda slots: steps(slots, rewards=np.array([1.0, np.nan])), "row(s) 1 are not"),
     "infinite observation": (
         lambda slots: steps(slots, observations=np.array([[0, 0, 0, np.inf], [0, 0, 0, 0]], np.float32)),
         "observations must be finite",

@@ -8,7 +8,6 @@ import ipaddress
 import pathlib
 
 import grpc
-import numpy as np
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from aioseed.server.env_table import FINAL, TERMINATED, TRUNCATED, EnvTable
+from aioseed.server.env_table import EnvTable
+from aioseed.types import FINAL, TERMINATED, TRUNCATED
 from aioseed.server.inference import record
 from aioseed.server.unroll_store import UnrollStore
 

@@ -54,17 +54,6 @@ def unroll_extras(
     return step_extras(previous, rewards * keep)
 
 
-def build_network(spec: EnvSpec, config: ImpalaConfig) -> PolicyValue | RecurrentPolicyValue:
-    base = build_policy_value(
-        spec,
-        config.network,
-        config.hidden_sizes,
-        shared_torso=config.shared_torso or config.lstm_size > 0,
-        activation=config.activation,
-    )
-    return RecurrentPolicyValue(base, config.lstm_size) if config.lstm_size else base
-
-
 class PolicyModule(tf.Module):
     """The exported policy: ``act(observations, *state[, reward]) -> {action, logits, value, **next_state}``.
 
