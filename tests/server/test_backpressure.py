@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.conftest import small_config
+from tests.waiting import until
 
 from aioseed.clients.actor import Actor, ActorConfig
 from aioseed.server.training import TrainingConfig
@@ -19,11 +20,7 @@ async def test_paused_training_stalls_actors_and_resume_restarts_them(running_le
         learner.pause()
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=NUM_ENVS, envs_per_message=NUM_ENVS))
         task = asyncio.create_task(actor.run())
-        for _ in range(2000):
-            if learner.queue_depth == training.queue_capacity:
-                break
-            await asyncio.sleep(0.01)
-        assert learner.queue_depth == training.queue_capacity
+        await until(lambda: learner.queue_depth == training.queue_capacity, "the unroll queue to fill", 2000)
         at_full = actor.steps
         # Each env completes at most one more unroll before inference blocks on the full queue.
         await asyncio.sleep(0.5)
@@ -35,10 +32,5 @@ async def test_paused_training_stalls_actors_and_resume_restarts_them(running_le
         assert learner.queue_depth == training.queue_capacity  # bounded: nothing grew, nothing dropped
 
         learner.resume()
-        for _ in range(2000):
-            if learner.trainer.version >= 5 and actor.steps > stalled + 100:
-                break
-            await asyncio.sleep(0.01)
-        assert learner.trainer.version >= 5
-        assert actor.steps > stalled + 100
+        await until(lambda: learner.trainer.version >= 5 and actor.steps > stalled + 100, "training and actors to resume", 2000)
         task.cancel()

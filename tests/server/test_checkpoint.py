@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import small_config
+from tests.waiting import until
 
 from aioseed.clients.actor import Actor, ActorConfig
 
@@ -20,12 +21,8 @@ async def test_restart_restores_step_counter_and_parameters(running_learner, tmp
     async with running_learner(config) as learner:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=8, envs_per_message=8))
         task = asyncio.create_task(actor.run())
-        for _ in range(3000):
-            if learner.trainer.version >= 20 and list((tmp_path / "checkpoints").glob("ckpt-*.index")):
-                break
-            await asyncio.sleep(0.01)
-        assert learner.trainer.version >= 20, "no training happened"
-        assert list((tmp_path / "checkpoints").glob("ckpt-*.index")), "no periodic checkpoint"
+        await until(lambda: learner.trainer.version >= 20, "20 updates", 3000)
+        await until(lambda: list((tmp_path / "checkpoints").glob("ckpt-*.index")), "a periodic checkpoint", 3000)
         task.cancel()
     # the block's end stopped the learner, which wrote a final checkpoint
     steps, frames = learner.trainer.version, learner.frames

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import small_config
+from tests.waiting import until
 from tests.wire import CARTPOLE, Stream, hello, refused, steps
 
 from aioseed.spec import EnvSpec
@@ -34,14 +35,14 @@ class Healthy:
             self.answers += 1
 
     async def progressed(self, since: int, by: int = 5) -> None:
-        """Waits (bounded) until the stream answered ``by`` more times."""
-        for _ in range(500):
+        """Waits (bounded) until the stream answered ``by`` more times; re-raises the stream's failure."""
+
+        def answered() -> bool:
             if self.task.done():
                 self.task.result()
-            if self.answers >= since + by:
-                return
-            await asyncio.sleep(0.01)
-        raise AssertionError(f"healthy stream stalled at {self.answers} answers")
+            return self.answers >= since + by
+
+        await until(answered, f"the healthy stream to answer {by} more times (it stalled at {self.answers})", 500)
 
 
 @contextlib.asynccontextmanager
