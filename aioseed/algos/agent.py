@@ -26,6 +26,8 @@ class Agent(Protocol):
     """What the policy sees (with learner-side frame stacking, more frames than actors send)."""
     burn_in: int
     """Steps at the start of each unroll that only warm up recurrent state; unrolls overlap by burn_in + 1."""
+    uses_replay: bool
+    """Trains from prioritized replay (R2D2) rather than once on each unroll in order (V-trace)."""
 
     def output_columns(self) -> Mapping[str, Column]:
         """Per-row inference outputs kept in unrolls (shape without batch, dtype); includes "action"."""

@@ -14,6 +14,7 @@ class NullAgent:
     """Always action 0; the train step only touches the batch. Implements ``Agent``."""
 
     burn_in = 0
+    uses_replay = False
 
     def __init__(self, spec: EnvSpec) -> None:
         self.spec = spec

@@ -33,6 +33,7 @@ from aioseed.server.protocol import RowBounds
 from aioseed.server.replay_feed import ReplayFeed
 from aioseed.server.service import LearnerService, StreamLimits
 from aioseed.server.slots import SlotTable
+from aioseed.server.source import Source, UnrollQueue
 from aioseed.server.stats import History, Stats
 from aioseed.server.training import Progress, Trainer
 from aioseed.server.unroll_store import UnrollStore
@@ -85,10 +86,13 @@ class Learner:
             overlap=agent.burn_in + 1,
             first_step_only=agent.state_columns().keys(),
         )
-        self.replay_feed = self._replay_feed(config, agent) if config.agent == "r2d2" else None
-        self.trainer = Trainer(
-            config.training, agent, self._unrolls, self._on_train_step, self.replay_feed, lambda: self.frames
+        per_unroll = agent.state_columns().keys()
+        self.source: Source = (
+            self._replay_feed(config, agent)
+            if agent.uses_replay
+            else UnrollQueue(self._unrolls, config.training.batch_size, per_unroll)
         )
+        self.trainer = Trainer(config.training, agent, self.source, self._on_train_step, lambda: self.frames)
         stack = config.learner_frame_stack
         if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
             raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
@@ -259,8 +263,7 @@ class Learner:
                     group.create_task(self.trainer.train(), name="train"),
                     group.create_task(self._report(), name="report"),
                 ]
-                if self.replay_feed is not None:
-                    tasks.append(group.create_task(self.replay_feed.insert(), name="replay-insert"))
+                tasks.append(group.create_task(self.source.run(), name="source"))
                 if self.config.stop_after_seconds is not None:
                     tasks.append(group.create_task(self._stop_after(self.config.stop_after_seconds), name="timer"))
                 await self._stop.wait()
@@ -343,7 +346,7 @@ class Learner:
             "actors/envs": float(self.slots.connected),
             "actors/reserved_slots": float(self.slots.reserved),
             "actors/auth_refused": float(self.auth_refused),
-            **(self.replay_feed.metrics() if self.replay_feed is not None else {}),
+            **self.source.metrics(),
         }
 
     async def _report(self) -> None:

@@ -10,19 +10,20 @@ thread. After each train step, ``update`` writes the new priorities back.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from typing import Any
 
 import numpy as np
 import structlog
 
 from aioseed.server.replay import Replay
-from aioseed.server.training import stack_time_major
+from aioseed.server.source import stack_time_major
 
 log = structlog.get_logger()
 
 
 class ReplayFeed:
-    """Verbs: ``insert`` (a task), ``next_batch``, ``update``."""
+    """R2D2's ``Source``. Verbs: ``run`` (the insert task), ``next_batch``, ``update``."""
 
     def __init__(
         self,
@@ -41,7 +42,8 @@ class ReplayFeed:
         self._per_unroll = tuple(per_unroll)
         self._inserted = asyncio.Event()
 
-    async def insert(self) -> None:
+    async def run(self) -> None:
+        """Inserts completed unrolls as they arrive, up to 256 at a time."""
         while True:
             batch = [await self._unrolls.get()]
             while not self._unrolls.empty() and len(batch) < 256:
@@ -67,7 +69,9 @@ class ReplayFeed:
         batch["ids"], batch["weights"] = ids, weights
         return batch
 
-    def update(self, ids: np.ndarray, priorities: np.ndarray) -> None:
+    def update(self, batch: Mapping[str, np.ndarray], metrics: dict[str, Any]) -> None:
+        """Writes the train step's new priorities (popped from ``metrics``) back for ``batch["ids"]``."""
+        ids, priorities = batch["ids"], metrics.pop("priorities")
         if not np.isfinite(priorities).all():  # the loss diverged; keep the old priorities and say so
             log.error("non_finite_priorities", count=int((~np.isfinite(priorities)).sum()))
             return

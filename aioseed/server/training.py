@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -14,7 +14,7 @@ import structlog
 from aioseed.algos.agent import SKIPPED, Agent
 
 if TYPE_CHECKING:
-    from aioseed.server.replay_feed import ReplayFeed
+    from aioseed.server.source import Source
 
 log = structlog.get_logger()
 
@@ -46,14 +46,6 @@ class Progress:
     frames: int
 
 
-def stack_time_major(
-    unrolls: list[Mapping[str, np.ndarray]], per_unroll: Collection[str] = ()
-) -> dict[str, np.ndarray]:
-    """B unrolls of ``[T + 1, ...]`` -> ``[T + 1, B, ...]``; ``slot`` and ``per_unroll`` columns become ``[B, ...]``."""
-    batch_major = {"slot", *per_unroll}
-    return {key: np.stack([u[key] for u in unrolls], axis=0 if key in batch_major else 1) for key in unrolls[0]}
-
-
 class Trainer:
     """Verbs: ``prefetch`` and ``train`` (tasks), ``pause``/``resume``, ``run_between_steps``."""
 
@@ -61,21 +53,18 @@ class Trainer:
         self,
         config: TrainingConfig,
         agent: Agent,
-        unrolls: asyncio.Queue[dict[str, np.ndarray]],
+        source: Source,
         on_step: Callable[[dict[str, float], float], None],
-        feed: ReplayFeed | None = None,
         frames: Callable[[], int] = lambda: 0,
     ) -> None:
-        """With a ``feed`` (R2D2), batches come from prioritized replay and train steps return priorities.
-        ``frames`` reads the learner's frame count, which moves the learning-rate schedule."""
+        """Batches come from ``source`` (V-trace's unroll queue, R2D2's replay), which hears back after
+        each train step. ``frames`` reads the learner's frame count, which moves the learning-rate schedule."""
         self._config = config
         self._agent = agent
-        self._unrolls = unrolls
+        self._source = source
         self._batches: asyncio.Queue[dict[str, np.ndarray]] = asyncio.Queue(config.prefetch_batches)
         self._on_step = on_step
-        self._feed = feed
         self._frames = frames
-        self._per_unroll = tuple(agent.state_columns())
         self._running = asyncio.Event()
         self._running.set()
         self.version = 0
@@ -104,12 +93,7 @@ class Trainer:
 
     async def prefetch(self) -> None:
         while True:
-            if self._feed is not None:
-                batch = await self._feed.next_batch()
-            else:
-                unrolls = [await self._unrolls.get() for _ in range(self._config.batch_size)]
-                batch = await asyncio.to_thread(stack_time_major, unrolls, self._per_unroll)
-            await self._batches.put(batch)
+            await self._batches.put(await self._source.next_batch())
 
     async def train(self) -> None:
         loop = asyncio.get_running_loop()
@@ -122,8 +106,7 @@ class Trainer:
                 metrics, lag = await loop.run_in_executor(self.executor, self._step, batch)
             finally:
                 self.stepping = False
-            if self._feed is not None:
-                self._feed.update(batch["ids"], metrics.pop("priorities"))
+            self._source.update(batch, metrics)
             self._on_step(metrics, lag)
 
     def _step(self, batch: Mapping[str, np.ndarray]) -> tuple[dict[str, float], float]:

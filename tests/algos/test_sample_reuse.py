@@ -9,6 +9,7 @@ import pytest
 
 from aioseed.algos.impala.agent import ImpalaAgent
 from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.server.source import UnrollQueue
 from aioseed.server.training import Trainer, TrainingConfig
 from aioseed.spec import EnvSpec
 
@@ -46,7 +47,7 @@ def test_a_batch_is_epochs_times_minibatches_updates_and_versions() -> None:
     agent = ImpalaAgent(SPEC, ImpalaConfig(epochs=2, minibatches=3, ppo_clip=0.2), seed=0)
     rng = np.random.default_rng(0)
     before = [v.numpy().copy() for v in agent.network.trainable_variables]
-    trainer = Trainer(TrainingConfig(), agent, asyncio.Queue(), lambda *_: None)
+    trainer = Trainer(TrainingConfig(), agent, UnrollQueue(asyncio.Queue(), 1), lambda *_: None)
     metrics, lag = trainer._step(bandit_batch(rng, agent))
     assert trainer.version == 6  # 2 epochs x 3 minibatches
     assert lag == 0.0

@@ -116,6 +116,8 @@ class ImpalaAgent(LearningRateControl):
 
     burn_in = 0
     """Unroll steps that only warm up recurrent state (none: V-trace learns from every step)."""
+    uses_replay = False
+    """Trains once on each unroll, in arrival order, from the bounded queue."""
 
     def __init__(self, spec: EnvSpec, config: ImpalaConfig, device: str = "/CPU:0", seed: int | None = None) -> None:
         self.spec = spec
