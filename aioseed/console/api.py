@@ -13,16 +13,16 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
+from aioseed.console.control import Control
 from aioseed.server.checkpoint import CheckpointRefused
 
-if TYPE_CHECKING:
-    from aioseed.server.learner import Learner
 
-LEARNER = web.AppKey("learner", "Learner")
+CONTROL = web.AppKey("control", Control)
+"""The learner, as the console sees it."""
 FEEDS = web.AppKey("feeds", set)
 """Open feed WebSockets, closed when the console shuts down."""
 MAX_BATCH_SIZE = 65536
@@ -53,29 +53,13 @@ def _json(value: Any) -> web.Response:
     return web.json_response(value, dumps=_dumps)
 
 
-def actors(learner: Learner) -> list[dict[str, Any]]:
-    return [
-        {
-            "stream": stream_id,
-            "actor": info.actor,
-            "address": info.peer,
-            "envs": len(info.slots),
-            "steps": info.steps,
-            "steps_per_s": info.steps_per_s,
-            "connected_since": info.connected_at,
-            "last_seen": info.last_seen,
-        }
-        for stream_id, info in sorted(learner.service.streams.items())
-    ]
-
-
-def state(learner: Learner) -> dict[str, Any]:
+def state(control: Control) -> dict[str, Any]:
     """What the live feed pushes: the latest snapshot, the settings and the actors."""
-    return {"metrics": learner.history.latest, "settings": learner.settings(), "actors": actors(learner)}
+    return {"metrics": control.metrics(), "settings": control.settings(), "actors": control.actors()}
 
 
 async def get_metrics(request: web.Request) -> web.Response:
-    return _json(request.app[LEARNER].history.latest)
+    return _json(request.app[CONTROL].metrics())
 
 
 async def get_series(request: web.Request) -> web.Response:
@@ -83,15 +67,15 @@ async def get_series(request: web.Request) -> web.Response:
         since = float(request.query.get("since", "0"))
     except ValueError:
         raise BadRequest("since must be a number (seconds since the epoch)") from None
-    return _json(request.app[LEARNER].history.since(since))
+    return _json(request.app[CONTROL].series(since))
 
 
 async def get_actors(request: web.Request) -> web.Response:
-    return _json(actors(request.app[LEARNER]))
+    return _json(request.app[CONTROL].actors())
 
 
 async def get_settings(request: web.Request) -> web.Response:
-    return _json(request.app[LEARNER].settings())
+    return _json(request.app[CONTROL].settings())
 
 
 MAX_BODY_BYTES = 64 * 1024
@@ -150,7 +134,8 @@ def validate_settings(body: Any) -> dict[str, Any]:
         raise BadRequest("expected a JSON object with max_batch_size, deadline_ms and/or learning_rate")
     unknown = sorted(set(body) - {"max_batch_size", "deadline_ms", "learning_rate"})
     if unknown:
-        raise BadRequest(f"unknown field(s): {_short(', '.join(unknown))}")
+        names = ", ".join(unknown)
+        raise BadRequest(f"unknown field(s): {names if len(names) <= 80 else names[:77] + '...'}")
     changes: dict[str, Any] = {}
     size = _number(body, "max_batch_size")
     if size is not None:
@@ -172,27 +157,27 @@ def validate_settings(body: Any) -> dict[str, Any]:
 
 async def post_settings(request: web.Request) -> web.Response:
     changes = validate_settings(await read_json(request))
-    learner = request.app[LEARNER]
+    control = request.app[CONTROL]
     if "max_batch_size" in changes or "deadline_ms" in changes:
-        learner.configure_batcher(changes.get("max_batch_size"), changes.get("deadline_ms"))
+        control.configure_batcher(changes.get("max_batch_size"), changes.get("deadline_ms"))
     if "learning_rate" in changes:
-        await learner.set_learning_rate(changes["learning_rate"])  # applies between train steps
-    return _json(learner.settings())
+        await control.set_learning_rate(changes["learning_rate"])  # applies between train steps
+    return _json(control.settings())
 
 
 async def post_pause(request: web.Request) -> web.Response:
-    request.app[LEARNER].pause()
-    return _json(request.app[LEARNER].settings())
+    request.app[CONTROL].pause()
+    return _json(request.app[CONTROL].settings())
 
 
 async def post_resume(request: web.Request) -> web.Response:
-    request.app[LEARNER].resume()
-    return _json(request.app[LEARNER].settings())
+    request.app[CONTROL].resume()
+    return _json(request.app[CONTROL].settings())
 
 
 async def post_checkpoint(request: web.Request) -> web.Response:
     try:
-        path = await request.app[LEARNER].checkpoint_now()
+        path = await request.app[CONTROL].checkpoint_now()
     except CheckpointRefused as exc:
         raise web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json") from None
     if path is None:
@@ -203,7 +188,7 @@ async def post_checkpoint(request: web.Request) -> web.Response:
 async def post_disconnect(request: web.Request) -> web.Response:
     raw = request.match_info["stream"]
     try:
-        request.app[LEARNER].disconnect(int(raw))
+        request.app[CONTROL].disconnect(int(raw))
     except (ValueError, KeyError):
         raise BadRequest(f"no connected actor stream {_short(raw)}") from None
     return _json({"disconnected": int(raw)})
@@ -211,19 +196,19 @@ async def post_disconnect(request: web.Request) -> web.Response:
 
 async def feed(request: web.Request) -> web.WebSocketResponse:
     """Pushes ``state`` once per metrics interval until the client or the learner goes."""
-    learner = request.app[LEARNER]
+    control = request.app[CONTROL]
     ws = web.WebSocketResponse(heartbeat=10.0)
     await ws.prepare(request)
     request.app[FEEDS].add(ws)
-    await ws.send_str(_dumps({"series": learner.history.since(0.0), **state(learner)}))
+    await ws.send_str(_dumps({"series": control.series(), **state(control)}))
 
     async def push() -> None:
-        sent = learner.history.latest.get("time", 0.0)
+        sent = control.metrics().get("time", 0.0)
         while not ws.closed:
-            await asyncio.sleep(min(learner.config.metrics_every_s, 1.0) / 2)
-            latest = learner.history.latest.get("time", 0.0)
+            await asyncio.sleep(min(control.metrics_every_s, 1.0) / 2)
+            latest = control.metrics().get("time", 0.0)
             if latest > sent:
-                await ws.send_str(_dumps(state(learner)))
+                await ws.send_str(_dumps(state(control)))
                 sent = latest
 
     try:

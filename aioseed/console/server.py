@@ -1,19 +1,17 @@
-"""The console server: aiohttp on ``AppRunner``/``TCPSite``, started and stopped by the learner."""
+"""The console server: aiohttp on ``AppRunner``/``TCPSite``, started and stopped by the learner (any ``Control``)."""
 
 from __future__ import annotations
 
 import pathlib
 from collections.abc import Collection
-from typing import TYPE_CHECKING
 
 import structlog
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
 from aioseed.console import api, auth, prometheus
+from aioseed.console.control import Control
 
-if TYPE_CHECKING:
-    from aioseed.server.learner import Learner
 
 log = structlog.get_logger()
 
@@ -30,13 +28,13 @@ class AccessLogger(AbstractAccessLogger):
         )
 
 
-def init(learner: Learner, token: str, reading_needs_token: bool, allowed_hosts: Collection[str] = ()) -> web.Application:
+def init(control: Control, token: str, reading_needs_token: bool, allowed_hosts: Collection[str] = ()) -> web.Application:
     app = web.Application(
         middlewares=[auth.middleware(token, reading_needs_token, allowed_hosts)], client_max_size=api.MAX_BODY_BYTES
     )
-    app[api.LEARNER] = learner
+    app[api.CONTROL] = control
     api.add_routes(app)
-    app.router.add_get("/metrics", prometheus.handler(lambda: learner.history.latest))
+    app.router.add_get("/metrics", prometheus.handler(control.metrics))
     app.router.add_get("/", _index)
     app.router.add_static("/static/", WEB)
     uplot = WEB / "node_modules" / "uplot" / "dist"
@@ -53,12 +51,12 @@ class ConsoleServer:
     """Verbs: ``start`` (returns the URL, token in the fragment), ``stop``."""
 
     def __init__(
-        self, learner: Learner, host: str, port: int, token: str | None, allowed_hosts: Collection[str] = ()
+        self, control: Control, host: str, port: int, token: str | None, allowed_hosts: Collection[str] = ()
     ) -> None:
         self.host = host
         self.token = token or auth.new_token()
         self.reading_needs_token = not auth.is_loopback(host)
-        app = init(learner, self.token, self.reading_needs_token, allowed_hosts)
+        app = init(control, self.token, self.reading_needs_token, allowed_hosts)
         self._runner = web.AppRunner(app, access_log_class=AccessLogger, handle_signals=False)
         self._port = port
         self.port: int | None = None

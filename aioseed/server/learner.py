@@ -2,7 +2,8 @@
 
 ``Learner`` is the composition root of the server side. Its public methods are
 the Python control API (the console drives the same calls): ``configure_batcher``,
-``pause``/``resume``, ``set_learning_rate``, ``checkpoint_now`` and ``request_stop``.
+``pause``/``resume``, ``set_learning_rate``, ``checkpoint_now`` and ``request_stop``; it is the
+console's ``Control``.
 """
 
 from __future__ import annotations
@@ -193,6 +194,21 @@ class Learner:
     def disconnect(self, stream_id: int) -> None:
         """Ends one actor stream (KeyError if there is none)."""
         self.service.disconnect(stream_id)
+
+    def metrics(self) -> dict[str, float]:
+        """The latest metrics snapshot (empty before the first)."""
+        return self.history.latest
+
+    def series(self, since: float = 0.0) -> list[dict[str, float]]:
+        """Snapshots taken after ``since`` (time.time())."""
+        return self.history.since(since)
+
+    def actors(self) -> list[dict[str, Any]]:
+        return self.service.describe_streams()
+
+    @property
+    def metrics_every_s(self) -> float:
+        return self.config.metrics_every_s
 
     def settings(self) -> dict[str, Any]:
         """Settings in effect, and batcher settings staged for the next batch."""

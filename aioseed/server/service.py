@@ -7,7 +7,7 @@ import collections
 import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import grpc
 import numpy as np
@@ -87,6 +87,22 @@ class LearnerService(pb_grpc.LearnerServicer):
         self._next_stream = 0
         self.handshaking = 0
         """Streams waiting for their hello (they count against ``limits.streams``)."""
+
+    def describe_streams(self) -> list[dict[str, Any]]:
+        """The connected streams, for the console and /api/actors."""
+        return [
+            {
+                "stream": stream_id,
+                "actor": info.actor,
+                "address": info.peer,
+                "envs": len(info.slots),
+                "steps": info.steps,
+                "steps_per_s": info.steps_per_s,
+                "connected_since": info.connected_at,
+                "last_seen": info.last_seen,
+            }
+            for stream_id, info in sorted(self.streams.items())
+        ]
 
     def disconnect(self, stream_id: int) -> None:
         """Ends one stream; its slots are kept for the grace period, and the actor may reconnect."""

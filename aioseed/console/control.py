@@ -1,0 +1,51 @@
+"""What the console needs from a learner: snapshots to read and staged commands to write.
+
+The learner (``aioseed.server.learner.Learner``) implements ``Control``; the console
+never reaches into its parts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Control(Protocol):
+    metrics_every_s: float
+    """Interval of metric snapshots (the feed pushes each new one)."""
+
+    def metrics(self) -> dict[str, float]:
+        """The latest metrics snapshot (empty before the first)."""
+        ...
+
+    def series(self, since: float = 0.0) -> list[dict[str, float]]:
+        """Snapshots taken after ``since`` (time.time()), oldest first."""
+        ...
+
+    def actors(self) -> list[dict[str, Any]]:
+        """The connected actor streams: stream id, actor, address, envs, steps, rates and times."""
+        ...
+
+    def settings(self) -> dict[str, Any]:
+        """Settings in effect and those staged for the next batch."""
+        ...
+
+    def configure_batcher(self, max_batch_size: int | None = None, deadline_ms: float | None = None) -> Any:
+        """Stages batcher settings for the next batch."""
+        ...
+
+    async def set_learning_rate(self, value: float) -> None:
+        """Applies between train steps."""
+        ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    async def checkpoint_now(self) -> str | None:
+        """A checkpoint between train steps: its path (None without a logdir). Raises
+        ``aioseed.server.checkpoint.CheckpointRefused`` when the weights are non-finite."""
+        ...
+
+    def disconnect(self, stream_id: int) -> None:
+        """Ends one stream; KeyError if there is none with that id."""
+        ...
