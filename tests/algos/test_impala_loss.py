@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aioseed.algos.impala.loss import clip_rewards, clipped_surrogate_loss, impala_loss, normalize, targets
+from aioseed.algos.impala.loss import clipped_surrogate_loss, impala_loss, normalize, targets
+from aioseed.algos.rewards import clip_rewards
 
 GAMMA = 0.9
 VALUES = np.array([[0.5], [4.0], [-3.0]], np.float32)  # V(x_0), V(x_1), V(x_2)

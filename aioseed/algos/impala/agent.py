@@ -10,7 +10,8 @@ import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED
 from aioseed.algos.impala.config import ImpalaConfig
-from aioseed.algos.impala.loss import clip_rewards, clipped_surrogate_loss, impala_loss, normalize, targets
+from aioseed.algos.impala.loss import clipped_surrogate_loss, impala_loss, normalize, targets
+from aioseed.algos.rewards import clip_rewards
 from aioseed.algos.networks import PolicyValue, build_policy_value
 from aioseed.algos.optimizer import LearningRateControl, apply_finite_gradients, make_optimizer
 from aioseed.algos.recurrent import RecurrentPolicyValue

@@ -45,19 +45,6 @@ class Targets(NamedTuple):
     """<float32>[T, B] 1 for real steps, 0 for phantom rows (a truncated episode's final observation)."""
 
 
-def clip_rewards(rewards: tf.Tensor, mode: str, threshold: float = 1.0) -> tf.Tensor:
-    """<float32>[...] rewards clipped as configured: "none"; "abs" to [-threshold, threshold];
-    "soft_asymmetric" (SEED's 5 tanh(r / 5), negatives scaled by 0.3)."""
-    if mode == "none":
-        return rewards
-    if mode == "abs":
-        return tf.clip_by_value(rewards, -threshold, threshold)
-    if mode == "soft_asymmetric":
-        squeezed = tf.tanh(rewards / 5.0) * 5.0
-        return tf.where(rewards < 0, 0.3 * squeezed, squeezed)
-    raise ValueError(f"unknown reward clipping {mode!r}")
-
-
 def normalize(advantages: tf.Tensor, valid: tf.Tensor, epsilon: float = 1e-8) -> tf.Tensor:
     """``advantages`` shifted and scaled to mean 0 and standard deviation 1 over the ``valid`` steps."""
     count = tf.maximum(tf.reduce_sum(valid), 1.0)

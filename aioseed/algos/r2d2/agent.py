@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED, zero_state
-from aioseed.algos.impala.loss import clip_rewards
+from aioseed.algos.rewards import clip_rewards
 from aioseed.algos.networks import build_policy_value
 from aioseed.algos.optimizer import LearningRateControl, adam, apply_finite_gradients
 from aioseed.algos.r2d2.config import R2D2Config

@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from aioseed.algos.r2d2.targets import inverse_value_rescale, n_step_targets, value_rescale
+from aioseed.algos.n_step import n_step_targets
+from aioseed.algos.value_rescaling import inverse_value_rescale, value_rescale
 
 
 class R2D2Losses(NamedTuple):

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aioseed.algos.r2d2 import inverse_value_rescale, n_step_targets, value_rescale
+from aioseed.algos.n_step import n_step_targets
+from aioseed.algos.value_rescaling import inverse_value_rescale, value_rescale
 
 
 def test_rescale_then_inverse_is_the_identity_over_a_wide_range() -> None:
