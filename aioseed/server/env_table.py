@@ -24,10 +24,10 @@ from aioseed.server.core_states import grown
 from aioseed.types import FINAL, TERMINATED, TRUNCATED
 
 
-
 @dataclasses.dataclass
-class Observation:
-    """What ``EnvTable.observe`` derived for one batch of rows."""
+class EpisodeBoundaries:
+    """Episode bookkeeping ``EnvTable.observe`` derived for one batch of rows: where episodes and
+    unrolls start and end, and the episodes that ended (not the observations themselves)."""
 
     fresh: np.ndarray
     """<bool>[B] the row starts a new unroll (new run_id or reconnection)."""
@@ -67,7 +67,7 @@ class EnvTable:
         self._length = np.zeros(0, np.int64)
         self._grow(16)
 
-    def observe(self, slots: np.ndarray, run_ids: np.ndarray, rewards: np.ndarray, flags: np.ndarray) -> Observation:
+    def observe(self, slots: np.ndarray, run_ids: np.ndarray, rewards: np.ndarray, flags: np.ndarray) -> EpisodeBoundaries:
         self._ensure(int(slots.max()) if len(slots) else 0)
         new_run = self._run_id[slots] != run_ids
         if not (flags.any() or new_run.any() or self._fresh[slots].any() or self._after_final[slots].any()):
@@ -75,7 +75,7 @@ class EnvTable:
             self._return[slots] += rewards
             self._length[slots] += 1
             plain = np.zeros(len(slots), bool)
-            return Observation(plain, plain, plain, _NO_RETURNS, _NO_LENGTHS, _NO_ROWS, len(slots))
+            return EpisodeBoundaries(plain, plain, plain, _NO_RETURNS, _NO_LENGTHS, _NO_ROWS, len(slots))
         fresh = self._fresh[slots] | new_run
         self._run_id[slots] = run_ids
         self._fresh[slots] = False
@@ -97,7 +97,7 @@ class EnvTable:
         episode_lengths = self._length[ended].copy()
         self._return[ended] = 0.0
         self._length[ended] = 0
-        return Observation(
+        return EpisodeBoundaries(
             fresh=fresh,
             done=(terminated | after_final) & ~fresh,
             phantom=final,

@@ -19,7 +19,7 @@ import structlog
 
 from aioseed.server.batcher import Batch, Batcher
 from aioseed.server.core_states import CoreStates
-from aioseed.server.env_table import EnvTable, Observation
+from aioseed.server.env_table import EnvTable, EpisodeBoundaries
 from aioseed.server.frame_stack import FrameStacker
 from aioseed.server.unroll_store import UnrollStore
 
@@ -53,14 +53,14 @@ class InferenceError(RuntimeError):
 @dataclasses.dataclass
 class StepResult:
     actions: np.ndarray
-    observation: Observation
+    boundaries: EpisodeBoundaries
     unrolls: dict[str, np.ndarray] | None
     seconds: float
     """Worker-thread time of the policy and the bookkeeping."""
     invalid: np.ndarray
     """<bool>[B] rows whose policy outputs are non-finite or whose action is out of range (no action is sent)."""
     evaluation_episodes: np.ndarray | None = None
-    """<bool>[E] which of the batch's ended episodes (``observation.episode_returns``) were evaluation envs'."""
+    """<bool>[E] which of the batch's ended episodes (``boundaries.episode_returns``) were evaluation envs'."""
 
 
 def invalid_rows(outputs: Mapping[str, np.ndarray], num_actions: int) -> np.ndarray:
@@ -76,20 +76,20 @@ def invalid_rows(outputs: Mapping[str, np.ndarray], num_actions: int) -> np.ndar
     return invalid
 
 
-def observe(envs: EnvTable, store: UnrollStore, inputs: Mapping[str, np.ndarray]) -> Observation:
+def observe(envs: EnvTable, store: UnrollStore, inputs: Mapping[str, np.ndarray]) -> EpisodeBoundaries:
     """Updates per-env state for a batch of rows; fresh rows discard their partial unrolls."""
     slots = inputs["slots"]
-    observation = envs.observe(slots, inputs["run_ids"], inputs["rewards"], inputs["flags"])
-    if observation.fresh.any():
-        store.reset(slots[observation.fresh])
-    return observation
+    boundaries = envs.observe(slots, inputs["run_ids"], inputs["rewards"], inputs["flags"])
+    if boundaries.fresh.any():
+        store.reset(slots[boundaries.fresh])
+    return boundaries
 
 
 def append(
     store: UnrollStore,
     inputs: Mapping[str, np.ndarray],
     observations: np.ndarray,
-    observation: Observation,
+    boundaries: EpisodeBoundaries,
     outputs: Mapping[str, np.ndarray],
     version: int,
 ) -> dict[str, np.ndarray] | None:
@@ -101,9 +101,9 @@ def append(
         "observation": observations,
         # A fresh row's reward may have been seen already (EnvTable): it counts nowhere, and a network
         # that takes rewards as input saw 0 there at inference, as training will.
-        "reward": np.where(observation.fresh, np.float32(0), inputs["rewards"]),
-        "done": observation.done,
-        "phantom": observation.phantom,
+        "reward": np.where(boundaries.fresh, np.float32(0), inputs["rewards"]),
+        "done": boundaries.done,
+        "phantom": boundaries.phantom,
         "version": np.full(len(observations), version, np.int64),
         **outputs,
     }
@@ -112,18 +112,6 @@ def append(
         learn = ~evaluation
         return store.append(inputs["slots"][learn], {name: column[learn] for name, column in step.items()})
     return store.append(inputs["slots"], step)
-
-
-def record(
-    envs: EnvTable,
-    store: UnrollStore,
-    inputs: Mapping[str, np.ndarray],
-    outputs: Mapping[str, np.ndarray],
-    version: int,
-) -> tuple[Observation, dict[str, np.ndarray] | None]:
-    """``observe`` then ``append``, for rows whose outputs are already known (tests, tools)."""
-    observation = observe(envs, store, inputs)
-    return observation, append(store, inputs, inputs["observations"], observation, outputs, version)
 
 
 class InferenceLoop:
@@ -213,14 +201,14 @@ class InferenceLoop:
     def step(self, inputs: Mapping[str, np.ndarray]) -> StepResult:
         """One closed batch, in the worker thread: per-env state, stacking, the policy, unrolls."""
         started = time.perf_counter()
-        observation = observe(self._envs, self._store, inputs)
-        slots, observations, starts = inputs["slots"], inputs["observations"], observation.starts
+        boundaries = observe(self._envs, self._store, inputs)
+        slots, observations, starts = inputs["slots"], inputs["observations"], boundaries.starts
         if self._stacker is not None:
             observations = self._stacker.push(slots, observations, starts)
         state = self._states.read(slots, starts)
         evaluation = inputs.get("evaluation")
         if evaluation is not None and evaluation.any():  # frames count the envs that train
-            observation.env_steps = int((~observation.phantom & ~evaluation).sum())
+            boundaries.env_steps = int((~boundaries.phantom & ~evaluation).sum())
         rewards = np.where(starts, np.float32(0), inputs["rewards"]).astype(np.float32)
         outputs, next_state = self._policy.infer(observations, state, slots, evaluation, rewards)
         invalid = invalid_rows(outputs, self._num_actions)
@@ -228,6 +216,6 @@ class InferenceLoop:
             outputs["action"] = np.where(invalid, 0, outputs["action"]).astype(outputs["action"].dtype)
         self._states.write(slots, next_state)
         # Unrolls keep the state each step started from; training replays the core from the first one.
-        unrolls = append(self._store, inputs, observations, observation, {**outputs, **state}, self._version())
-        evaluating = None if evaluation is None else evaluation[observation.ended_rows]
-        return StepResult(outputs["action"], observation, unrolls, time.perf_counter() - started, invalid, evaluating)
+        unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, self._version())
+        evaluating = None if evaluation is None else evaluation[boundaries.ended_rows]
+        return StepResult(outputs["action"], boundaries, unrolls, time.perf_counter() - started, invalid, evaluating)

@@ -303,13 +303,13 @@ class Learner:
 
     # ---- callbacks and the report task -----------------------------------------------------
     def _on_batch(self, batch: Batch, result: StepResult) -> None:
-        observation = result.observation
+        boundaries = result.boundaries
         self.stats.record_batch(
-            batch.size, batch.fill_seconds, result.seconds, observation.env_steps * self.spec.frames_per_step
+            batch.size, batch.fill_seconds, result.seconds, boundaries.env_steps * self.spec.frames_per_step
         )
-        if len(observation.episode_returns):
+        if len(boundaries.episode_returns):
             self.stats.record_episodes(
-                observation.episode_returns, observation.episode_lengths, result.evaluation_episodes
+                boundaries.episode_returns, boundaries.episode_lengths, result.evaluation_episodes
             )
             self._check_stop_conditions()
         elif self.config.stop_after_frames is not None:

@@ -99,7 +99,7 @@ def test_evaluation_rows_reach_the_policy_and_are_never_stored() -> None:
             "evaluation": np.array([False, True]),
         }
         result = loop.step(inputs)
-        assert result.observation.env_steps == 1  # frames count the training env only
+        assert result.boundaries.env_steps == 1  # frames count the training env only
         if result.unrolls is not None:
             unrolls.append(result.unrolls)
         if t == 2 * T:

@@ -26,8 +26,8 @@ def test_learner_stacking_matches_actor_stacking_across_episode_boundaries() -> 
     rng = np.random.default_rng(0)
     boundaries = 0
     for step in range(40):
-        observation = envs.observe(slots, run_ids, single.rewards, single.flags)
-        starts = (observation.done & ~observation.phantom) | observation.fresh
+        marks = envs.observe(slots, run_ids, single.rewards, single.flags)
+        starts = (marks.done & ~marks.phantom) | marks.fresh
         boundaries += int(starts.sum())
         np.testing.assert_array_equal(stacker.push(slots, single.observations, starts), stacked.observations)
         np.testing.assert_array_equal(single.flags, stacked.flags)

@@ -6,7 +6,7 @@ import numpy as np
 
 from aioseed.server.env_table import EnvTable
 from aioseed.types import FINAL, TERMINATED, TRUNCATED
-from aioseed.server.inference import record
+from aioseed.server.inference import append, observe
 from aioseed.server.unroll_store import UnrollStore
 
 T = 3
@@ -29,7 +29,7 @@ def make_store(unroll_length: int = T, overlap: int = 1) -> UnrollStore:
 
 
 class Env:
-    """Feeds rows for one or more slots through ``record`` like the inference loop does."""
+    """Feeds rows for one or more slots through ``observe`` and ``append`` like the inference loop does."""
 
     def __init__(self, unroll_length: int = T) -> None:
         self.envs = EnvTable()
@@ -45,11 +45,12 @@ class Env:
             "flags": np.array([flags], np.uint8),
             "observations": np.array([obs], np.float32),
         }
-        observation, unrolls = record(self.envs, self.store, inputs, {"action": np.array([1], np.int32)}, 0)
-        self.episodes += list(zip(observation.episode_returns.tolist(), observation.episode_lengths.tolist()))
+        boundaries = observe(self.envs, self.store, inputs)
+        unrolls = append(self.store, inputs, inputs["observations"], boundaries, {"action": np.array([1], np.int32)}, 0)
+        self.episodes += list(zip(boundaries.episode_returns.tolist(), boundaries.episode_lengths.tolist()))
         if unrolls is not None:
             self.unrolls += [{k: v[i] for k, v in unrolls.items()} for i in range(len(unrolls["slot"]))]
-        return observation
+        return boundaries
 
 
 def test_consecutive_unrolls_overlap_by_one_step() -> None:
