@@ -44,8 +44,9 @@ class RunConfig:
     charts/eval_return (0: no evaluation actor)."""
 
     @property
-    def learner_config(self) -> LearnerConfig:
-        """``learner`` with R2D2's epsilon schedule spread over exactly the local envs."""
+    def served_learner(self) -> LearnerConfig:
+        """The learner config this run actually serves: ``learner`` with R2D2's epsilon schedule spread
+        over exactly the local envs (``learner.r2d2.epsilon_envs`` as given is ignored)."""
         envs = self.num_actors * self.envs_per_actor
         return dataclasses.replace(self.learner, r2d2=dataclasses.replace(self.learner.r2d2, epsilon_envs=envs))
 
@@ -221,7 +222,7 @@ class RunSummary:
 
 async def train_locally(config: RunConfig) -> RunSummary:
     """A learner and ``num_actors`` actor processes on loopback, until a stop condition or signal."""
-    learner = build_learner(config.learner_config)
+    learner = build_learner(config.served_learner)
     port = await learner.start()
     processes = start_actors(config.actor_configs(port))
     log.info("actors_started", count=len(processes), envs=config.num_actors * config.envs_per_actor, port=port)
