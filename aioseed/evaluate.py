@@ -11,7 +11,7 @@ import numpy as np
 import structlog
 
 from aioseed.algos.impala.config import ImpalaConfig
-from aioseed.launch import load_run_config, resolve_device
+from aioseed.launch import load_run_config
 
 log = structlog.get_logger()
 
@@ -42,8 +42,9 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     from aioseed.algos.agent import zero_state
     from aioseed.algos.impala.agent import ImpalaAgent
     from aioseed.envs.atari import AtariConfig
-    from aioseed.envs.registry import make_vector_env, vector_env_spec
     from aioseed.envs.football import FootballConfig
+    from aioseed.envs.registry import make_vector_env, vector_env_spec
+    from aioseed.server.app import resolve_device
     from aioseed.server.checkpoint import Checkpointer
 
     saved = load_run_config(config.logdir)

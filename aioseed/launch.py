@@ -1,4 +1,4 @@
-"""Composition roots of the commands: build a learner from its config, run one locally with actors."""
+"""The commands' entry points: serve a learner (built by ``aioseed.server.app``), run one locally with actors."""
 
 from __future__ import annotations
 
@@ -76,81 +76,9 @@ class RunConfig:
         )
 
 
-def resolve_device(flag: str) -> str:
-    """auto -> the first GPU when TensorFlow sees one, else the CPU."""
-    import tensorflow as tf
-
-    gpus = tf.config.list_physical_devices("GPU")
-    match flag.lower():
-        case "auto":
-            return "/GPU:0" if gpus else "/CPU:0"
-        case "cpu":
-            return "/CPU:0"
-        case "gpu":
-            if not gpus:
-                raise ValueError("--device gpu: TensorFlow sees no GPU")
-            return "/GPU:0"
-        case _:
-            return flag
-
-
-def save_run_config(config: LearnerConfig) -> None:
-    """Writes logdir/config.json so that ``aioseed eval`` can rebuild the agent."""
-    if config.logdir is None:
-        return
-    config.logdir.mkdir(parents=True, exist_ok=True)
-    (config.logdir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2, default=str))
-
-
-def learner_specs(config: LearnerConfig) -> tuple[Any, Any]:
-    """(what actors send, what the policy sees): they differ with learner-side frame stacking."""
-    from aioseed.envs.atari import is_atari
-    from aioseed.envs.registry import env_spec
-
-    stack = config.learner_frame_stack
-    if stack == 1:
-        spec = env_spec(config.env, config.atari, config.football)
-        return spec, spec
-    if not is_atari(config.env):
-        raise ValueError(f"learner_frame_stack needs an ALE/ env, got {config.env}")
-    wire = env_spec(config.env, dataclasses.replace(config.atari, stack=1))
-    return wire, dataclasses.replace(wire, observation_shape=(stack, *wire.observation_shape[1:]))
-
-
-def build_agent(config: LearnerConfig, spec: Any, device: str) -> Any:
-    """The agent ``config.agent`` names, for the observations the policy sees."""
-    if config.agent == "r2d2":
-        from aioseed.algos.r2d2.agent import R2D2Agent
-
-        return R2D2Agent(spec, config.r2d2, device=device)
-    from aioseed.algos.impala.agent import ImpalaAgent
-
-    return ImpalaAgent(spec, config.vtrace, device=device, seed=config.seed)
-
-
-def build_learner(config: LearnerConfig) -> Any:
-    """Spec from the env, the V-trace agent on the chosen device, checkpoints, the learner."""
-    import tensorflow as tf
-
-    from aioseed.server.checkpoint import Checkpointer
-    from aioseed.server.learner import Learner
-
-    if config.seed is not None:
-        tf.random.set_seed(config.seed)
-    spec, seen = learner_specs(config)
-    device = resolve_device(config.device)
-    agent = build_agent(config, seen, device)
-    checkpointer = None
-    if config.logdir is not None:
-        save_run_config(config)
-        checkpointer = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects())
-    log.info("learner_built", env=config.env, device=device, logdir=str(config.logdir))
-    return Learner(config, spec, agent, checkpointer)
-
-
 async def serve_learner(config: LearnerConfig) -> int:
     """``aioseed learner``: serve until SIGINT/SIGTERM, then stop in order and exit 0."""
-    learner = build_learner(config)
+    learner = _build(config)
     _stop_on_signals(learner.request_stop)
     await learner.run()
     return 0
@@ -222,7 +150,7 @@ class RunSummary:
 
 async def train_locally(config: RunConfig) -> RunSummary:
     """A learner and ``num_actors`` actor processes on loopback, until a stop condition or signal."""
-    learner = build_learner(config.served_learner)
+    learner = _build(config.served_learner)
     port = await learner.start()
     processes = start_actors(config.actor_configs(port))
     log.info("actors_started", count=len(processes), envs=config.num_actors * config.envs_per_actor, port=port)
@@ -271,3 +199,10 @@ def load_run_config(logdir: pathlib.Path) -> dict[str, Any]:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: is {logdir} a learner's logdir?")
     return json.loads(path.read_text())
+
+
+def _build(config: LearnerConfig) -> Any:
+    """``aioseed.server.app.build``, imported when needed: actor processes never load TensorFlow."""
+    from aioseed.server.app import build
+
+    return build(config)

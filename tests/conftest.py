@@ -42,11 +42,11 @@ LearnerFactory = Callable[..., contextlib.AbstractAsyncContextManager]
 @pytest.fixture
 def running_learner() -> LearnerFactory:
     """``async with running_learner(config) as learner:`` serves until the block ends."""
-    from aioseed.launch import build_learner
+    from aioseed.server.app import build
 
     @contextlib.asynccontextmanager
     async def start(config: LearnerConfig) -> AsyncIterator:
-        learner = build_learner(config)
+        learner = build(config)
         await learner.start()
         task = asyncio.create_task(learner.run())
         try:

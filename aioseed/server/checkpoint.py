@@ -6,7 +6,6 @@ import pathlib
 from typing import Any
 
 import structlog
-import tensorflow as tf
 
 from aioseed.server.training import Progress
 
@@ -19,6 +18,8 @@ class CheckpointRefused(RuntimeError):
 
 def non_finite_variables(objects: dict[str, Any]) -> list[str]:
     """Names of the float variables of ``objects`` (models, optimizers, variables) with a NaN or inf."""
+    import tensorflow as tf
+
     bad = []
     for name, obj in objects.items():
         variables = [obj] if isinstance(obj, tf.Variable) else list(getattr(obj, "variables", []))
@@ -32,6 +33,8 @@ class Checkpointer:
     """Verbs: ``restore`` the latest, ``save`` now. Call both from the train thread."""
 
     def __init__(self, directory: pathlib.Path, objects: dict[str, Any], max_to_keep: int = 3) -> None:
+        import tensorflow as tf  # here, so that importing CheckpointRefused loads no TensorFlow
+
         self._train_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._frames = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._objects = objects

@@ -42,12 +42,12 @@ class LearnerThread:
         self._thread = threading.Thread(target=asyncio.run, args=(self._serve(),), name="learner")
 
     async def _serve(self) -> None:
-        from aioseed.launch import build_learner
+        from aioseed.server.app import build
 
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(lambda _, context: self.loop_errors.append(context))
         self.loop = loop
-        self.learner = build_learner(self.config)
+        self.learner = build(self.config)
         self.port = await self.learner.start()
         self._ready.set()
         await self.learner.run()
