@@ -183,16 +183,17 @@ class LearnerService(pb_grpc.LearnerServicer):
                     try:
                         outputs = await asyncio.shield(pending)
                     except InferenceError as exc:
-                        await abort(context, grpc.StatusCode.INTERNAL, str(exc))
+                        await abort(context, grpc.StatusCode.INTERNAL, str(exc), stream=stream_id, actor=info.actor)
                     if outputs["invalid"].any():
-                        await abort(context, grpc.StatusCode.INTERNAL, invalid_outputs(outputs["invalid"]))
+                        await abort(
+                            context, grpc.StatusCode.INTERNAL, invalid_outputs(outputs["invalid"]), stream=stream_id, actor=info.actor
+                        )
                     self._on_latency(time.perf_counter() - submitted)
                     info.last_seen = time.time()
                     info.steps += len(slots)
                     yield pb.LearnerMessage(actions=pb.Actions(actions=outputs["action"].astype("<i4").tobytes()))
             except ProtocolError as exc:
-                log.warning("bad_message", stream=stream_id, actor=info.actor, error=shorten(str(exc)))
-                await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+                await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
         finally:
             del self.streams[stream_id]
             self._envs_by_peer[peer] -= len(slots)
@@ -207,9 +208,11 @@ class LearnerService(pb_grpc.LearnerServicer):
             self._inference.detach(slots, pending, release)
 
 
-async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, detail: str) -> NoReturn:
-    """Ends the stream with ``code``; the detail is cut so it always fits gRPC's metadata limit."""
-    await context.abort(code, shorten(detail))
+async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, detail: str, **fields: object) -> NoReturn:
+    """Ends the stream with ``code`` and logs why; the detail is cut so it always fits gRPC's metadata limit."""
+    detail = shorten(detail)
+    log.info("stream_refused", code=code.name, peer=context.peer(), detail=detail, **fields)
+    await context.abort(code, detail)
 
 
 def invalid_outputs(invalid: np.ndarray) -> str:
