@@ -32,6 +32,7 @@ def test_atari_and_catch_presets_and_an_evaluation_actor() -> None:
     atari = parse(["run", "--preset", "atari", "--learner.env", "ALE/Breakout-v5", "--evaluation-envs", "2"])
     assert atari.learner.env == "ALE/Breakout-v5" and atari.learner.vtrace.network == "nature_cnn"
     assert atari.learner.learner_frame_stack == 4 and atari.learner.vtrace.reward_clipping == "abs"
+    assert atari.learner.vtrace.reuses_samples and atari.learner.vtrace.targets == "vtrace"
     actors = atari.actor_configs(port=1234)
     assert [a.evaluation for a in actors] == [False, False, True]
     assert (actors[-1].num_envs, actors[-1].envs_per_message, actors[-1].atari.stack) == (2, 2, 1)
