@@ -44,7 +44,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     from aioseed.envs.atari import AtariConfig
     from aioseed.envs.football import FootballConfig
     from aioseed.envs.registry import make_vector_env, vector_env_spec
-    from aioseed.server.app import resolve_device
+    from aioseed.app import resolve_device
     from aioseed.server.checkpoint import Checkpointer
 
     saved = load_run_config(config.logdir)

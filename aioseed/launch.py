@@ -1,4 +1,4 @@
-"""The commands' entry points: serve a learner (built by ``aioseed.server.app``), run one locally with actors."""
+"""The commands' entry points: serve a learner (built by ``aioseed.app``), run one locally with actors."""
 
 from __future__ import annotations
 
@@ -158,20 +158,20 @@ async def train_locally(config: RunConfig) -> RunSummary:
     try:
         async with asyncio.TaskGroup() as group:
             group.create_task(learner.run(), name="learner")
-            await learner.stopping()
+            await learner.stopped()
             # Local actors go first, so the learner's drain sees their streams end rather than reconnects.
             await asyncio.to_thread(stop_actors, processes)
     finally:
         await asyncio.to_thread(stop_actors, processes)
     return RunSummary(
         frames=learner.frames,
-        train_steps=learner.trainer.version,
-        mean_return=learner.stats.mean_return(),
-        stop_reason=learner.stop_reason,
-        stop_time=learner.stop_time,
-        stop_frames=learner.stop_frames,
-        stop_mean_return=learner.stop_mean_return,
-        history=learner.history.since(0.0),
+        train_steps=learner.train_steps,
+        mean_return=learner.mean_return,
+        stop_reason=learner.stopping.reason,
+        stop_time=learner.stopping.time,
+        stop_frames=learner.stopping.frames,
+        stop_mean_return=learner.stopping.mean_return,
+        history=learner.series(0.0),
     )
 
 
@@ -202,7 +202,7 @@ def load_run_config(logdir: pathlib.Path) -> dict[str, Any]:
 
 
 def _build(config: LearnerConfig) -> Any:
-    """``aioseed.server.app.build``, imported when needed: actor processes never load TensorFlow."""
-    from aioseed.server.app import build
+    """``aioseed.app.build``, imported when needed: actor processes never load TensorFlow."""
+    from aioseed.app import build
 
     return build(config)

@@ -42,7 +42,7 @@ LearnerFactory = Callable[..., contextlib.AbstractAsyncContextManager]
 @pytest.fixture
 def running_learner() -> LearnerFactory:
     """``async with running_learner(config) as learner:`` serves until the block ends."""
-    from aioseed.server.app import build
+    from aioseed.app import build
 
     @contextlib.asynccontextmanager
     async def start(config: LearnerConfig) -> AsyncIterator:

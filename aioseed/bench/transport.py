@@ -77,7 +77,7 @@ async def _serve_async(trial: Trial, ready, stop) -> None:
         handler = grpc.method_handlers_generic_handler(
             "aioseed.v1.Learner", {"Act": grpc.stream_stream_rpc_method_handler(echo)}
         )
-        from aioseed.server.learner import server_options
+        from aioseed.server.endpoint import server_options
 
         grpc_server = grpc.aio.server(options=server_options(streams, 64 * 1024 * 1024))
         grpc_server.add_generic_rpc_handlers((handler,))
@@ -88,8 +88,8 @@ async def _serve_async(trial: Trial, ready, stop) -> None:
         await grpc_server.stop(0)
         return
 
+    from aioseed.app import assemble
     from aioseed.server.config import LearnerConfig
-    from aioseed.server.learner import Learner
 
     config = LearnerConfig(
         host="127.0.0.1",
@@ -111,7 +111,7 @@ async def _serve_async(trial: Trial, ready, stop) -> None:
         from aioseed.bench.null_agent import NullAgent
 
         agent = NullAgent(SPEC)
-    learner = Learner(config, SPEC, agent)
+    learner = assemble(config, SPEC, agent)
     port = await learner.start()
     ready.put(port)
     run = asyncio.create_task(learner.run())
@@ -126,10 +126,10 @@ async def _serve_async(trial: Trial, ready, stop) -> None:
     sampler = asyncio.create_task(sample_rss())
     await loop.run_in_executor(None, stop.wait)
     sampler.cancel()
-    snapshots = [s for s in learner.history.since() if s["batcher/batches"] > 0]
+    snapshots = [s for s in learner.series() if s["batcher/batches"] > 0]
     keys = ("batcher/batch_size", "batcher/fill_ms_p50", "inference/ms")
     report = {key: float(np.nanmean([s[key] for s in snapshots])) if snapshots else math.nan for key in keys}
-    report.update(rss=rss, open_fds=len(os.listdir("/proc/self/fd")), train_steps=learner.trainer.version)
+    report.update(rss=rss, open_fds=len(os.listdir("/proc/self/fd")), train_steps=learner.train_steps)
     ready.put(report)
     learner.request_stop()
     await run

@@ -120,6 +120,8 @@ class Actor:
             for i, envs in enumerate(vector_envs)
         ]
         self.connects = 0
+        self.slots: list[np.ndarray] = [np.zeros(0, np.int32) for _ in self.groups]
+        """Each group's env slots, as the learner's latest welcome granted them."""
 
     @property
     def steps(self) -> int:
@@ -186,7 +188,8 @@ class Actor:
                 if reply is grpc.aio.EOF:
                     await _raise_status(call)
                 self.connects += 1
-                return call, np.array(reply.welcome.slots, np.int32)
+                self.slots[index] = np.array(reply.welcome.slots, np.int32)
+                return call, self.slots[index]
         raise AssertionError("unreachable")
 
     async def _stream(self, call: grpc.aio.StreamStreamCall, group: EnvGroup, slots: np.ndarray) -> None:

@@ -1,5 +1,4 @@
-"""The web console: live metrics and control of a running learner (aiohttp + ``web/``)."""
+"""The web console: live metrics and control of a running learner (aiohttp; page assets in ``aioseed/web``).
 
-from aioseed.console.server import ConsoleServer
-
-__all__ = ["ConsoleServer"]
+It sees the learner only through ``aioseed.control.Control``; ``aioseed.app`` plugs it in.
+"""

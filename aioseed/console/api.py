@@ -17,8 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from aioseed.console.control import Control
-from aioseed.server.checkpoint import CheckpointRefused
+from aioseed.control import CommandRefused, Control
 
 
 CONTROL = web.AppKey("control", Control)
@@ -178,7 +177,7 @@ async def post_resume(request: web.Request) -> web.Response:
 async def post_checkpoint(request: web.Request) -> web.Response:
     try:
         path = await request.app[CONTROL].checkpoint_now()
-    except CheckpointRefused as exc:
+    except CommandRefused as exc:
         raise web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json") from None
     if path is None:
         raise BadRequest("this learner has no logdir, so it keeps no checkpoints")

@@ -10,7 +10,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
 from aioseed.console import api, auth, prometheus
-from aioseed.console.control import Control
+from aioseed.control import Control
 
 
 log = structlog.get_logger()

@@ -7,12 +7,13 @@ from typing import Any
 
 import structlog
 
+from aioseed.control import CommandRefused
 from aioseed.server.training import Progress
 
 log = structlog.get_logger()
 
 
-class CheckpointRefused(RuntimeError):
+class CheckpointRefused(CommandRefused):
     """The weights or optimizer state hold NaN or inf: saving them would replace a good checkpoint."""
 
 

@@ -22,6 +22,7 @@ from aioseed.server.core_states import CoreStates
 from aioseed.server.env_table import EnvTable, EpisodeBoundaries
 from aioseed.server.frame_stack import FrameStacker
 from aioseed.server.unroll_store import UnrollStore
+from aioseed.types import Rows, Step, Unroll
 
 log = structlog.get_logger()
 
@@ -54,7 +55,8 @@ class InferenceError(RuntimeError):
 class StepResult:
     actions: np.ndarray
     boundaries: EpisodeBoundaries
-    unrolls: dict[str, np.ndarray] | None
+    unrolls: Unroll | None
+    """Completed unrolls, stacked: each column ``[U, T + 1, ...]`` and ``slot`` ``[U]``."""
     seconds: float
     """Worker-thread time of the policy and the bookkeeping."""
     invalid: np.ndarray
@@ -76,10 +78,10 @@ def invalid_rows(outputs: Mapping[str, np.ndarray], num_actions: int) -> np.ndar
     return invalid
 
 
-def observe(envs: EnvTable, store: UnrollStore, inputs: Mapping[str, np.ndarray]) -> EpisodeBoundaries:
+def observe(envs: EnvTable, store: UnrollStore, inputs: Rows) -> EpisodeBoundaries:
     """Updates per-env state for a batch of rows; fresh rows discard their partial unrolls."""
-    slots = inputs["slots"]
-    boundaries = envs.observe(slots, inputs["run_ids"], inputs["rewards"], inputs["flags"])
+    slots = inputs["slot"]
+    boundaries = envs.observe(slots, inputs["run_id"], inputs["reward"], inputs["flags"])
     if boundaries.fresh.any():
         store.reset(slots[boundaries.fresh])
     return boundaries
@@ -87,31 +89,31 @@ def observe(envs: EnvTable, store: UnrollStore, inputs: Mapping[str, np.ndarray]
 
 def append(
     store: UnrollStore,
-    inputs: Mapping[str, np.ndarray],
+    inputs: Rows,
     observations: np.ndarray,
     boundaries: EpisodeBoundaries,
     outputs: Mapping[str, np.ndarray],
     version: int,
-) -> dict[str, np.ndarray] | None:
+) -> Unroll | None:
     """Appends one step per row (``observations`` as the policy saw them); returns completed unrolls.
 
     Rows of evaluation envs are never stored.
     """
-    step = {
-        "observation": observations,
+    step = Step(
+        observation=observations,
         # A fresh row's reward may have been seen already (EnvTable): it counts nowhere, and a network
         # that takes rewards as input saw 0 there at inference, as training will.
-        "reward": np.where(boundaries.fresh, np.float32(0), inputs["rewards"]),
-        "done": boundaries.done,
-        "phantom": boundaries.phantom,
-        "version": np.full(len(observations), version, np.int64),
-        **outputs,
-    }
-    evaluation = inputs.get("evaluation")
-    if evaluation is not None and evaluation.any():
+        reward=np.where(boundaries.fresh, np.float32(0), inputs["reward"]),
+        done=boundaries.done,
+        phantom=boundaries.phantom,
+        version=np.full(len(observations), version, np.int64),
+    )
+    columns = {**step, **outputs}
+    evaluation = inputs["evaluation"]
+    if evaluation.any():
         learn = ~evaluation
-        return store.append(inputs["slots"][learn], {name: column[learn] for name, column in step.items()})
-    return store.append(inputs["slots"], step)
+        return store.append(inputs["slot"][learn], {name: column[learn] for name, column in columns.items()})
+    return store.append(inputs["slot"], columns)
 
 
 class InferenceLoop:
@@ -123,7 +125,7 @@ class InferenceLoop:
         policy: Policy,
         envs: EnvTable,
         store: UnrollStore,
-        unrolls: asyncio.Queue[dict[str, np.ndarray]],
+        unrolls: asyncio.Queue[Unroll],
         version: Callable[[], int],
         on_batch: Callable[[Batch, StepResult], None],
         num_actions: int,
@@ -142,7 +144,16 @@ class InferenceLoop:
         self._states = states or CoreStates({})
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="inference")
 
-    def submit(self, rows: Mapping[str, np.ndarray]) -> asyncio.Future[dict[str, np.ndarray]]:
+    @property
+    def queue_depth(self) -> int:
+        """Completed unrolls in the bounded queue, waiting for the source."""
+        return self._unrolls.qsize()
+
+    def metrics(self) -> dict[str, float]:
+        """Gauges of the unroll queue between inference and the train batches."""
+        return {"queue/depth": float(self.queue_depth), "queue/capacity": float(self._unrolls.maxsize)}
+
+    def submit(self, rows: Rows) -> asyncio.Future[dict[str, np.ndarray]]:
         return self._batcher.submit(rows)
 
     async def run(self) -> None:
@@ -198,18 +209,18 @@ class InferenceLoop:
         else:
             forget()
 
-    def step(self, inputs: Mapping[str, np.ndarray]) -> StepResult:
+    def step(self, inputs: Rows) -> StepResult:
         """One closed batch, in the worker thread: per-env state, stacking, the policy, unrolls."""
         started = time.perf_counter()
         boundaries = observe(self._envs, self._store, inputs)
-        slots, observations, starts = inputs["slots"], inputs["observations"], boundaries.starts
+        slots, observations, starts = inputs["slot"], inputs["observation"], boundaries.starts
         if self._stacker is not None:
             observations = self._stacker.push(slots, observations, starts)
         state = self._states.read(slots, starts)
-        evaluation = inputs.get("evaluation")
-        if evaluation is not None and evaluation.any():  # frames count the envs that train
+        evaluation = inputs["evaluation"]
+        if evaluation.any():  # frames count the envs that train
             boundaries.env_steps = int((~boundaries.phantom & ~evaluation).sum())
-        rewards = np.where(starts, np.float32(0), inputs["rewards"]).astype(np.float32)
+        rewards = np.where(starts, np.float32(0), inputs["reward"]).astype(np.float32)
         outputs, next_state = self._policy.infer(observations, state, slots, evaluation, rewards)
         invalid = invalid_rows(outputs, self._num_actions)
         if invalid.any():  # stored as action 0; the rows' streams get INTERNAL instead of an action

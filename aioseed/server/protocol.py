@@ -10,7 +10,7 @@ from google.protobuf.message import DecodeError
 
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.spec import EnvSpec
-from aioseed.types import VALID_FLAG_BYTES
+from aioseed.types import VALID_FLAG_BYTES, Rows
 
 MAX_DETAIL_CHARS = 300
 """Longest status detail sent to an actor: gRPC carries it in metadata, which has a hard size limit."""
@@ -103,7 +103,7 @@ class RowParser:
         self._obs_nbytes = self._rows * spec.observation_nbytes
         self._obs_shape = (self._rows, *spec.observation_shape)
 
-    def parse(self, message: pb.ActorMessage) -> dict[str, np.ndarray]:
+    def parse(self, message: pb.ActorMessage) -> Rows:
         if message.WhichOneof("payload") != "steps":
             raise ProtocolError(f"expected a steps message after the handshake, got {message.WhichOneof('payload')}")
         steps = message.steps
@@ -138,14 +138,7 @@ class RowParser:
             bad = out_of_bounds(observations.reshape(k, -1), self._max_abs_observation)
             if bad is not None:
                 raise ProtocolError(f"steps.observations must be finite with |x| <= {self._max_abs_observation:g}; {bad}")
-        return {
-            "slots": slots,
-            "run_ids": run_ids,
-            "rewards": rewards,
-            "flags": flags,
-            "observations": observations,
-            "evaluation": self._evaluation,
-        }
+        return Rows(slot=slots, run_id=run_ids, reward=rewards, flags=flags, observation=observations, evaluation=self._evaluation)
 
     def _column(self, raw: bytes, dtype: str, name: str) -> np.ndarray:
         itemsize = np.dtype(dtype).itemsize

@@ -10,7 +10,7 @@ thread. After each train step, ``update`` writes the new priorities back.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ import structlog
 
 from aioseed.server.replay import Replay
 from aioseed.server.source import stack_time_major
+from aioseed.types import TrainBatch, Unroll
 
 log = structlog.get_logger()
 
@@ -28,7 +29,7 @@ class ReplayFeed:
     def __init__(
         self,
         replay: Replay,
-        unrolls: asyncio.Queue[dict[str, np.ndarray]],
+        unrolls: asyncio.Queue[Unroll],
         batch_size: int,
         min_size: int,
         replay_ratio: float,
@@ -56,20 +57,20 @@ class ReplayFeed:
         within_ratio = replay.sampled + self._batch_size <= self._replay_ratio * replay.inserted
         return len(replay) >= self._min_size and within_ratio
 
-    async def next_batch(self) -> dict[str, np.ndarray]:
+    async def next_batch(self) -> TrainBatch:
         """A sampled batch: time-major columns plus ``ids`` and ``weights`` (<float32>[B])."""
         while not self.ready():
             self._inserted.clear()
             await self._inserted.wait()
         return await asyncio.to_thread(self._sample)
 
-    def _sample(self) -> dict[str, np.ndarray]:
+    def _sample(self) -> TrainBatch:
         ids, unrolls, weights = self.replay.sample(self._batch_size)
         batch = stack_time_major(unrolls, self._per_unroll)
         batch["ids"], batch["weights"] = ids, weights
         return batch
 
-    def update(self, batch: Mapping[str, np.ndarray], metrics: dict[str, Any]) -> None:
+    def update(self, batch: TrainBatch, metrics: dict[str, Any]) -> None:
         """Writes the train step's new priorities (popped from ``metrics``) back for ``batch["ids"]``."""
         ids, priorities = batch["ids"], metrics.pop("priorities")
         if not np.isfinite(priorities).all():  # the loss diverged; keep the old priorities and say so

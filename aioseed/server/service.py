@@ -104,6 +104,22 @@ class LearnerService(pb_grpc.LearnerServicer):
             for stream_id, info in sorted(self.streams.items())
         ]
 
+    @property
+    def connected_envs(self) -> int:
+        return self._slots.connected
+
+    def metrics(self) -> dict[str, float]:
+        """Gauges for the metrics snapshot; also moves each stream's steps_per_s on (one call per interval)."""
+        now = time.time()
+        for info in self.streams.values():
+            info.update_rate(now)
+        return {
+            "actors/streams": float(len(self.streams)),
+            "actors/handshaking": float(self.handshaking),
+            "actors/envs": float(self.connected_envs),
+            "actors/reserved_slots": float(self._slots.reserved),
+        }
+
     def disconnect(self, stream_id: int) -> None:
         """Ends one stream; its slots are kept for the grace period, and the actor may reconnect."""
         info = self.streams.get(stream_id)

@@ -9,10 +9,12 @@ replay ratio (``aioseed.server.replay_feed.ReplayFeed``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Protocol
 
 import numpy as np
+
+from aioseed.types import TrainBatch, Unroll
 
 
 class Source(Protocol):
@@ -22,11 +24,11 @@ class Source(Protocol):
         """Background work (the replay's inserts); returns at once when there is none."""
         ...
 
-    async def next_batch(self) -> dict[str, np.ndarray]:
+    async def next_batch(self) -> TrainBatch:
         """The next time-major batch, waiting until one can be made."""
         ...
 
-    def update(self, batch: Mapping[str, np.ndarray], metrics: dict[str, float]) -> None:
+    def update(self, batch: TrainBatch, metrics: dict[str, float]) -> None:
         """Feedback from the train step on ``batch`` (R2D2: new priorities); may pop its keys from ``metrics``."""
         ...
 
@@ -36,8 +38,8 @@ class Source(Protocol):
 
 
 def stack_time_major(
-    unrolls: list[Mapping[str, np.ndarray]], per_unroll: Collection[str] = ()
-) -> dict[str, np.ndarray]:
+    unrolls: list[Unroll], per_unroll: Collection[str] = ()
+) -> TrainBatch:
     """B unrolls of ``[T + 1, ...]`` -> ``[T + 1, B, ...]``; ``slot`` and ``per_unroll`` columns become ``[B, ...]``."""
     batch_major = {"slot", *per_unroll}
     return {key: np.stack([u[key] for u in unrolls], axis=0 if key in batch_major else 1) for key in unrolls[0]}
@@ -51,7 +53,7 @@ class UnrollQueue:
     """
 
     def __init__(
-        self, unrolls: asyncio.Queue[dict[str, np.ndarray]], batch_size: int, per_unroll: Collection[str] = ()
+        self, unrolls: asyncio.Queue[Unroll], batch_size: int, per_unroll: Collection[str] = ()
     ) -> None:
         self._unrolls = unrolls
         self._batch_size = batch_size
@@ -60,11 +62,11 @@ class UnrollQueue:
     async def run(self) -> None:
         return
 
-    async def next_batch(self) -> dict[str, np.ndarray]:
+    async def next_batch(self) -> TrainBatch:
         unrolls = [await self._unrolls.get() for _ in range(self._batch_size)]
         return await asyncio.to_thread(stack_time_major, unrolls, self._per_unroll)
 
-    def update(self, batch: Mapping[str, np.ndarray], metrics: dict[str, float]) -> None:
+    def update(self, batch: TrainBatch, metrics: dict[str, float]) -> None:
         return
 
     def metrics(self) -> dict[str, float]:

@@ -44,6 +44,15 @@ class Stats:
         self._latency_ms: collections.deque[float] = collections.deque(maxlen=WINDOW)
         self._mark = (self.started, 0, 0)
 
+    def restore(self, frames: int, train_steps: int) -> None:
+        """Counters from a checkpoint: frames and train steps go on from there."""
+        self.frames, self.train_steps = frames, train_steps
+        self._mark = (time.monotonic(), frames, train_steps)
+
+    def full_window(self) -> bool:
+        """As many episodes as the mean return averages have ended."""
+        return len(self.returns) == self.returns.maxlen
+
     def record_batch(self, size: int, fill_s: float, inference_s: float, frames: int) -> None:
         self.frames += frames
         self._batch_sizes.append(size)

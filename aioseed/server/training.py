@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import numpy as np
 import structlog
 
 from aioseed.algos.agent import SKIPPED, Agent
+from aioseed.types import TrainBatch
 
 if TYPE_CHECKING:
     from aioseed.server.source import Source
@@ -62,7 +62,7 @@ class Trainer:
         self._config = config
         self._agent = agent
         self._source = source
-        self._batches: asyncio.Queue[dict[str, np.ndarray]] = asyncio.Queue(config.prefetch_batches)
+        self._batches: asyncio.Queue[TrainBatch] = asyncio.Queue(config.prefetch_batches)
         self._on_step = on_step
         self._frames = frames
         self._running = asyncio.Event()
@@ -109,7 +109,7 @@ class Trainer:
             self._source.update(batch, metrics)
             self._on_step(metrics, lag)
 
-    def _step(self, batch: Mapping[str, np.ndarray]) -> tuple[dict[str, float], float]:
+    def _step(self, batch: TrainBatch) -> tuple[dict[str, float], float]:
         """In the train thread: the update and its version count together, so that a checkpoint (also
         run in this thread) never sees one without the other, even if the train task is cancelled."""
         lag = float(self.version - batch["version"][:-1].mean())

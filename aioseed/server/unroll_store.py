@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
-from aioseed.types import Column
+from aioseed.types import Column, Unroll
 
 
 
@@ -46,7 +46,7 @@ class UnrollStore:
     def steps_per_unroll(self) -> int:
         return self.unroll_length + 1
 
-    def append(self, slots: np.ndarray, step: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    def append(self, slots: np.ndarray, step: Mapping[str, np.ndarray]) -> Unroll | None:
         """Appends one step for each of ``slots`` (distinct). Returns the completed unrolls.
 
         The result maps each column to ``[n, unroll_length + 1, ...]`` (``[n, ...]``

@@ -34,9 +34,7 @@ async def test_reconnect_keeps_run_ids_and_slots(running_learner, tmp_path) -> N
         run_ids = actor.run_ids.copy()
         task = asyncio.create_task(actor.run())
         await until(lambda: actor.steps > 50, "first steps")
-        slots_before = sorted(
-            s for info in learner.service.streams.values() if info.actor != "test" for s in info.slots.tolist()
-        )
+        slots_before = sorted(np.concatenate(actor.slots).tolist())
         assert slots_before == [2, 3, 4, 5]
     # The learner is gone; the actor keeps retrying. A new learner on the same port:
     steps_at_restart = actor.steps
@@ -44,10 +42,10 @@ async def test_reconnect_keeps_run_ids_and_slots(running_learner, tmp_path) -> N
     async with running_learner(config_b) as learner_b:
         # The learner lists a stream before its welcome reaches the actor, so wait for the actor's count too.
         await until(
-            lambda: len(learner_b.service.streams) == 2 and actor.connects >= 4 and actor.steps > steps_at_restart + 50,
+            lambda: len(learner_b.actors()) == 2 and actor.connects >= 4 and actor.steps > steps_at_restart + 50,
             "both streams welcomed back (two streams, each connected twice) and stepping",
         )
-        slots_after = sorted(s for info in learner_b.service.streams.values() for s in info.slots.tolist())
+        slots_after = sorted(np.concatenate(actor.slots).tolist())
         np.testing.assert_array_equal(actor.run_ids, run_ids)
         # A fresh learner grants no slot by number that it never handed out (per-slot state would be
         # sized by the client's number): the actor takes the lowest free ones.

@@ -28,7 +28,7 @@ async def console(running_learner, tmp_path, reading_needs_token: bool = False, 
         task = asyncio.create_task(actor.run())
         app = console_server.init(learner, TOKEN, reading_needs_token)
         async with TestClient(TestServer(app)) as client:
-            await until(lambda: "losses/total" in learner.history.latest, "a snapshot taken after a train step")
+            await until(lambda: "losses/total" in learner.metrics(), "a snapshot taken after a train step")
             try:
                 yield learner, client
             finally:
@@ -40,7 +40,7 @@ async def test_control_needs_the_token_and_reading_is_open_on_loopback(running_l
         assert (await client.post("/api/pause")).status == 401
         wrong = await client.post("/api/pause", headers={"Authorization": "Bearer nope"})
         assert wrong.status == 401 and "token" in (await wrong.json())["error"]
-        assert not learner.trainer.paused
+        assert not learner.paused
         assert (await client.get("/api/metrics")).status == 200
         assert (await client.get("/api/settings")).status == 200
 
@@ -90,15 +90,15 @@ async def test_bad_settings_get_400_saying_what_is_wrong_and_nothing_changes(run
 
 async def test_max_batch_size_change_limits_the_batches_run(running_learner, tmp_path) -> None:
     async with console(running_learner, tmp_path) as (learner, client):
-        await until(lambda: learner.history.latest.get("batcher/batch_size_max") == 16, "full batches of 16")
+        await until(lambda: learner.metrics().get("batcher/batch_size_max") == 16, "full batches of 16")
         response = await client.post("/api/settings", json={"max_batch_size": 4}, headers=AUTH)
         assert response.status == 200 and (await response.json())["staged"]["max_batch_size"] == 4
         await until(lambda: learner.settings()["max_batch_size"] == 4, "the change to take effect")
-        changed_at = learner.history.latest["time"]
-        await until(lambda: len(learner.history.since(changed_at)) >= 6, "six more snapshots")
+        changed_at = learner.metrics()["time"]
+        await until(lambda: len(learner.series(changed_at)) >= 6, "six more snapshots")
         # The first two intervals may still record batches of 16 closed before the change
         # (the inference pipeline holds at most three closed batches).
-        after = [s for s in learner.history.since(changed_at)[2:] if s["batcher/batches"] > 0]
+        after = [s for s in learner.series(changed_at)[2:] if s["batcher/batches"] > 0]
         assert after and all(s["batcher/batch_size_max"] <= 4 for s in after)
         settings = await (await client.get("/api/settings")).json()
         assert settings["max_batch_size"] == 4
@@ -107,12 +107,12 @@ async def test_max_batch_size_change_limits_the_batches_run(running_learner, tmp
 async def test_pause_resume_learning_rate_checkpoint_and_disconnect(running_learner, tmp_path) -> None:
     async with console(running_learner, tmp_path) as (learner, client):
         assert (await (await client.post("/api/pause", headers=AUTH)).json())["paused"] is True
-        await until(lambda: not learner.trainer.stepping, "the step in progress to finish")
-        paused_at = learner.trainer.version
+        await until(lambda: not learner.step_in_progress, "the step in progress to finish")
+        paused_at = learner.train_steps
         await asyncio.sleep(0.5)
-        assert learner.trainer.version == paused_at
+        assert learner.train_steps == paused_at
         assert (await (await client.post("/api/resume", headers=AUTH)).json())["paused"] is False
-        await until(lambda: learner.trainer.version > paused_at + 2, "training to restart")
+        await until(lambda: learner.train_steps > paused_at + 2, "training to restart")
 
         response = await client.post("/api/settings", json={"learning_rate": 3e-4}, headers=AUTH)
         assert (await response.json())["learning_rate"] == pytest.approx(3e-4)
@@ -123,7 +123,7 @@ async def test_pause_resume_learning_rate_checkpoint_and_disconnect(running_lear
 
         stream = (await (await client.get("/api/actors")).json())[0]["stream"]
         assert (await client.post(f"/api/actors/{stream}/disconnect", headers=AUTH)).status == 200
-        await until(lambda: stream not in learner.service.streams, "the stream to end")
+        await until(lambda: stream not in {a["stream"] for a in learner.actors()}, "the stream to end")
 
 
 async def test_metrics_endpoint_parses_and_the_feed_pushes_updates(running_learner, tmp_path) -> None:

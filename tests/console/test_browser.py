@@ -7,11 +7,14 @@ import asyncio
 import json
 import pathlib
 
+import grpc
+import numpy as np
 import pytest
 from playwright.async_api import Page, async_playwright
 
 from tests.conftest import small_config
 from tests.waiting import until
+from tests.wire import Stream, hello, steps
 
 from aioseed.clients.actor import Actor, ActorConfig
 
@@ -35,7 +38,7 @@ async def chart(page: Page, title: str) -> tuple[int, list]:
 
 async def test_console_charts_update_and_controls_steer_the_learner(running_learner, tmp_path) -> None:
     assert CHROMIUM.exists(), "make test installs Debian's chromium"
-    config = small_config(tmp_path, metrics_every_s=0.2, console=True)
+    config = small_config(tmp_path, metrics_every_s=0.2, console=True, max_abs_reward=float("inf"))
     async with running_learner(config) as learner, async_playwright() as playwright:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16))
         task = asyncio.create_task(actor.run())
@@ -56,34 +59,42 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
             await page.fill("#max_batch_size", "4")
             await page.click("#apply-batching")
             await until(lambda: learner.settings()["max_batch_size"] == 4, "max_batch_size 4 in effect")
-            changed_at = learner.history.latest["time"]
-            await until(lambda: len(learner.history.since(changed_at)) >= 6, "six more snapshots")
-            after = [s for s in learner.history.since(changed_at)[2:] if s["batcher/batches"] > 0]
+            changed_at = learner.metrics()["time"]
+            await until(lambda: len(learner.series(changed_at)) >= 6, "six more snapshots")
+            after = [s for s in learner.series(changed_at)[2:] if s["batcher/batches"] > 0]
             assert after and all(s["batcher/batch_size_max"] <= 4 for s in after)
             await until(_text_contains(page, "#batching-effect", "in effect: 4 rows"), "the page to show 4 rows")
 
             # Pause stops the train-step counter; resume restarts it.
             await page.click("#pause")
             await until(_text_contains(page, "#status", "paused"), "the page to show paused")
-            assert learner.trainer.paused
-            await until(lambda: not learner.trainer.stepping, "the step in progress to finish")
-            paused_at = learner.trainer.version
+            assert learner.paused
+            await until(lambda: not learner.step_in_progress, "the step in progress to finish")
+            paused_at = learner.train_steps
             await asyncio.sleep(0.6)
-            assert learner.trainer.version == paused_at
+            assert learner.train_steps == paused_at
             assert "back-pressure" in await page.inner_text("#pause-note")
             await page.click("#resume")
-            await until(lambda: learner.trainer.version > paused_at + 2, "training to restart")
+            await until(lambda: learner.train_steps > paused_at + 2, "training to restart")
             await until(_text_contains(page, "#status", "training"), "the page to show training")
 
             assert await page.locator("#actors tbody tr").count() == 1
             assert not await page.locator('.chart[data-chart="replay (unrolls)"]').is_visible()
 
-            # Skipped non-finite updates show as an alert (tests/server/test_poisoning.py makes real ones;
-            # here the counter is set directly to check the page).
+            # Skipped non-finite updates show as an alert: with the reward bound off (config), a stream
+            # sending rewards of 3e38 makes each update its unrolls take part in overflow.
             assert not await page.locator("#nonfinite").is_visible()
-            learner.trainer.skipped_nonfinite = 3
-            await until(_text_contains(page, "#nonfinite", "3 update(s) skipped"), "the page to show skipped updates")
-            assert await page.locator("#nonfinite").is_visible()
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+                hostile = Stream(channel)
+                slots = await hostile.handshake(hello(4, run_id_base=900))
+                huge = np.full(4, 3e38, np.float32)
+                for _ in range(5000):  # an unroll is 21 steps; the first batch holding one is skipped
+                    if learner.skipped_nonfinite:
+                        break
+                    await hostile.step(steps(slots, run_id_base=900, rewards=huge))
+                assert learner.skipped_nonfinite > 0
+            await until(page.locator("#nonfinite").is_visible, "the page to show the skipped-updates alert")
+            assert "update(s) skipped: non-finite loss or gradients" in await page.inner_text("#nonfinite")
             SCREENSHOTS.mkdir(exist_ok=True)
             for path in (tmp_path / "console.png", SCREENSHOTS / "console.png"):
                 await page.screenshot(path=str(path), full_page=True)
@@ -109,7 +120,7 @@ async def test_r2d2_learner_shows_its_replay(running_learner, tmp_path) -> None:
             replay = page.locator('.chart[data-chart="replay (unrolls)"]')
             await until(replay.is_visible, "the replay chart to appear")
             # Training starts at min_replay_size; then the page shows the replay filling and being sampled.
-            await until(lambda: learner.trainer.version >= 3, "three R2D2 train steps")
+            await until(lambda: learner.train_steps >= 3, "three R2D2 train steps")
             await until(lambda: _points_at_least(page, "replay: samples per inserted unroll", 3), "replay ratio plotted")
             size, capacity = (await chart(page, "replay (unrolls)"))[1]
             assert r2d2.min_replay_size <= size <= capacity == r2d2.replay_capacity

@@ -28,9 +28,9 @@ async def test_paused_training_stalls_actors_and_resume_restarts_them(running_le
         await asyncio.sleep(0.5)
         assert actor.steps == stalled, "actors kept stepping while the queue was full"
         assert stalled - at_full <= NUM_ENVS * (UNROLL + 1)
-        assert learner.trainer.version == 0
+        assert learner.train_steps == 0
         assert learner.queue_depth == training.queue_capacity  # bounded: nothing grew, nothing dropped
 
         learner.resume()
-        await until(lambda: learner.trainer.version >= 5 and actor.steps > stalled + 100, "training and actors to resume", 2000)
+        await until(lambda: learner.train_steps >= 5 and actor.steps > stalled + 100, "training and actors to resume", 2000)
         task.cancel()

@@ -9,7 +9,7 @@ import numpy as np
 from aioseed.server.batcher import Batcher, BatcherConfig
 from aioseed.server.core_states import CoreStates
 from aioseed.server.env_table import EnvTable
-from aioseed.types import FINAL, TERMINATED, TRUNCATED
+from aioseed.types import FINAL, TERMINATED, TRUNCATED, Rows, step_columns
 from aioseed.server.inference import InferenceLoop
 from aioseed.server.unroll_store import UnrollStore
 
@@ -25,15 +25,7 @@ class CountingPolicy:
 
 
 def make_loop() -> InferenceLoop:
-    columns = {
-        "observation": ((), np.float32),
-        "reward": ((), np.float32),
-        "done": ((), bool),
-        "phantom": ((), bool),
-        "version": ((), np.int64),
-        "action": ((), np.int32),
-        **COLUMNS,
-    }
+    columns = {**step_columns((), np.float32), "action": ((), np.int32), **COLUMNS}
     store = UnrollStore(T, columns, overlap=1, first_step_only=COLUMNS.keys())
     return InferenceLoop(
         Batcher(BatcherConfig()), CountingPolicy(), EnvTable(), store, asyncio.Queue(), lambda: 0, print, 2**31 - 1, None,
@@ -42,13 +34,14 @@ def make_loop() -> InferenceLoop:
 
 
 def step(loop: InferenceLoop, slots: list[int], runs: list[int], flags: list[int]):
-    inputs = {
-        "slots": np.array(slots, np.int32),
-        "run_ids": np.array(runs, np.uint64),
-        "rewards": np.zeros(len(slots), np.float32),
-        "flags": np.array(flags, np.uint8),
-        "observations": np.zeros(len(slots), np.float32),
-    }
+    inputs = Rows(
+        slot=np.array(slots, np.int32),
+        run_id=np.array(runs, np.uint64),
+        reward=np.zeros(len(slots), np.float32),
+        flags=np.array(flags, np.uint8),
+        observation=np.zeros(len(slots), np.float32),
+        evaluation=np.zeros(len(slots), bool),
+    )
     return loop.step(inputs)
 
 
@@ -90,14 +83,14 @@ def test_evaluation_rows_reach_the_policy_and_are_never_stored() -> None:
     unrolls = []
     for t in range(3 * T):
         flags = [TERMINATED, TERMINATED] if t == 2 * T else [0, 0]
-        inputs = {
-            "slots": np.array([1, 2], np.int32),
-            "run_ids": np.array([5, 6], np.uint64),
-            "rewards": np.ones(2, np.float32),
-            "flags": np.array(flags, np.uint8),
-            "observations": np.zeros(2, np.float32),
-            "evaluation": np.array([False, True]),
-        }
+        inputs = Rows(
+            slot=np.array([1, 2], np.int32),
+            run_id=np.array([5, 6], np.uint64),
+            reward=np.ones(2, np.float32),
+            flags=np.array(flags, np.uint8),
+            observation=np.zeros(2, np.float32),
+            evaluation=np.array([False, True]),
+        )
         result = loop.step(inputs)
         assert result.boundaries.env_steps == 1  # frames count the training env only
         if result.unrolls is not None:

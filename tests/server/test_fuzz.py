@@ -42,7 +42,7 @@ class LearnerThread:
         self._thread = threading.Thread(target=asyncio.run, args=(self._serve(),), name="learner")
 
     async def _serve(self) -> None:
-        from aioseed.server.app import build
+        from aioseed.app import build
 
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(lambda _, context: self.loop_errors.append(context))

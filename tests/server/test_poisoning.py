@@ -53,22 +53,22 @@ async def test_a_hostile_stream_cannot_make_the_weights_non_finite(running_learn
             huge = np.where(np.arange(K) % 2 == 0, HUGE, -HUGE).astype(np.float32)
 
             async def play(stream: Stream, slots: np.ndarray, base: int, rewards: np.ndarray | None) -> None:
-                while learner.trainer.skipped_nonfinite < 3:
+                while learner.skipped_nonfinite < 3:
                     actions = await stream.step(steps(slots, run_id_base=base, rewards=rewards))
                     assert ((actions >= 0) & (actions < 2)).all(), actions
 
             await asyncio.wait_for(
                 asyncio.gather(play(honest, honest_slots, 100, None), play(hostile, hostile_slots, 200, huge)), 60
             )
-            assert learner.trainer.version == 0  # not one update was applied
+            assert learner.train_steps == 0  # not one update was applied
             assert weights_finite(learner)
-            await until(lambda: learner.history.latest.get("train/skipped_nonfinite", 0) >= 3, "the counter's snapshot")
+            await until(lambda: learner.metrics().get("train/skipped_nonfinite", 0) >= 3, "the counter's snapshot")
             path = await learner.checkpoint_now()
             assert path is not None
 
             # Should the weights go non-finite anyway, the rows get a clear error rather than garbage actions,
             # and no checkpoint replaces the last good one.
-            await learner.trainer.run_between_steps(
+            await learner.run_between_steps(
                 lambda: learner.agent.network.weights[0].assign(tf.fill(learner.agent.network.weights[0].shape, np.nan))
             )
             with pytest.raises(grpc.aio.AioRpcError) as error:

@@ -88,7 +88,7 @@ async def test_bad_message_gets_invalid_argument_and_others_carry_on(running_lea
         assert expected in error.value.details()
         await healthy.progressed(before)
         # The refused stream's slots come back after the grace period.
-        assert len(learner.service.streams) == 1
+        assert len(learner.actors()) == 1
 
 
 async def test_spec_mismatch_gets_failed_precondition_naming_both_specs(running_learner, tmp_path) -> None:
@@ -116,7 +116,7 @@ async def test_token_is_required_when_configured(running_learner, tmp_path) -> N
             for metadata in ((), (("authorization", "Bearer wrong"),)):
                 error = await refused(channel, hello(1), metadata)
                 assert error.code() == grpc.StatusCode.UNAUTHENTICATED
-            assert learner.slots.connected == 0  # refused before any state was touched
+            assert learner.connected_envs == 0  # refused before any state was touched
             assert learner.auth_refused == 2  # counted, and reported as actors/auth_refused
             slots = await Stream(channel, (("authorization", "Bearer s3cret"),)).handshake(hello(1))
             assert len(slots) == 1

@@ -19,7 +19,7 @@ from tests.waiting import until
 from tests.wire import Stream, hello, refused, steps
 
 from aioseed.clients.actor import Actor, ActorConfig
-from aioseed.server.learner import SERVICE_NAME
+from aioseed.server.endpoint import SERVICE_NAME
 
 
 def self_signed(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
@@ -60,7 +60,7 @@ async def test_tls_actor_trains_and_a_plaintext_client_is_refused(running_learne
             async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
                 error = await refused(channel, hello(1))
                 assert error.code() == grpc.StatusCode.UNAVAILABLE
-            assert learner.slots.connected == 4  # only the TLS actor's envs
+            assert learner.connected_envs == 4  # only the TLS actor's envs
         finally:
             task.cancel()
 
@@ -77,7 +77,7 @@ async def test_past_max_streams_a_client_gets_resource_exhausted_and_others_carr
             for _ in range(3):
                 assert len(await first.step(steps(first.slots, run_id_base=100))) == 2
                 assert len(await second.step(steps(second.slots, run_id_base=200))) == 2
-            assert len(learner.service.streams) == 2 and learner.slots.connected == 4
+            assert len(learner.actors()) == 2 and learner.connected_envs == 4
 
 
 async def test_past_max_envs_per_actor_a_stream_gets_resource_exhausted_and_other_actors_connect(
@@ -100,7 +100,7 @@ async def test_past_max_envs_per_actor_a_stream_gets_resource_exhausted_and_othe
             await Stream(other).handshake(hello(4, run_id_base=500))  # another connection has its own budget
             assert len(await first.step(steps(first.slots, run_id_base=100))) == 2
             await first.call.done_writing()
-            await until(lambda: learner.slots.connected == 7, "the first stream's envs to be released")
+            await until(lambda: learner.connected_envs == 7, "the first stream's envs to be released")
             await Stream(actor).handshake(hello(2, run_id_base=600))  # its budget came back
 
 
@@ -111,7 +111,7 @@ async def test_thousands_of_streams_opened_at_once_are_all_welcomed(running_lear
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
             streams = [Stream(channel) for _ in range(n)]
             await asyncio.gather(*(s.handshake(hello(1, run_id_base=1 + i)) for i, s in enumerate(streams)))
-            assert learner.slots.connected == n
+            assert learner.connected_envs == n
             assert sorted(int(s.slots[0]) for s in streams) == list(range(n))
             for call in (s.call for s in streams):
                 await call.done_writing()
@@ -138,12 +138,12 @@ async def test_streams_without_a_hello_count_against_max_streams_and_are_closed_
             silent = [Stream(channel) for _ in range(3)]
             for stream in silent:
                 await stream.call.wait_for_connection()
-            await until(lambda: learner.service.handshaking == 3, "three streams waiting for their hello")
+            await until(lambda: learner.handshaking == 3, "three streams waiting for their hello")
             error = await refused(channel, hello(2))
             assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "maximum of 3 streams" in error.details()
             for stream in silent:  # closed by the learner after hello_timeout_s, not held open
                 assert await stream.call.code() == grpc.StatusCode.DEADLINE_EXCEEDED
                 assert "no hello within 1 s" in await stream.call.details()
-            assert learner.service.handshaking == 0
+            assert learner.handshaking == 0
             welcomed = Stream(channel)
             assert len(await welcomed.handshake(hello(2))) == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioseed.server.env_table import EnvTable
-from aioseed.types import FINAL, TERMINATED, TRUNCATED
+from aioseed.types import FINAL, TERMINATED, TRUNCATED, Rows, step_columns
 from aioseed.server.inference import append, observe
 from aioseed.server.unroll_store import UnrollStore
 
@@ -16,14 +16,7 @@ RUN_A, RUN_B = 11, 22
 def make_store(unroll_length: int = T, overlap: int = 1) -> UnrollStore:
     return UnrollStore(
         unroll_length,
-        {
-            "observation": ((), np.float32),
-            "reward": ((), np.float32),
-            "done": ((), bool),
-            "phantom": ((), bool),
-            "version": ((), np.int64),
-            "action": ((), np.int32),
-        },
+        {**step_columns((), np.float32), "action": ((), np.int32)},
         overlap=overlap,
     )
 
@@ -38,15 +31,16 @@ class Env:
         self.episodes: list[tuple[float, int]] = []
 
     def row(self, obs: float, *, slot: int = 0, run: int = RUN_A, reward: float = 0.0, flags: int = 0):
-        inputs = {
-            "slots": np.array([slot], np.int32),
-            "run_ids": np.array([run], np.uint64),
-            "rewards": np.array([reward], np.float32),
-            "flags": np.array([flags], np.uint8),
-            "observations": np.array([obs], np.float32),
-        }
+        inputs = Rows(
+            slot=np.array([slot], np.int32),
+            run_id=np.array([run], np.uint64),
+            reward=np.array([reward], np.float32),
+            flags=np.array([flags], np.uint8),
+            observation=np.array([obs], np.float32),
+            evaluation=np.zeros(1, bool),
+        )
         boundaries = observe(self.envs, self.store, inputs)
-        unrolls = append(self.store, inputs, inputs["observations"], boundaries, {"action": np.array([1], np.int32)}, 0)
+        unrolls = append(self.store, inputs, inputs["observation"], boundaries, {"action": np.array([1], np.int32)}, 0)
         self.episodes += list(zip(boundaries.episode_returns.tolist(), boundaries.episode_lengths.tolist()))
         if unrolls is not None:
             self.unrolls += [{k: v[i] for k, v in unrolls.items()} for i in range(len(unrolls["slot"]))]

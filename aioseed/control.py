@@ -1,12 +1,16 @@
-"""What the console needs from a learner: snapshots to read and staged commands to write.
+"""The contract between a learner and what steers it: snapshots to read, staged commands to write.
 
 The learner (``aioseed.server.learner.Learner``) implements ``Control``; the console
-never reaches into its parts.
+(``aioseed.console``) depends on this module only, never on the server.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
+
+
+class CommandRefused(RuntimeError):
+    """A command the learner will not carry out in its current state (the console answers 409)."""
 
 
 class Control(Protocol):
@@ -43,7 +47,7 @@ class Control(Protocol):
 
     async def checkpoint_now(self) -> str | None:
         """A checkpoint between train steps: its path (None without a logdir). Raises
-        ``aioseed.server.checkpoint.CheckpointRefused`` when the weights are non-finite."""
+        ``CommandRefused`` when the weights are non-finite."""
         ...
 
     def disconnect(self, stream_id: int) -> None:

@@ -1,0 +1,207 @@
+"""The composition root: one config -> env spec, agent, the learner's stages, its console.
+
+``build`` is what ``aioseed learner``, ``aioseed run``, the benchmarks and the tests
+call; ``assemble`` wires the stages around a given agent (the benchmarks' null agent).
+Nothing else constructs server parts, and the server never imports the console.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import Callable
+
+import structlog
+
+from aioseed.algos.agent import Agent
+from aioseed.console.server import ConsoleServer
+from aioseed.envs.atari import is_atari
+from aioseed.envs.registry import env_spec
+from aioseed.server.batcher import Batch, Batcher
+from aioseed.server.checkpoint import Checkpointer
+from aioseed.server.config import LearnerConfig
+from aioseed.server.core_states import CoreStates
+from aioseed.server.endpoint import GrpcEndpoint, server_options
+from aioseed.server.env_table import EnvTable
+from aioseed.server.frame_stack import FrameStacker
+from aioseed.server.inference import InferenceLoop, StepResult
+from aioseed.server.learner import Learner, Stages
+from aioseed.server.protocol import RowBounds
+from aioseed.server.replay import Replay
+from aioseed.server.replay_feed import ReplayFeed
+from aioseed.server.service import LearnerService, StreamLimits
+from aioseed.server.slots import SlotTable
+from aioseed.server.source import Source, UnrollQueue
+from aioseed.server.stats import Stats
+from aioseed.server.stopping import Stopping
+from aioseed.server.training import Trainer
+from aioseed.server.unroll_store import UnrollStore
+from aioseed.spec import EnvSpec
+from aioseed.types import Column, Unroll, step_columns
+
+log = structlog.get_logger()
+
+
+def resolve_device(flag: str) -> str:
+    """auto -> the first GPU when TensorFlow sees one, else the CPU."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    match flag.lower():
+        case "auto":
+            return "/GPU:0" if gpus else "/CPU:0"
+        case "cpu":
+            return "/CPU:0"
+        case "gpu":
+            if not gpus:
+                raise ValueError("--device gpu: TensorFlow sees no GPU")
+            return "/GPU:0"
+        case _:
+            return flag
+
+
+def save_run_config(config: LearnerConfig) -> None:
+    """Writes logdir/config.json so that ``aioseed eval`` can rebuild the agent."""
+    if config.logdir is None:
+        return
+    config.logdir.mkdir(parents=True, exist_ok=True)
+    (config.logdir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2, default=str))
+
+
+def learner_specs(config: LearnerConfig) -> tuple[EnvSpec, EnvSpec]:
+    """(what actors send, what the policy sees): they differ with learner-side frame stacking."""
+    stack = config.learner_frame_stack
+    if stack == 1:
+        spec = env_spec(config.env, config.atari, config.football)
+        return spec, spec
+    if not is_atari(config.env):
+        raise ValueError(f"learner_frame_stack needs an ALE/ env, got {config.env}")
+    wire = env_spec(config.env, dataclasses.replace(config.atari, stack=1))
+    return wire, dataclasses.replace(wire, observation_shape=(stack, *wire.observation_shape[1:]))
+
+
+def build_agent(config: LearnerConfig, spec: EnvSpec, device: str) -> Agent:
+    """The agent ``config.agent`` names, for the observations the policy sees."""
+    if config.agent == "r2d2":
+        from aioseed.algos.r2d2.agent import R2D2Agent
+
+        return R2D2Agent(spec, config.r2d2, device=device)
+    from aioseed.algos.impala.agent import ImpalaAgent
+
+    return ImpalaAgent(spec, config.vtrace, device=device, seed=config.seed)
+
+
+def build(config: LearnerConfig) -> Learner:
+    """Spec from the env, the agent on the chosen device, checkpoints, then ``assemble``."""
+    import tensorflow as tf
+
+    if config.seed is not None:
+        tf.random.set_seed(config.seed)
+    spec, seen = learner_specs(config)
+    device = resolve_device(config.device)
+    agent = build_agent(config, seen, device)
+    checkpointer = None
+    if config.logdir is not None:
+        save_run_config(config)
+        checkpointer = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects())
+    log.info("learner_built", env=config.env, device=device, logdir=str(config.logdir))
+    return assemble(config, spec, agent, checkpointer)
+
+
+def assemble(config: LearnerConfig, spec: EnvSpec, agent: Agent, checkpointer: Checkpointer | None = None) -> Learner:
+    """The stages in data-path order around ``agent``, for actors that send ``spec``."""
+    stack = config.learner_frame_stack
+    if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
+        raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
+    stats = Stats(window=config.return_window)
+    stopping = Stopping(stats, config.stop_at_return, config.stop_after_frames, config.stop_after_seconds)
+    batcher = Batcher(config.batcher)
+    unrolls: asyncio.Queue[Unroll] = asyncio.Queue(config.training.queue_capacity)
+    source = build_source(config, agent, unrolls)
+    trainer = Trainer(config.training, agent, source, stats.record_train, lambda: stats.frames)
+    inference = InferenceLoop(
+        batcher,
+        agent,
+        EnvTable(),
+        unroll_store(agent, spec, config.training.unroll_length),
+        unrolls,
+        lambda: trainer.version,
+        on_batch(stats, stopping, spec.frames_per_step),
+        agent.spec.num_actions,
+        FrameStacker(stack) if stack > 1 else None,
+        CoreStates(agent.state_columns()),
+    )
+    limits = StreamLimits(
+        config.max_streams, config.max_envs_per_stream, config.max_envs_per_actor, config.max_envs, config.hello_timeout_s
+    )
+    slots = SlotTable(config.max_envs, config.slot_grace_s)
+    bounds = RowBounds(config.max_abs_reward, config.max_abs_observation)
+    service = LearnerService(spec, slots, inference, limits, batcher.set_connected_rows, stats.record_latency, bounds)
+    batcher.set_connected_rows(0)
+    tls = None if config.tls_cert is None or config.tls_key is None else (config.tls_cert, config.tls_key)
+    options = server_options(config.max_streams, config.max_message_bytes)
+    endpoint = GrpcEndpoint(service, config.host, config.port, options, config.token, tls)
+    stages = Stages(endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config))
+    return Learner(config, spec, agent, stages, console_factory(config))
+
+
+def unroll_store(agent: Agent, spec: EnvSpec, unroll_length: int) -> UnrollStore:
+    """Per-env unrolls of the agent's columns; R2D2's start with ``burn_in`` steps of the previous one."""
+    return UnrollStore(
+        agent.burn_in + unroll_length,
+        unroll_columns(agent, spec),
+        overlap=agent.burn_in + 1,
+        first_step_only=agent.state_columns().keys(),
+    )
+
+
+def unroll_columns(agent: Agent, spec: EnvSpec) -> dict[str, Column]:
+    """One unroll step's columns: ``aioseed.types.Step``'s, then the agent's outputs and recurrent state."""
+    return {
+        **step_columns(agent.spec.observation_shape, spec.dtype),
+        **agent.output_columns(),
+        **agent.state_columns(),
+    }
+
+
+def build_source(config: LearnerConfig, agent: Agent, unrolls: asyncio.Queue[Unroll]) -> Source:
+    """The agent decides: prioritized replay when it ``uses_replay``, else each unroll once, in order."""
+    per_unroll = agent.state_columns().keys()
+    if not agent.uses_replay:
+        return UnrollQueue(unrolls, config.training.batch_size, per_unroll)
+    r2d2 = config.r2d2
+    replay = Replay(r2d2.replay_capacity, r2d2.priority_exponent, r2d2.importance_exponent, seed=config.seed)
+    return ReplayFeed(replay, unrolls, config.training.batch_size, r2d2.min_replay_size, r2d2.replay_ratio, per_unroll)
+
+
+def on_batch(stats: Stats, stopping: Stopping, frames_per_step: int) -> Callable[[Batch, StepResult], None]:
+    """After each inference batch: counters, ended episodes, then the stop conditions."""
+
+    def record(batch: Batch, result: StepResult) -> None:
+        boundaries = result.boundaries
+        stats.record_batch(batch.size, batch.fill_seconds, result.seconds, boundaries.env_steps * frames_per_step)
+        if len(boundaries.episode_returns):
+            stats.record_episodes(boundaries.episode_returns, boundaries.episode_lengths, result.evaluation_episodes)
+        stopping.check()
+
+    return record
+
+
+def summary_writer(config: LearnerConfig) -> Callable[[dict[str, float], int], None] | None:
+    if config.logdir is None or not config.tensorboard:
+        return None
+    from aioseed.server.summaries import SummaryWriter
+
+    return SummaryWriter(config.logdir)
+
+
+def console_factory(config: LearnerConfig) -> Callable[[Learner], ConsoleServer] | None:
+    """The web console, steering the learner through ``aioseed.control.Control``."""
+    if not config.console:
+        return None
+
+    def make(learner: Learner) -> ConsoleServer:
+        return ConsoleServer(learner, config.console_host, config.console_port, config.console_token, config.console_allowed_hosts)
+
+    return make

@@ -1,0 +1,83 @@
+"""When the learner stops: a request, or a stop condition on frames, mean return or time."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+import structlog
+
+from aioseed.server.stats import Stats
+
+log = structlog.get_logger()
+
+
+class Stopping:
+    """Verbs: ``request`` a stop, ``check`` the conditions, ``timer`` (a task), ``wait``.
+
+    The first stop wins; its reason and the counters at that moment are kept (the
+    drain that follows still moves the counters).
+    """
+
+    def __init__(
+        self,
+        stats: Stats,
+        at_return: float | None = None,
+        after_frames: int | None = None,
+        after_seconds: float | None = None,
+    ) -> None:
+        """``at_return``: stop once the mean return over a full window of episodes reaches it."""
+        self._stats = stats
+        self._at_return = at_return
+        self._after_frames = after_frames
+        self._after_seconds = after_seconds
+        self._event = asyncio.Event()
+        self.reason: str | None = None
+        """Why the learner stopped: "requested", "frames", "return" or "time"."""
+        self.time: float | None = None
+        """Wall-clock time (time.time()) of the stop."""
+        self.frames: int | None = None
+        """Frames at the stop (before the drain)."""
+        self.mean_return = math.nan
+        """Mean return at the stop."""
+
+    @property
+    def requested(self) -> bool:
+        return self._event.is_set()
+
+    def request(self, reason: str = "requested") -> None:
+        if self._event.is_set():
+            return
+        self.reason, self.time = reason, time.time()
+        self.frames, self.mean_return = self._stats.frames, self._stats.mean_return()
+        self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+    def check(self) -> None:
+        """After each batch: stops on the frame budget or the target return."""
+        stats = self._stats
+        if self._event.is_set():
+            return
+        if self._after_frames is not None and stats.frames >= self._after_frames:
+            log.info("stop_condition", reason="frames", frames=stats.frames)
+            self.request("frames")
+        elif self._at_return is not None and stats.full_window() and stats.mean_return() >= self._at_return:
+            log.info(
+                "stop_condition",
+                reason="return",
+                frames=stats.frames,
+                mean_return=round(stats.mean_return(), 2),
+                seconds=round(time.monotonic() - stats.started, 2),
+            )
+            self.request("return")
+
+    async def timer(self) -> None:
+        """Stops after ``after_seconds`` of serving (returns at once without that condition)."""
+        if self._after_seconds is None:
+            return
+        await asyncio.sleep(self._after_seconds)
+        log.info("stop_condition", reason="time", frames=self._stats.frames)
+        self.request("time")
