@@ -16,8 +16,11 @@ ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
 class Process:
     """An ``aioseed`` subcommand whose stderr lines are collected as they come."""
 
-    def __init__(self, args: Sequence[str]) -> None:
+    def __init__(self, args: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None) -> None:
+        """``env`` adds to the environment; ``cwd`` (default: this one) is also where ``-m aioseed`` looks first."""
         self.args = [PYTHON, "-m", "aioseed", *args]
+        self._env = {**ENV, **(env or {})}
+        self._cwd = cwd
         self.lines: list[str] = []
         self.proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task | None = None
@@ -25,7 +28,7 @@ class Process:
 
     async def start(self) -> Process:
         self.proc = await asyncio.create_subprocess_exec(
-            *self.args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV
+            *self.args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self._env, cwd=self._cwd
         )
         self._reader = asyncio.create_task(self._read())
         return self

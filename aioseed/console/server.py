@@ -15,8 +15,17 @@ from aioseed.control import Control
 
 log = structlog.get_logger()
 
-WEB = pathlib.Path(__file__).resolve().parents[2] / "web"
-"""The page's assets; uPlot comes from ``web/node_modules`` (``npm ci --prefix web``)."""
+def assets() -> pathlib.Path:
+    """The page's assets: ``aioseed/web`` in an installed wheel, else the checkout's top-level ``web/``.
+
+    uPlot comes from ``web/node_modules`` (``npm ci --prefix web``, which ``make`` runs before a build).
+    """
+    package = pathlib.Path(__file__).resolve().parents[1]
+    packaged = package / "web"
+    return packaged if (packaged / "index.html").is_file() else package.parent / "web"
+
+
+WEB = assets()
 
 
 class AccessLogger(AbstractAccessLogger):
