@@ -115,7 +115,8 @@ def assemble(config: LearnerConfig, spec: EnvSpec, agent: Agent, checkpointer: C
     if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
         raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
     stats = Stats(window=config.return_window)
-    stopping = Stopping(stats, config.stop_at_return, config.stop_after_frames, config.stop_after_seconds)
+    stop = config.stop
+    stopping = Stopping(stats, stop.at_return, stop.after_frames, stop.after_seconds)
     batcher = Batcher(config.batcher)
     unrolls: asyncio.Queue[Unroll] = asyncio.Queue(config.training.queue_capacity)
     source = build_source(config, agent, unrolls)
@@ -132,16 +133,17 @@ def assemble(config: LearnerConfig, spec: EnvSpec, agent: Agent, checkpointer: C
         FrameStacker(stack) if stack > 1 else None,
         CoreStates(agent.state_columns()),
     )
+    server = config.server
     limits = StreamLimits(
-        config.max_streams, config.max_envs_per_stream, config.max_envs_per_actor, config.max_envs, config.hello_timeout_s
+        server.max_streams, server.max_envs_per_stream, server.max_envs_per_actor, server.max_envs, server.hello_timeout_s
     )
-    slots = SlotTable(config.max_envs, config.slot_grace_s)
-    bounds = RowBounds(config.max_abs_reward, config.max_abs_observation)
+    slots = SlotTable(server.max_envs, server.slot_grace_s)
+    bounds = RowBounds(server.max_abs_reward, server.max_abs_observation)
     service = LearnerService(spec, slots, inference, limits, batcher.set_connected_rows, stats.record_latency, bounds)
     batcher.set_connected_rows(0)
-    tls = None if config.tls_cert is None or config.tls_key is None else (config.tls_cert, config.tls_key)
-    options = server_options(config.max_streams, config.max_message_bytes)
-    endpoint = GrpcEndpoint(service, config.host, config.port, options, config.token, tls)
+    tls = None if server.tls_cert is None or server.tls_key is None else (server.tls_cert, server.tls_key)
+    options = server_options(server.max_streams, server.max_message_bytes)
+    endpoint = GrpcEndpoint(service, server.host, server.port, options, server.token, tls)
     stages = Stages(endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config))
     return Learner(config, spec, agent, stages, console_factory(config))
 
@@ -198,10 +200,11 @@ def summary_writer(config: LearnerConfig) -> Callable[[dict[str, float], int], N
 
 def console_factory(config: LearnerConfig) -> Callable[[Learner], ConsoleServer] | None:
     """The web console, steering the learner through ``aioseed.control.Control``."""
-    if not config.console:
+    console = config.console
+    if not console.enabled:
         return None
 
     def make(learner: Learner) -> ConsoleServer:
-        return ConsoleServer(learner, config.console_host, config.console_port, config.console_token, config.console_allowed_hosts)
+        return ConsoleServer(learner, console.host, console.port, console.token, console.allowed_hosts)
 
     return make

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+
+import structlog
 import tyro
 
 from aioseed import log as logging_setup
@@ -10,7 +12,30 @@ from aioseed.bench.config import Bench, LearningCurveBench
 from aioseed.clients.actor import ActorConfig
 from aioseed.evaluate import EvalConfig
 from aioseed.launch import RunConfig
-from aioseed.server.config import LearnerConfig
+from aioseed.server.config import RENAMED_FLAGS, LearnerConfig
+
+log = structlog.get_logger()
+
+LEARNER_FLAGS_PREFIX = {"learner": "", "run": "learner.", "bench": "run.learner."}
+"""Where each subcommand keeps the learner's flags."""
+
+
+def upgrade_flags(argv: list[str]) -> list[str]:
+    """Maps the learner's flat flags of earlier versions (``--console-port``, ``--learner.max-streams``)
+    to their sections (``--console.port``, ``--learner.server.max-streams``), saying so once each."""
+    prefix = LEARNER_FLAGS_PREFIX.get(argv[0] if argv else "")
+    if prefix is None:
+        return argv
+    upgraded = []
+    for arg in argv:
+        flag, eq, value = arg.partition("=")
+        if flag.startswith("--" + prefix):
+            new = RENAMED_FLAGS.get(flag[2 + len(prefix) :].replace("_", "-"))
+            if new is not None:
+                log.warning("flag_renamed", old=flag, new=f"--{prefix}{new}")
+                arg = f"--{prefix}{new}{eq}{value}"
+        upgraded.append(arg)
+    return upgraded
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def parse(argv: list[str]) -> object:
     """The config of the subcommand ``argv`` names; ``run --preset NAME`` starts from that preset."""
+    argv = upgrade_flags(argv)
     command = tyro.extras.subcommand_cli_from_dict(
         {
             "learner": LearnerConfig,

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import structlog
 
 from aioseed.clients.actor import ActorConfig
-from aioseed.server.config import LearnerConfig
+from aioseed.server.config import LearnerConfig, ServerConfig, StopConfig
 
 log = structlog.get_logger()
 
@@ -32,7 +32,7 @@ class RunConfig:
     aioseed/Catch-v0; football-academy: V-trace on Google Research Football's academy_empty_goal_close
     from the simple115v2 state (MLP); football-academy-smm: the same from the stacked Super Mini Map with
     SEED's Football ResNet."""
-    learner: LearnerConfig = LearnerConfig(host="127.0.0.1", port=0, stop_at_return=475.0)
+    learner: LearnerConfig = LearnerConfig(server=ServerConfig(host="127.0.0.1", port=0), stop=StopConfig(at_return=475.0))
     num_actors: int = 2
     """Actor processes to spawn."""
     envs_per_actor: int = 128
@@ -66,7 +66,7 @@ class RunConfig:
             num_envs=envs,
             envs_per_message=min(self.envs_per_message, envs),
             evaluation=evaluation,
-            token=self.learner.token,
+            token=self.learner.server.token,
             seed=seed,
             name=f"local-eval-{index}" if evaluation else f"local-{index}",
             atari=dataclasses.replace(self.learner.atari, stack=1)

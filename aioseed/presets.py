@@ -10,6 +10,7 @@ from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.envs.football import FootballConfig
 from aioseed.envs import CATCH_ID
 from aioseed.launch import RunConfig
+from aioseed.server.config import StopConfig
 from aioseed.server.training import TrainingConfig
 
 
@@ -28,7 +29,7 @@ def atari() -> RunConfig:
         base.learner,
         env="ALE/Pong-v5",
         logdir=pathlib.Path("logs/atari"),
-        stop_at_return=None,
+        stop=StopConfig(),
         checkpoint_every_s=300.0,
         learner_frame_stack=4,
         vtrace=ImpalaConfig(
@@ -61,7 +62,7 @@ def catch() -> RunConfig:
         base.learner,
         env=CATCH_ID,
         logdir=pathlib.Path("logs/catch"),
-        stop_at_return=0.9,
+        stop=StopConfig(at_return=0.9),
         # Normalized advantages collapsed the policy in 2 of 5 seeds (noise in the sparse rewards' advantages
         # scaled up to std 1); without, 8 of 8 seeds reached 0.9 in 14-43K frames. A queue of one batch keeps
         # the policy lag near one update (with 64 it was ~12).
@@ -85,7 +86,7 @@ def football_academy() -> RunConfig:
             learning_rate=0.00048, discount=0.993, entropy_cost=0.003, hidden_sizes=(256, 256), activation="relu"
         ),
         training=TrainingConfig(unroll_length=32, batch_size=16),
-        stop_at_return=0.9,
+        stop=StopConfig(at_return=0.9),
     )
     return dataclasses.replace(base, learner=learner, num_actors=2, envs_per_actor=8, envs_per_message=8)
 

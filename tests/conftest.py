@@ -12,7 +12,7 @@ import pytest
 import uvloop
 
 from aioseed import log as logging_setup
-from aioseed.server.config import LearnerConfig
+from aioseed.server.config import ConsoleConfig, LearnerConfig, ServerConfig
 
 logging_setup.configure("info")
 
@@ -23,36 +23,40 @@ def event_loop_policy() -> uvloop.EventLoopPolicy:
 
 
 def small_config(tmp_path: pathlib.Path | None, **overrides) -> LearnerConfig:
-    """CartPole on 127.0.0.1 with a free port and small batches, for fast tests."""
+    """CartPole on 127.0.0.1 with free ports and small batches, for fast tests. A section may be
+    overridden field by field with a dict: ``small_config(tmp_path, server={"max_streams": 2})``."""
     base = LearnerConfig(
-        host="127.0.0.1",
-        port=0,
+        server=ServerConfig(host="127.0.0.1", port=0, slot_grace_s=0.5),
+        console=ConsoleConfig(port=0),
         logdir=tmp_path,
         log_every_s=0.5,
         tensorboard=False,
-        slot_grace_s=0.5,
-        console_port=0,
     )
+    for name, value in overrides.items():
+        if isinstance(value, dict):
+            overrides[name] = dataclasses.replace(getattr(base, name), **value)
     return dataclasses.replace(base, **overrides)
 
 
 LearnerFactory = Callable[..., contextlib.AbstractAsyncContextManager]
 
 
+@contextlib.asynccontextmanager
+async def serve(config: LearnerConfig) -> AsyncIterator:
+    """``async with serve(config) as learner:`` a learner built and serving until the block ends."""
+    from aioseed.app import build
+
+    learner = build(config)
+    await learner.start()
+    task = asyncio.create_task(learner.run())
+    try:
+        yield learner
+    finally:
+        learner.request_stop()
+        await asyncio.wait_for(task, 30)
+
+
 @pytest.fixture
 def running_learner() -> LearnerFactory:
     """``async with running_learner(config) as learner:`` serves until the block ends."""
-    from aioseed.app import build
-
-    @contextlib.asynccontextmanager
-    async def start(config: LearnerConfig) -> AsyncIterator:
-        learner = build(config)
-        await learner.start()
-        task = asyncio.create_task(learner.run())
-        try:
-            yield learner
-        finally:
-            learner.request_stop()
-            await asyncio.wait_for(task, 30)
-
-    return start
+    return serve

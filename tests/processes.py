@@ -94,7 +94,7 @@ class Process:
 async def train_through_processes(learner_args: Sequence[str], actor_args: Sequence[str], wire: str, slots: int) -> None:
     """A learner and one actor process (``actor_args`` get ``--learner``): the learner serves the ``wire``
     spec, the actor's ``slots`` envs connect, a train step happens, and SIGTERM stops it cleanly."""
-    learner = await Process(["learner", "--host", "127.0.0.1", "--port", "0", "--console-port", "0", *learner_args]).start()
+    learner = await Process(["learner", "--server.host", "127.0.0.1", "--server.port", "0", "--console.port", "0", *learner_args]).start()
     actor = None
     try:
         port = int((await learner.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))

@@ -9,7 +9,7 @@ from aioseed.launch import RunConfig
 def test_run_preset_sets_the_football_academy_and_flags_given_override_it() -> None:
     run = parse(["run", "--envs-per-actor", "4", "--preset", "football-academy", "--learner.vtrace.learning-rate", "1e-3"])
     assert isinstance(run, RunConfig) and run.preset == "football-academy"
-    assert run.learner.env == "football:academy_empty_goal_close" and run.learner.stop_at_return == 0.9
+    assert run.learner.env == "football:academy_empty_goal_close" and run.learner.stop.at_return == 0.9
     assert run.learner.football.representation == "simple115v2"
     assert (run.envs_per_actor, run.learner.vtrace.learning_rate) == (4, 1e-3)  # given flags win over the preset
     assert run.learner.training.unroll_length == 32  # the preset's value where no flag was given
@@ -37,4 +37,15 @@ def test_atari_and_catch_presets_and_an_evaluation_actor() -> None:
     assert [a.evaluation for a in actors] == [False, False, True]
     assert (actors[-1].num_envs, actors[-1].envs_per_message, actors[-1].atari.stack) == (2, 2, 1)
     catch = parse(["run", "--preset", "catch"])
-    assert catch.learner.env == "aioseed/Catch-v0" and catch.learner.stop_at_return == 0.9
+    assert catch.learner.env == "aioseed/Catch-v0" and catch.learner.stop.at_return == 0.9
+
+
+def test_the_learners_flat_flags_of_earlier_versions_map_to_their_sections() -> None:
+    old = parse(["learner", "--host", "127.0.0.1", "--port=0", "--max_streams", "9", "--no-console", "--console-port", "0",
+                 "--stop-at-return", "5"])
+    new = parse(["learner", "--server.host", "127.0.0.1", "--server.port", "0", "--server.max-streams", "9",
+                 "--console.no-enabled", "--console.port", "0", "--stop.at-return", "5"])
+    assert old == new and new.server.max_streams == 9 and not new.console.enabled and new.stop.at_return == 5
+    run = parse(["run", "--learner.port", "7", "--learner.stop-after-frames", "100"])
+    assert (run.learner.server.port, run.learner.stop.after_frames) == (7, 100)
+    assert parse(["actor", "--token", "x"]).token == "x"  # other commands' flags are left alone

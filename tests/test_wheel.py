@@ -47,7 +47,7 @@ async def test_the_wheel_ships_every_module_and_serves_the_console(tmp_path) -> 
     ).stdout.split()
     assert where == [str(site / "aioseed/console/server.py"), str(site / "aioseed/web")]
 
-    args = ["learner", "--host", "127.0.0.1", "--port", "0", "--console-port", "0", "--logdir", str(tmp_path / "run")]
+    args = ["learner", "--server.host", "127.0.0.1", "--server.port", "0", "--console.port", "0", "--logdir", str(tmp_path / "run")]
     learner = await Process(args, env=env, cwd=str(tmp_path)).start()
     try:
         url = (await learner.wait_for_line(r"console_listening url='?(http://[^#' ]+)")).group(1).rstrip("/")

@@ -22,6 +22,7 @@ import numpy as np
 
 from aioseed.bench.config import AtariBench
 from aioseed.bench.spawned import run_in_process
+from aioseed.server.config import StopConfig
 
 
 def core_seconds(work: Callable[[], int], seconds: float) -> tuple[float, float]:
@@ -34,7 +35,8 @@ def core_seconds(work: Callable[[], int], seconds: float) -> tuple[float, float]
 
 
 def end_to_end(bench: AtariBench) -> dict[str, float]:
-    learner = dataclasses.replace(bench.run.learner, stop_after_seconds=bench.warmup_s + bench.seconds)
+    stop = StopConfig(after_seconds=bench.warmup_s + bench.seconds)
+    learner = dataclasses.replace(bench.run.learner, stop=stop)
     summary = run_in_process(dataclasses.replace(bench.run, learner=learner), bench.warmup_s + bench.seconds)
     points = summary.history
     start_at = points[-1]["time"] - bench.seconds

@@ -21,6 +21,7 @@ import numpy as np
 
 from aioseed.bench.config import CartpoleBench
 from aioseed.bench.spawned import run_in_process
+from aioseed.server.config import StopConfig
 from aioseed.launch import RunConfig
 
 PEER_REFERENCE = {"cleanrl_ppo_median_s": 40.0, "source": "shared/baselines.md, same machine kind"}
@@ -63,9 +64,8 @@ def main(bench: CartpoleBench) -> int:
         learner = dataclasses.replace(
             bench.run.learner,
             seed=bench.seed + index,
-            stop_at_return=bench.target_return,
+            stop=StopConfig(at_return=bench.target_return, after_seconds=bench.timeout_s),
             return_window=bench.target_window,
-            stop_after_seconds=bench.timeout_s,
         )
         run = timed_run(dataclasses.replace(bench.run, learner=learner), bench.timeout_s)
         runs.append(run)

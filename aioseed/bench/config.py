@@ -9,6 +9,7 @@ from typing import Annotated
 import tyro
 
 from aioseed.launch import PresetName, RunConfig
+from aioseed.server.config import ConsoleConfig, StopConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +59,7 @@ class StreamsBench:
 
 
 def _cartpole_run() -> RunConfig:
-    return RunConfig(learner=dataclasses.replace(RunConfig().learner, logdir=None, console=False))
+    return RunConfig(learner=dataclasses.replace(RunConfig().learner, logdir=None, console=ConsoleConfig(enabled=False)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,8 +89,8 @@ def _atari_run() -> RunConfig:
         RunConfig().learner,
         env="ALE/Pong-v5",
         logdir=None,
-        console=False,
-        stop_at_return=None,
+        console=ConsoleConfig(enabled=False),
+        stop=StopConfig(),
         vtrace=ImpalaConfig(network="nature_cnn", reward_clipping="abs"),
         learner_frame_stack=4,  # actors send single frames: ratio_vs_bound 0.86 against 0.80 with actor stacking
     )
@@ -142,7 +143,7 @@ class LearningCurveBench:
         env = self.env or self.run.learner.env
         slug = env.replace("/", "-").replace(":", "-")
         logdir = self.logdir or pathlib.Path("logs/curves") / f"{slug}-{self.preset}"
-        learner = dataclasses.replace(self.run.learner, env=env, logdir=logdir, stop_at_return=None)
+        learner = dataclasses.replace(self.run.learner, env=env, logdir=logdir, stop=StopConfig())
         return dataclasses.replace(self.run, learner=learner)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from aioseed.bench.atari import core_seconds
 from aioseed.bench.config import FootballBench
 from aioseed.bench.spawned import run_in_process
+from aioseed.server.config import ConsoleConfig, StopConfig
 
 
 def engine_steps_per_s(bench: FootballBench) -> float:
@@ -51,10 +52,12 @@ def training_run(bench: FootballBench) -> dict[str, float | int | bool | None]:
     learner = dataclasses.replace(
         bench.run.learner,
         logdir=None,
-        console=False,
-        stop_after_frames=bench.learn_frames if learning else None,
-        stop_at_return=bench.target_scoring if learning else None,
-        stop_after_seconds=None if learning else duration_s,
+        console=ConsoleConfig(enabled=False),
+        stop=StopConfig(
+            after_frames=bench.learn_frames if learning else None,
+            at_return=bench.target_scoring if learning else None,
+            after_seconds=None if learning else duration_s,
+        ),
     )
     started = time.monotonic()
     summary = run_in_process(dataclasses.replace(bench.run, learner=learner), duration_s)

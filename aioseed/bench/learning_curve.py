@@ -20,6 +20,7 @@ import sys
 import structlog
 
 from aioseed.bench.config import LearningCurveBench
+from aioseed.server.config import StopConfig
 
 log = structlog.get_logger()
 
@@ -138,9 +139,8 @@ def train(bench: LearningCurveBench) -> None:
     from aioseed.launch import train_locally
 
     run = bench.resolved_run
-    learner = dataclasses.replace(
-        run.learner, stop_after_frames=bench.target_frames, stop_after_seconds=bench.minutes * 60.0
-    )
+    stop = StopConfig(after_frames=bench.target_frames, after_seconds=bench.minutes * 60.0)
+    learner = dataclasses.replace(run.learner, stop=stop)
     summary = uvloop.run(train_locally(dataclasses.replace(run, learner=learner)))
     log.info("learning_curve_session", frames=summary.frames, mean_return=round(summary.mean_return, 2))
 

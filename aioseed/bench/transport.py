@@ -89,19 +89,13 @@ async def _serve_async(trial: Trial, ready, stop) -> None:
         return
 
     from aioseed.app import assemble
-    from aioseed.server.config import LearnerConfig
+    from aioseed.server.config import ConsoleConfig, LearnerConfig, ServerConfig
 
+    server = ServerConfig(
+        host="127.0.0.1", port=0, max_envs=streams * k, max_envs_per_stream=k, max_streams=streams, max_envs_per_actor=streams * k
+    )
     config = LearnerConfig(
-        host="127.0.0.1",
-        port=0,
-        logdir=None,
-        console=False,
-        log_every_s=3600.0,
-        batcher=batcher,
-        max_envs=streams * k,
-        max_envs_per_stream=k,
-        max_streams=streams,
-        max_envs_per_actor=streams * k,
+        server=server, logdir=None, console=ConsoleConfig(enabled=False), log_every_s=3600.0, batcher=batcher
     )
     if trial.agent == "mlp":
         from aioseed.algos.impala.agent import ImpalaAgent

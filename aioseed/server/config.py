@@ -23,41 +23,116 @@ R2D2Presets = tyro.extras.subcommand_type_from_defaults(
 
 
 @dataclasses.dataclass(frozen=True)
-class LearnerConfig:
-    """The learner daemon: gRPC server, batching, training and checkpoints."""
+class ServerConfig:
+    """The gRPC port actors connect to, and the limits that keep one client from hurting the others."""
 
-    env: str = "CartPole-v1"
-    """Gymnasium id of the environment the actors run (ALE/<Game>-v5 for Atari, football:<scenario> for
-    Google Research Football); defines the spec the learner serves."""
     host: str = "0.0.0.0"
     """Address the gRPC server binds."""
     port: int = 8686
     """gRPC port (0 picks a free one)."""
-    logdir: pathlib.Path | None = pathlib.Path("logs/cartpole")
-    """Checkpoints, TensorBoard summaries and config.json go here (None: keep nothing)."""
-    device: str = "auto"
-    """TensorFlow device for inference and training: auto (a GPU when visible), cpu, gpu or e.g. /GPU:1."""
     token: str | None = None
     """Shared secret actors must send (gRPC metadata authorization: Bearer TOKEN); None disables auth."""
     tls_cert: pathlib.Path | None = None
     """PEM certificate chain of the gRPC port; with tls_key, the port serves TLS only."""
     tls_key: pathlib.Path | None = None
     """PEM private key for tls_cert."""
+    max_streams: int = 8192
+    """Concurrent actor streams served, counting those still owing their hello; more get
+    RESOURCE_EXHAUSTED and existing ones carry on."""
+    max_envs: int = 65536
+    """Env slots the learner will hand out in total."""
+    max_envs_per_stream: int = 1024
+    """Largest K (envs per message) one stream may declare."""
+    max_envs_per_actor: int = 4096
+    """Env slots one actor connection (one ``aioseed actor`` process: its channel and all its streams)
+    may hold at once; behind a proxy that merges connections, raise it."""
+    hello_timeout_s: float = 10.0
+    """A stream that sends no hello within this many seconds is closed (DEADLINE_EXCEEDED)."""
+    max_abs_reward: float = 1e6
+    """Rows with a larger |reward| are refused (INVALID_ARGUMENT): finite but huge rewards overflow the loss."""
+    max_abs_observation: float = 1e6
+    """Rows of float observations with a larger |element| are refused, as for max_abs_reward."""
+    slot_grace_s: float = 30.0
+    """A disconnected actor's slots stay reserved this long for its reconnect."""
+    max_message_bytes: int = 64 * 1024 * 1024
+    """Largest gRPC message accepted or sent."""
+    shutdown_grace_s: float = 1.0
+    """Seconds in-flight streams get to finish when the learner stops."""
 
-    console: bool = True
-    """Serve the web console (--no-console turns it off)."""
-    console_host: str = "127.0.0.1"
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in [0, 65535], got {self.port}")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together: the port serves TLS with both or plaintext with neither")
+        if self.max_streams < 1:
+            raise ValueError(f"max_streams must be >= 1, got {self.max_streams}")
+        if min(self.max_envs, self.max_envs_per_stream, self.max_envs_per_actor) < 1:
+            raise ValueError("max_envs, max_envs_per_stream and max_envs_per_actor must be >= 1")
+        if self.hello_timeout_s <= 0:
+            raise ValueError(f"hello_timeout_s must be positive, got {self.hello_timeout_s}")
+        if not (self.max_abs_reward > 0 and self.max_abs_observation > 0):
+            raise ValueError("max_abs_reward and max_abs_observation must be positive: every row would be refused")
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsoleConfig:
+    """The web console: live metrics and control over HTTP."""
+
+    enabled: bool = True
+    """Serve the console (--console.no-enabled turns it off)."""
+    host: str = "127.0.0.1"
     """Address the console binds. Off loopback, reading needs the token too."""
-    console_port: int = 8080
+    port: int = 8080
     """Console HTTP port (0 picks a free one)."""
-    console_token: str | None = None
-    """Token for the console's control endpoints and live feed (None: a random one, printed in the console URL)."""
-    console_allowed_hosts: tuple[str, ...] = ()
+    token: str | None = None
+    """Token for the control endpoints and the live feed (None: a random one, printed in the console URL)."""
+    allowed_hosts: tuple[str, ...] = ()
     """Host names the console answers to besides IP literals and localhost (others get 400, against DNS
     rebinding); * allows any, e.g. behind a proxy that checks Host itself."""
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"console port must be in [0, 65535], got {self.port}")
+
+
+@dataclasses.dataclass(frozen=True)
+class StopConfig:
+    """When the learner stops by itself (besides SIGINT/SIGTERM and the console); the first met wins."""
+
+    at_return: float | None = None
+    """Once the mean return over return_window episodes reaches this."""
+    after_frames: int | None = None
+    """After this many env frames."""
+    after_seconds: float | None = None
+    """After this many seconds of serving."""
+
+    def __post_init__(self) -> None:
+        if self.after_frames is not None and self.after_frames < 1:
+            raise ValueError(f"after_frames must be >= 1, got {self.after_frames}")
+        if self.after_seconds is not None and not self.after_seconds > 0:
+            raise ValueError(f"after_seconds must be positive, got {self.after_seconds}")
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerConfig:
+    """The learner daemon: the environment and algorithm, then one section per concern."""
+
+    env: str = "CartPole-v1"
+    """Gymnasium id of the environment the actors run (ALE/<Game>-v5 for Atari, football:<scenario> for
+    Google Research Football); defines the spec the learner serves."""
+    logdir: pathlib.Path | None = pathlib.Path("logs/cartpole")
+    """Checkpoints, TensorBoard summaries and config.json go here (None: keep nothing)."""
+    device: str = "auto"
+    """TensorFlow device for inference and training: auto (a GPU when visible), cpu, gpu or e.g. /GPU:1."""
+    seed: int | None = None
+    """TensorFlow seed (None: random)."""
+
+    server: ServerConfig = ServerConfig()
     batcher: BatcherConfig = BatcherConfig()
     training: TrainingConfig = TrainingConfig()
+    stop: StopConfig = StopConfig()
+    console: ConsoleConfig = ConsoleConfig()
+
     agent: Literal["vtrace", "r2d2"] = "vtrace"
     """The algorithm: V-trace (IMPALA) from a bounded unroll queue, or R2D2 from prioritized replay."""
     vtrace: ImpalaConfig = ImpalaConfig()
@@ -72,28 +147,7 @@ class LearnerConfig:
     learner_frame_stack: int = 1
     """>1: the learner stacks this many frames per env itself and Atari actors send only the newest
     (run them with --atari.stack 1): 4x less traffic, the same observations for the policy."""
-    max_envs: int = 65536
-    """Env slots the learner will hand out in total."""
-    max_envs_per_stream: int = 1024
-    """Largest K (envs per message) one stream may declare."""
-    max_envs_per_actor: int = 4096
-    """Env slots one actor connection (one ``aioseed actor`` process: its channel and all its streams)
-    may hold at once; behind a proxy that merges connections, raise it."""
-    max_streams: int = 8192
-    """Concurrent actor streams served, counting those still owing their hello; more get
-    RESOURCE_EXHAUSTED and existing ones carry on."""
-    hello_timeout_s: float = 10.0
-    """A stream that sends no hello within this many seconds is closed (DEADLINE_EXCEEDED)."""
-    max_abs_reward: float = 1e6
-    """Rows with a larger |reward| are refused (INVALID_ARGUMENT): finite but huge rewards overflow the loss."""
-    max_abs_observation: float = 1e6
-    """Rows of float observations with a larger |element| are refused, as for max_abs_reward."""
-    slot_grace_s: float = 30.0
-    """A disconnected actor's slots stay reserved this long for its reconnect."""
-    max_message_bytes: int = 64 * 1024 * 1024
-    """Largest gRPC message accepted or sent."""
-    shutdown_grace_s: float = 1.0
-    """Seconds in-flight streams get to finish when the learner stops."""
+
     checkpoint_every_s: float = 600.0
     """Periodic checkpoint interval (0 disables; one is still written at shutdown)."""
     log_every_s: float = 2.0
@@ -103,32 +157,31 @@ class LearnerConfig:
     tensorboard: bool = True
     """Write TensorBoard summaries under logdir/tensorboard."""
     return_window: int = 100
-    """Episodes averaged for the mean return."""
-    stop_at_return: float | None = None
-    """Stop once the mean return over return_window episodes reaches this."""
-    stop_after_frames: int | None = None
-    """Stop after this many env frames."""
-    stop_after_seconds: float | None = None
-    """Stop after this many seconds of serving."""
-    seed: int | None = None
-    """TensorFlow seed (None: random)."""
+    """Episodes averaged for the mean return (charts/return and stop.at_return)."""
 
     def __post_init__(self) -> None:
-        if not 0 <= self.console_port <= 65535:
-            raise ValueError(f"console_port must be in [0, 65535], got {self.console_port}")
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"port must be in [0, 65535], got {self.port}")
-        if min(self.max_envs, self.max_envs_per_stream, self.max_envs_per_actor) < 1:
-            raise ValueError("max_envs, max_envs_per_stream and max_envs_per_actor must be >= 1")
-        if (self.tls_cert is None) != (self.tls_key is None):
-            raise ValueError("tls_cert and tls_key go together")
-        if self.hello_timeout_s <= 0:
-            raise ValueError(f"hello_timeout_s must be positive, got {self.hello_timeout_s}")
-        if not (self.max_abs_reward > 0 and self.max_abs_observation > 0):
-            raise ValueError("max_abs_reward and max_abs_observation must be positive")
-        if self.max_streams < 1:
-            raise ValueError(f"max_streams must be >= 1, got {self.max_streams}")
         if self.learner_frame_stack < 1:
             raise ValueError(f"learner_frame_stack must be >= 1, got {self.learner_frame_stack}")
         if self.return_window < 1:
             raise ValueError(f"return_window must be >= 1, got {self.return_window}")
+        if not (self.metrics_every_s > 0 and self.log_every_s > 0):
+            raise ValueError("metrics_every_s and log_every_s must be positive")
+
+
+# Flags of the flat config this one replaced, by leaf name; ``cli.upgrade_flags`` maps them.
+RENAMED_FLAGS = {
+    **{name: f"server.{name}" for name in (
+        "host", "port", "token", "tls-cert", "tls-key", "max-streams", "max-envs", "max-envs-per-stream",
+        "max-envs-per-actor", "hello-timeout-s", "max-abs-reward", "max-abs-observation", "slot-grace-s",
+        "max-message-bytes", "shutdown-grace-s",
+    )},
+    "console": "console.enabled",
+    "no-console": "console.no-enabled",
+    "console-host": "console.host",
+    "console-port": "console.port",
+    "console-token": "console.token",
+    "console-allowed-hosts": "console.allowed-hosts",
+    "stop-at-return": "stop.at-return",
+    "stop-after-frames": "stop.after-frames",
+    "stop-after-seconds": "stop.after-seconds",
+}

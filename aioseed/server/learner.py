@@ -232,7 +232,7 @@ class Learner:
                 self._trainer.version = progress.train_steps
                 self._stats.restore(progress.frames, progress.train_steps)
         self.port = await self._stages.endpoint.start()
-        log.info("learner_listening", host=self.config.host, port=self.port, spec=self.spec.describe())
+        log.info("learner_listening", host=self.config.server.host, port=self.port, spec=self.spec.describe())
         if self.console is not None:
             self.console_url = await self.console.start()
         return self.port
@@ -255,7 +255,7 @@ class Learner:
                 ]
                 await self.stopping.wait()
                 log.info("learner_stopping", frames=self.frames, train_steps=self.train_steps)
-                await stages.endpoint.drain(self.config.shutdown_grace_s)
+                await stages.endpoint.drain(self.config.server.shutdown_grace_s)
                 for task in tasks:
                     task.cancel()
         finally:

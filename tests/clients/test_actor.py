@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 
 import grpc
 import gymnasium
@@ -26,7 +25,7 @@ def test_run_ids_are_new_per_process_start() -> None:
 
 
 async def test_reconnect_keeps_run_ids_and_slots(running_learner, tmp_path) -> None:
-    config = small_config(tmp_path / "a", slot_grace_s=30.0)
+    config = small_config(tmp_path / "a", server={"slot_grace_s": 30.0})
     async with running_learner(config) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
         port = learner.port
         await Stream(channel).handshake(hello(2))  # holds slots 0 and 1, so the actor gets 2..5
@@ -38,7 +37,7 @@ async def test_reconnect_keeps_run_ids_and_slots(running_learner, tmp_path) -> N
         assert slots_before == [2, 3, 4, 5]
     # The learner is gone; the actor keeps retrying. A new learner on the same port:
     steps_at_restart = actor.steps
-    config_b = dataclasses.replace(small_config(tmp_path / "b"), port=port)
+    config_b = small_config(tmp_path / "b", server={"port": port})
     async with running_learner(config_b) as learner_b:
         # The learner lists a stream before its welcome reaches the actor, so wait for the actor's count too.
         await until(

@@ -22,7 +22,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 @contextlib.asynccontextmanager
 async def console(running_learner, tmp_path, reading_needs_token: bool = False, **overrides):
-    config = small_config(tmp_path, metrics_every_s=0.1, console=False, **overrides)
+    config = small_config(tmp_path, metrics_every_s=0.1, console={"enabled": False}, **overrides)
     async with running_learner(config) as learner:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16))
         task = asyncio.create_task(actor.run())

@@ -38,7 +38,7 @@ async def chart(page: Page, title: str) -> tuple[int, list]:
 
 async def test_console_charts_update_and_controls_steer_the_learner(running_learner, tmp_path) -> None:
     assert CHROMIUM.exists(), "make test installs Debian's chromium"
-    config = small_config(tmp_path, metrics_every_s=0.2, console=True, max_abs_reward=float("inf"))
+    config = small_config(tmp_path, metrics_every_s=0.2, server={"max_abs_reward": float("inf")})
     async with running_learner(config) as learner, async_playwright() as playwright:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16))
         task = asyncio.create_task(actor.run())
@@ -109,7 +109,7 @@ async def test_r2d2_learner_shows_its_replay(running_learner, tmp_path) -> None:
     from aioseed.algos.r2d2.config import R2D2Config
 
     r2d2 = R2D2Config.cartpole()
-    config = small_config(tmp_path, metrics_every_s=0.2, console=True, agent="r2d2", r2d2=r2d2)
+    config = small_config(tmp_path, metrics_every_s=0.2, agent="r2d2", r2d2=r2d2)
     async with running_learner(config) as learner, async_playwright() as playwright:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16))
         task = asyncio.create_task(actor.run())

@@ -22,7 +22,7 @@ EVIL = "http://evil.example"
 
 @contextlib.asynccontextmanager
 async def console(running_learner, tmp_path, allowed_hosts: tuple[str, ...] = ()) -> AsyncIterator[tuple]:
-    async with running_learner(small_config(tmp_path, console=False)) as learner:
+    async with running_learner(small_config(tmp_path, console={"enabled": False})) as learner:
         app = console_server.init(learner, TOKEN, reading_needs_token=False, allowed_hosts=allowed_hosts)
         async with TestClient(TestServer(app)) as client:
             yield learner, client

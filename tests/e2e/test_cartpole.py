@@ -20,10 +20,10 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
             "--learner.logdir", str(logdir),
             "--learner.seed", "1",
             "--learner.return-window", "20",
-            "--learner.stop-at-return", "195",
-            "--learner.stop-after-frames", str(FRAME_BUDGET),
+            "--learner.stop.at-return", "195",
+            "--learner.stop.after-frames", str(FRAME_BUDGET),
             "--learner.log-every-s", "2",
-            "--learner.console-port", "0",
+            "--learner.console.port", "0",
         ]
     ).start()
     try:

@@ -14,8 +14,8 @@ async def test_catch_preset_reaches_a_mean_return_of_0_9(tmp_path) -> None:
             "--preset", "catch",
             "--learner.logdir", str(tmp_path),
             "--learner.seed", "1",
-            "--learner.stop-after-frames", str(FRAME_BUDGET),
-            "--learner.console-port", "0",
+            "--learner.stop.after-frames", str(FRAME_BUDGET),
+            "--learner.console.port", "0",
         ]
     ).start()
     try:

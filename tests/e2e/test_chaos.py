@@ -32,8 +32,8 @@ def metrics(console: str) -> dict[str, float]:
 async def test_random_actor_kills_leave_training_going_and_no_slot_held_by_the_dead(tmp_path) -> None:
     rng = random.Random(7)
     learner = await Process(
-        ["learner", "--host", "127.0.0.1", "--port", "0", "--console-port", "0", "--logdir", str(tmp_path),
-         "--log-every-s", "1", "--metrics-every-s", "0.25", "--slot-grace-s", "0.5"]
+        ["learner", "--server.host", "127.0.0.1", "--server.port", "0", "--console.port", "0", "--logdir", str(tmp_path),
+         "--log-every-s", "1", "--metrics-every-s", "0.25", "--server.slot-grace-s", "0.5"]
     ).start()
     actors: list[Process] = []
     try:

@@ -13,8 +13,8 @@ from aioseed.clients.actor import Actor, ActorConfig
 
 async def test_sigkilled_actor_leaves_the_learner_serving_the_others(tmp_path) -> None:
     learner = await Process(
-        ["learner", "--host", "127.0.0.1", "--port", "0", "--console-port", "0", "--logdir", str(tmp_path), "--log-every-s", "0.5",
-         "--slot-grace-s", "0.5"]
+        ["learner", "--server.host", "127.0.0.1", "--server.port", "0", "--console.port", "0", "--logdir", str(tmp_path), "--log-every-s", "0.5",
+         "--server.slot-grace-s", "0.5"]
     ).start()
     victim = None
     try:
@@ -55,7 +55,7 @@ def free_port() -> int:
 
 
 async def test_sigkilled_learner_restarts_from_its_checkpoint_and_actors_reconnect(tmp_path) -> None:
-    flags = ["learner", "--host", "127.0.0.1", "--port", str(free_port()), "--console-port", "0",
+    flags = ["learner", "--server.host", "127.0.0.1", "--server.port", str(free_port()), "--console.port", "0",
              "--logdir", str(tmp_path), "--log-every-s", "0.5", "--checkpoint-every-s", "1"]
     learner = await Process(flags).start()
     actor = restarted = None

@@ -11,7 +11,7 @@ from aioseed.clients.actor import Actor, ActorConfig
 
 
 async def test_sigterm_checkpoints_and_a_restart_resumes(tmp_path) -> None:
-    args = ["learner", "--host", "127.0.0.1", "--port", "0", "--console-port", "0", "--logdir", str(tmp_path), "--log-every-s", "0.5"]
+    args = ["learner", "--server.host", "127.0.0.1", "--server.port", "0", "--console.port", "0", "--logdir", str(tmp_path), "--log-every-s", "0.5"]
     learner = await Process(args).start()
     try:
         port = int((await learner.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))

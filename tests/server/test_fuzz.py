@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import small_config
+from tests.conftest import serve, small_config
 from tests.wire import hello, steps
 
 from aioseed.proto import aioseed_pb2 as pb
@@ -36,21 +36,21 @@ class LearnerThread:
     """A real learner (no TensorFlow work is faked) serving on loopback from a thread of its own."""
 
     def __init__(self, tmp_path) -> None:
-        self.config = small_config(tmp_path, max_message_bytes=MAX_MESSAGE_BYTES, console=False)
+        self.config = small_config(tmp_path, server={"max_message_bytes": MAX_MESSAGE_BYTES}, console={"enabled": False})
         self.loop_errors: list[dict] = []
         self._ready = threading.Event()
         self._thread = threading.Thread(target=asyncio.run, args=(self._serve(),), name="learner")
 
     async def _serve(self) -> None:
-        from aioseed.app import build
-
+        """As the other tests' ``running_learner``, until ``__exit__`` sets ``_stop``."""
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(lambda _, context: self.loop_errors.append(context))
         self.loop = loop
-        self.learner = build(self.config)
-        self.port = await self.learner.start()
-        self._ready.set()
-        await self.learner.run()
+        self._stop = asyncio.Event()
+        async with serve(self.config) as learner:
+            self.learner, self.port = learner, learner.port
+            self._ready.set()
+            await self._stop.wait()
 
     def __enter__(self) -> LearnerThread:
         self._thread.start()
@@ -58,7 +58,7 @@ class LearnerThread:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.learner.request_stop)
+        self.loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(60)
 
 
@@ -287,7 +287,7 @@ def test_malformed_handshakes_get_their_status(served, case) -> None:
 
 def test_an_oversized_message_gets_resource_exhausted(served) -> None:
     server, channel, _ = served
-    assert server.config.max_message_bytes == MAX_MESSAGE_BYTES
+    assert server.config.server.max_message_bytes == MAX_MESSAGE_BYTES
 
     def huge(slots: np.ndarray) -> pb.ActorMessage:
         message = valid_steps(slots)

@@ -27,7 +27,7 @@ def weights_finite(learner) -> bool:
 
 async def test_a_reward_past_max_abs_reward_gets_invalid_argument(running_learner, tmp_path) -> None:
     async with running_learner(small_config(tmp_path)) as learner:
-        assert learner.config.max_abs_reward == 1e6
+        assert learner.config.server.max_abs_reward == 1e6
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
             stream = Stream(channel)
             slots = await stream.handshake(hello(K, run_id_base=100))
@@ -43,7 +43,7 @@ async def test_a_hostile_stream_cannot_make_the_weights_non_finite(running_learn
     each is skipped and counted, the honest stream keeps getting in-range actions, and the weights and the
     shutdown checkpoint stay finite. Non-finite weights then give INTERNAL, never an action."""
     config = small_config(
-        tmp_path, max_abs_reward=float("inf"), training=TrainingConfig(unroll_length=4, batch_size=2 * K)
+        tmp_path, server={"max_abs_reward": float("inf")}, training=TrainingConfig(unroll_length=4, batch_size=2 * K)
     )
     async with running_learner(config) as learner:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:

@@ -111,7 +111,7 @@ async def test_steps_before_hello_is_invalid(running_learner, tmp_path) -> None:
 
 
 async def test_token_is_required_when_configured(running_learner, tmp_path) -> None:
-    async with running_learner(small_config(tmp_path, token="s3cret")) as learner:
+    async with running_learner(small_config(tmp_path, server={"token": "s3cret"})) as learner:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
             for metadata in ((), (("authorization", "Bearer wrong"),)):
                 error = await refused(channel, hello(1), metadata)

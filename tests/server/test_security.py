@@ -52,7 +52,7 @@ def self_signed(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
 
 async def test_tls_actor_trains_and_a_plaintext_client_is_refused(running_learner, tmp_path) -> None:
     cert, key = self_signed(tmp_path)
-    async with running_learner(small_config(tmp_path, tls_cert=cert, tls_key=key)) as learner:
+    async with running_learner(small_config(tmp_path, server={"tls_cert": cert, "tls_key": key})) as learner:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=4, envs_per_message=4, tls_ca=cert))
         task = asyncio.create_task(actor.run())
         try:
@@ -66,7 +66,7 @@ async def test_tls_actor_trains_and_a_plaintext_client_is_refused(running_learne
 
 
 async def test_past_max_streams_a_client_gets_resource_exhausted_and_others_carry_on(running_learner, tmp_path) -> None:
-    async with running_learner(small_config(tmp_path, max_streams=2)) as learner:
+    async with running_learner(small_config(tmp_path, server={"max_streams": 2})) as learner:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
             first, second = Stream(channel), Stream(channel)
             await first.handshake(hello(2, run_id_base=100))
@@ -83,7 +83,7 @@ async def test_past_max_streams_a_client_gets_resource_exhausted_and_others_carr
 async def test_past_max_envs_per_actor_a_stream_gets_resource_exhausted_and_other_actors_connect(
     running_learner, tmp_path
 ) -> None:
-    async with running_learner(small_config(tmp_path, max_envs_per_actor=5)) as learner:
+    async with running_learner(small_config(tmp_path, server={"max_envs_per_actor": 5})) as learner:
         address = f"127.0.0.1:{learner.port}"
         own_connection = [("grpc.use_local_subchannel_pool", 1)]  # channels to one target share a connection otherwise
         async with (
@@ -107,7 +107,7 @@ async def test_past_max_envs_per_actor_a_stream_gets_resource_exhausted_and_othe
 async def test_thousands_of_streams_opened_at_once_are_all_welcomed(running_learner, tmp_path) -> None:
     # gRPC's default pending-call queue (1,000 soft, 3,000 hard) cancelled part of such a burst.
     n = 3000
-    async with running_learner(small_config(tmp_path, max_streams=n)) as learner:
+    async with running_learner(small_config(tmp_path, server={"max_streams": n})) as learner:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
             streams = [Stream(channel) for _ in range(n)]
             await asyncio.gather(*(s.handshake(hello(1, run_id_base=1 + i)) for i, s in enumerate(streams)))
@@ -130,10 +130,9 @@ async def test_health_is_serving_after_restore_and_not_serving_during_shutdown(r
             watch.cancel()
 
 
-async def test_streams_without_a_hello_count_against_max_streams_and_are_closed_after_the_timeout(
-    running_learner, tmp_path
-) -> None:
-    async with running_learner(small_config(tmp_path, max_streams=3, hello_timeout_s=1.0)) as learner:
+async def test_streams_without_a_hello_count_against_max_streams(running_learner, tmp_path) -> None:
+    """The hello timeout is far beyond the test, so the silent streams are certainly still waiting."""
+    async with running_learner(small_config(tmp_path, server={"max_streams": 3, "hello_timeout_s": 600.0})) as learner:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
             silent = [Stream(channel) for _ in range(3)]
             for stream in silent:
@@ -141,6 +140,16 @@ async def test_streams_without_a_hello_count_against_max_streams_and_are_closed_
             await until(lambda: learner.handshaking == 3, "three streams waiting for their hello")
             error = await refused(channel, hello(2))
             assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "maximum of 3 streams" in error.details()
+            for stream in silent:
+                stream.call.cancel()
+            await until(lambda: learner.handshaking == 0, "the cancelled handshakes to be released")
+            assert len(await Stream(channel).handshake(hello(2))) == 2
+
+
+async def test_a_stream_without_a_hello_is_closed_after_the_timeout(running_learner, tmp_path) -> None:
+    async with running_learner(small_config(tmp_path, server={"max_streams": 3, "hello_timeout_s": 1.0})) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            silent = [Stream(channel) for _ in range(3)]
             for stream in silent:  # closed by the learner after hello_timeout_s, not held open
                 assert await stream.call.code() == grpc.StatusCode.DEADLINE_EXCEEDED
                 assert "no hello within 1 s" in await stream.call.details()
