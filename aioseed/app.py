@@ -89,7 +89,7 @@ def build_agent(config: LearnerConfig, spec: EnvSpec, device: str) -> Agent:
         return R2D2Agent(spec, config.r2d2, device=device)
     from aioseed.algos.impala.agent import ImpalaAgent
 
-    return ImpalaAgent(spec, config.vtrace, device=device, seed=config.seed)
+    return ImpalaAgent(spec, config.impala, device=device, seed=config.seed)
 
 
 def build(config: LearnerConfig) -> Learner:

@@ -12,7 +12,7 @@ from aioseed.bench.config import Bench, LearningCurveBench
 from aioseed.clients.actor import ActorConfig
 from aioseed.evaluate import EvalConfig
 from aioseed.launch import RunConfig
-from aioseed.server.config import RENAMED_FLAGS, LearnerConfig
+from aioseed.server.config import RENAMED_FLAGS, RENAMED_SECTIONS, LearnerConfig
 
 log = structlog.get_logger()
 
@@ -21,19 +21,28 @@ LEARNER_FLAGS_PREFIX = {"learner": "", "run": "learner.", "bench": "run.learner.
 
 
 def upgrade_flags(argv: list[str]) -> list[str]:
-    """Maps the learner's flat flags of earlier versions (``--console-port``, ``--learner.max-streams``)
-    to their sections (``--console.port``, ``--learner.server.max-streams``), saying so once each."""
+    """Maps the learner's flags of earlier versions to their sections, saying so once each: flat ones
+    (``--console-port``, ``--learner.max-streams``) and the ``vtrace`` section and agent (now ``impala``)."""
     prefix = LEARNER_FLAGS_PREFIX.get(argv[0] if argv else "")
     if prefix is None:
         return argv
-    upgraded = []
+    upgraded: list[str] = []
     for arg in argv:
         flag, eq, value = arg.partition("=")
+        new = None
         if flag.startswith("--" + prefix):
-            new = RENAMED_FLAGS.get(flag[2 + len(prefix) :].replace("_", "-"))
-            if new is not None:
-                log.warning("flag_renamed", old=flag, new=f"--{prefix}{new}")
-                arg = f"--{prefix}{new}{eq}{value}"
+            name = flag[2 + len(prefix) :].replace("_", "-")
+            section, dot, rest = name.partition(".")
+            if name in RENAMED_FLAGS:
+                new = RENAMED_FLAGS[name]
+            elif dot and section in RENAMED_SECTIONS:
+                new = f"{RENAMED_SECTIONS[section]}.{rest}"
+        if new is not None:
+            log.warning("flag_renamed", old=flag, new=f"--{prefix}{new}")
+            arg = f"--{prefix}{new}{eq}{value}"
+        elif (arg == "vtrace" and upgraded and upgraded[-1] == f"--{prefix}agent") or arg == f"--{prefix}agent=vtrace":
+            log.warning("flag_renamed", old="--agent vtrace", new="--agent impala")
+            arg = arg.replace("vtrace", "impala")
         upgraded.append(arg)
     return upgraded
 

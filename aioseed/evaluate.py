@@ -48,11 +48,11 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     from aioseed.server.checkpoint import Checkpointer
 
     saved = load_run_config(config.logdir)
-    if saved.get("agent", "vtrace") != "vtrace":
-        raise ValueError(f"aioseed eval runs V-trace policies; {config.logdir} trained {saved['agent']}")
+    if saved.get("agent", "impala") not in ("impala", "vtrace"):  # "vtrace": older config.json files
+        raise ValueError(f"aioseed eval runs IMPALA (V-trace) policies; {config.logdir} trained {saved['agent']}")
     agent_fields = {f.name for f in dataclasses.fields(ImpalaConfig)}
     agent_config = ImpalaConfig(
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in saved["vtrace"].items() if k in agent_fields}
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in saved.get("impala", saved.get("vtrace", {})).items() if k in agent_fields}
     )
     env_id = config.env or saved["env"]
     atari = AtariConfig(**saved.get("atari", {}))

@@ -32,7 +32,7 @@ def atari() -> RunConfig:
         stop=StopConfig(),
         checkpoint_every_s=300.0,
         learner_frame_stack=4,
-        vtrace=ImpalaConfig(
+        impala=ImpalaConfig(
             network="nature_cnn",
             reward_clipping="abs",
             learning_rate=2.5e-4,
@@ -66,7 +66,7 @@ def catch() -> RunConfig:
         # Normalized advantages collapsed the policy in 2 of 5 seeds (noise in the sparse rewards' advantages
         # scaled up to std 1); without, 8 of 8 seeds reached 0.9 in 14-43K frames. A queue of one batch keeps
         # the policy lag near one update (with 64 it was ~12).
-        vtrace=ImpalaConfig(network="nature_cnn", learning_rate=1e-3, entropy_cost=0.01),
+        impala=ImpalaConfig(network="nature_cnn", learning_rate=1e-3, entropy_cost=0.01),
         training=TrainingConfig(unroll_length=10, batch_size=8, queue_capacity=8),
     )
     return dataclasses.replace(base, learner=learner, num_actors=2, envs_per_actor=16, envs_per_message=16)
@@ -82,7 +82,7 @@ def football_academy() -> RunConfig:
         env="football:academy_empty_goal_close",
         logdir=pathlib.Path("logs/football-academy"),
         football=FootballConfig(representation="simple115v2", rewards="scoring"),
-        vtrace=ImpalaConfig(
+        impala=ImpalaConfig(
             learning_rate=0.00048, discount=0.993, entropy_cost=0.003, hidden_sizes=(256, 256), activation="relu"
         ),
         training=TrainingConfig(unroll_length=32, batch_size=16),
@@ -99,7 +99,7 @@ def football_academy_smm() -> RunConfig:
         run.learner,
         logdir=pathlib.Path("logs/football-academy-smm"),
         football=FootballConfig(representation="extracted", stacked=True, rewards="scoring"),
-        vtrace=dataclasses.replace(run.learner.vtrace, network="football_resnet"),
+        impala=dataclasses.replace(run.learner.impala, network="football_resnet"),
     )
     return dataclasses.replace(run, learner=learner)
 

@@ -7,11 +7,11 @@ from aioseed.launch import RunConfig
 
 
 def test_run_preset_sets_the_football_academy_and_flags_given_override_it() -> None:
-    run = parse(["run", "--envs-per-actor", "4", "--preset", "football-academy", "--learner.vtrace.learning-rate", "1e-3"])
+    run = parse(["run", "--envs-per-actor", "4", "--preset", "football-academy", "--learner.impala.learning-rate", "1e-3"])
     assert isinstance(run, RunConfig) and run.preset == "football-academy"
     assert run.learner.env == "football:academy_empty_goal_close" and run.learner.stop.at_return == 0.9
     assert run.learner.football.representation == "simple115v2"
-    assert (run.envs_per_actor, run.learner.vtrace.learning_rate) == (4, 1e-3)  # given flags win over the preset
+    assert (run.envs_per_actor, run.learner.impala.learning_rate) == (4, 1e-3)  # given flags win over the preset
     assert run.learner.training.unroll_length == 32  # the preset's value where no flag was given
     actor = run.actor_config(port=1234, index=0)
     assert (actor.env, actor.football) == (run.learner.env, run.learner.football)  # actors run the same env
@@ -20,7 +20,7 @@ def test_run_preset_sets_the_football_academy_and_flags_given_override_it() -> N
 def test_the_smm_preset_uses_seeds_football_network_on_the_stacked_map() -> None:
     run = parse(["run", "--preset", "football-academy-smm"])
     assert (run.learner.football.representation, run.learner.football.stacked) == ("extracted", True)
-    assert run.learner.vtrace.network == "football_resnet"
+    assert run.learner.impala.network == "football_resnet"
 
 
 def test_without_a_preset_run_trains_cartpole() -> None:
@@ -30,9 +30,9 @@ def test_without_a_preset_run_trains_cartpole() -> None:
 
 def test_atari_and_catch_presets_and_an_evaluation_actor() -> None:
     atari = parse(["run", "--preset", "atari", "--learner.env", "ALE/Breakout-v5", "--evaluation-envs", "2"])
-    assert atari.learner.env == "ALE/Breakout-v5" and atari.learner.vtrace.network == "nature_cnn"
-    assert atari.learner.learner_frame_stack == 4 and atari.learner.vtrace.reward_clipping == "abs"
-    assert atari.learner.vtrace.reuses_samples and atari.learner.vtrace.targets == "vtrace"
+    assert atari.learner.env == "ALE/Breakout-v5" and atari.learner.impala.network == "nature_cnn"
+    assert atari.learner.learner_frame_stack == 4 and atari.learner.impala.reward_clipping == "abs"
+    assert atari.learner.impala.reuses_samples and atari.learner.impala.targets == "vtrace"
     actors = atari.actor_configs(port=1234)
     assert [a.evaluation for a in actors] == [False, False, True]
     assert (actors[-1].num_envs, actors[-1].envs_per_message, actors[-1].atari.stack) == (2, 2, 1)
@@ -46,6 +46,8 @@ def test_the_learners_flat_flags_of_earlier_versions_map_to_their_sections() -> 
     new = parse(["learner", "--server.host", "127.0.0.1", "--server.port", "0", "--server.max-streams", "9",
                  "--console.no-enabled", "--console.port", "0", "--stop.at-return", "5"])
     assert old == new and new.server.max_streams == 9 and not new.console.enabled and new.stop.at_return == 5
-    run = parse(["run", "--learner.port", "7", "--learner.stop-after-frames", "100"])
+    run = parse(["run", "--learner.port", "7", "--learner.stop-after-frames", "100", "--learner.agent", "vtrace",
+                 "--learner.vtrace.entropy-cost", "0.5"])
     assert (run.learner.server.port, run.learner.stop.after_frames) == (7, 100)
+    assert (run.learner.agent, run.learner.impala.entropy_cost) == ("impala", 0.5)  # V-trace's agent is IMPALA
     assert parse(["actor", "--token", "x"]).token == "x"  # other commands' flags are left alone

@@ -73,7 +73,7 @@ def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
     env_cost, env_rate = core_seconds(step_envs, bench.component_s)
     envs.close()
 
-    agent = ImpalaAgent(spec, config.vtrace)
+    agent = ImpalaAgent(spec, config.impala)
     batch = max(1, round(mean_batch))
     observations = rng.integers(0, 255, (batch, *spec.observation_shape), dtype=np.uint8)
     state = zero_state(agent.state_columns(), batch)
@@ -108,7 +108,7 @@ def main(bench: AtariBench) -> int:
     bound = cores / per_step_s * parts["frames_per_step"]
     result = {
         "env": bench.run.learner.env,
-        "network": bench.run.learner.vtrace.network,
+        "network": bench.run.learner.impala.network,
         "envs": bench.run.num_actors * bench.run.envs_per_actor,
         "frames_per_s": round(run["frames_per_s"]),
         "train_steps_per_s": round(run["train_steps_per_s"], 2),

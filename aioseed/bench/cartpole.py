@@ -74,7 +74,7 @@ def main(bench: CartpoleBench) -> int:
     solved = [r for r in runs if r["solved"]]
     result = {
         "env": bench.run.learner.env,
-        "agent": "vtrace",
+        "agent": "impala",
         "target_return": bench.target_return,
         "target_window": bench.target_window,
         "runs": runs,

@@ -91,7 +91,7 @@ def _atari_run() -> RunConfig:
         logdir=None,
         console=ConsoleConfig(enabled=False),
         stop=StopConfig(),
-        vtrace=ImpalaConfig(network="nature_cnn", reward_clipping="abs"),
+        impala=ImpalaConfig(network="nature_cnn", reward_clipping="abs"),
         learner_frame_stack=4,  # actors send single frames: ratio_vs_bound 0.86 against 0.80 with actor stacking
     )
     return RunConfig(learner=learner, num_actors=2, envs_per_actor=32, envs_per_message=32)

@@ -100,7 +100,7 @@ async def _serve_async(trial: Trial, ready, stop) -> None:
     if trial.agent == "mlp":
         from aioseed.algos.impala.agent import ImpalaAgent
 
-        agent = ImpalaAgent(SPEC, config.vtrace)
+        agent = ImpalaAgent(SPEC, config.impala)
     else:
         from aioseed.bench.null_agent import NullAgent
 

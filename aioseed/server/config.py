@@ -133,9 +133,9 @@ class LearnerConfig:
     stop: StopConfig = StopConfig()
     console: ConsoleConfig = ConsoleConfig()
 
-    agent: Literal["vtrace", "r2d2"] = "vtrace"
-    """The algorithm: V-trace (IMPALA) from a bounded unroll queue, or R2D2 from prioritized replay."""
-    vtrace: ImpalaConfig = ImpalaConfig()
+    agent: Literal["impala", "r2d2"] = "impala"
+    """The algorithm: IMPALA (V-trace) from a bounded unroll queue, or R2D2 from prioritized replay."""
+    impala: ImpalaConfig = ImpalaConfig()
     r2d2: R2D2Presets = R2D2Config.atari()
     """R2D2's settings: SEED's Atari preset by default; choose r2d2:cartpole as the last argument
     (after the other flags), then override single fields with --r2d2.*."""
@@ -167,6 +167,9 @@ class LearnerConfig:
         if not (self.metrics_every_s > 0 and self.log_every_s > 0):
             raise ValueError("metrics_every_s and log_every_s must be positive")
 
+
+RENAMED_SECTIONS = {"vtrace": "impala"}
+"""Sections of earlier versions, by name: ``--vtrace.lr`` is ``--impala.lr`` (and ``--agent vtrace`` is impala)."""
 
 # Flags of the flat config this one replaced, by leaf name; ``cli.upgrade_flags`` maps them.
 RENAMED_FLAGS = {

@@ -60,13 +60,13 @@ def test_csv_is_thinned_to_a_committable_size_keeping_the_last_point() -> None:
 
 def test_preset_env_and_overrides_on_the_command_line() -> None:
     command = parse(["bench", "learning-curve", "--env", "ALE/Breakout-v5", "--minutes", "5",
-                     "--run.learner.vtrace.entropy-cost", "0.005"])
+                     "--run.learner.impala.entropy-cost", "0.005"])
     assert isinstance(command, Bench) and isinstance(command.command, LearningCurveBench)
     bench = command.command
     run = bench.resolved_run
     assert bench.preset == "atari" and bench.minutes == 5.0
     assert run.learner.env == "ALE/Breakout-v5" and str(run.learner.logdir) == "logs/curves/ALE-Breakout-v5-atari"
-    assert run.learner.vtrace.entropy_cost == 0.005  # the flag given
-    assert run.learner.vtrace.network == "nature_cnn" and run.learner.learner_frame_stack == 4  # the preset's
+    assert run.learner.impala.entropy_cost == 0.005  # the flag given
+    assert run.learner.impala.network == "nature_cnn" and run.learner.learner_frame_stack == 4  # the preset's
     catch = parse(["bench", "learning-curve", "--preset", "catch"]).command.resolved_run
     assert catch.learner.env == "aioseed/Catch-v0"

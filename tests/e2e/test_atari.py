@@ -22,7 +22,7 @@ def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None
     [
         ([], [], "obs uint8[4,84,84], 6 actions, 4 frames/step"),
         (["--learner-frame-stack", "4"], ["--atari.stack", "1"], "obs uint8[1,84,84], 6 actions, 4 frames/step"),
-        (["--learner-frame-stack", "4", "--vtrace.lstm-size", "32"], ["--atari.stack", "1"], "obs uint8[1,84,84]"),
+        (["--learner-frame-stack", "4", "--impala.lstm-size", "32"], ["--atari.stack", "1"], "obs uint8[1,84,84]"),
         (
             ["--agent", "r2d2", "--learner-frame-stack", "4",
              "r2d2:atari", "--r2d2.burn-in", "2", "--r2d2.min-replay-size", "4", "--r2d2.lstm-size", "32"],
@@ -35,7 +35,7 @@ def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None
 async def test_pong_trains_through_learner_and_actor_processes(tmp_path, learner_flags, actor_flags, wire) -> None:
     await train_through_processes(
         ["--env", "ALE/Pong-v5", "--logdir", str(tmp_path), "--log-every-s", "1", "--training.unroll-length", "5",
-         "--training.batch-size", "2", "--vtrace.reward-clipping", "abs", *learner_flags],
+         "--training.batch-size", "2", "--impala.reward-clipping", "abs", *learner_flags],
         ["--env", "ALE/Pong-v5", "--num-envs", "4", "--envs-per-message", "4", *actor_flags],
         wire,
         slots=4,

@@ -13,7 +13,7 @@ from tests.waiting import until
 from aioseed.clients.actor import Actor, ActorConfig
 
 
-@pytest.mark.parametrize("agent", ["vtrace", "r2d2"])
+@pytest.mark.parametrize("agent", ["impala", "r2d2"])
 async def test_restart_restores_step_counter_and_parameters(running_learner, tmp_path, agent) -> None:
     from aioseed.algos.r2d2.config import R2D2Config
 

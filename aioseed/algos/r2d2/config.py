@@ -71,7 +71,7 @@ class R2D2Config:
 
     # Network
     network: NetworkKind = "auto"
-    """Torso: as V-trace's --vtrace.network (auto: by the observation's shape and dtype)."""
+    """Torso: as V-trace's --impala.network (auto: by the observation's shape and dtype)."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the MLP torso."""
     lstm_size: int = 512
