@@ -16,37 +16,33 @@ class GAEReturns(NamedTuple):
 
 
 def generalized_advantage_estimation(
-    rewards: tf.Tensor,
-    discounts: tf.Tensor,
-    values: tf.Tensor,
-    bootstrap_value: tf.Tensor,
+    r_t: tf.Tensor,
+    discount_t: tf.Tensor,
+    v_tm1: tf.Tensor,
+    v_t: tf.Tensor,
     lambda_: float = 0.95,
 ) -> GAEReturns:
     """GAE(gamma, lambda) advantages and lambda-returns, with gradients stopped.
 
-    Args:
-      rewards: <float32>[T, B] r_t received after the action at t.
-      discounts: <float32>[T, B] gamma_t applied to V(x_{t+1}); 0 where the episode terminated.
-      values: <float32>[T, B] V(x_t).
-      bootstrap_value: <float32>[B] V(x_T).
-      lambda_: mixes n-step estimates (0: one-step TD error; 1: Monte Carlo minus V(x_t)).
-    """
-    rewards = tf.convert_to_tensor(rewards, tf.float32)
-    discounts = tf.convert_to_tensor(discounts, tf.float32)
-    values = tf.convert_to_tensor(values, tf.float32)
-    bootstrap_value = tf.convert_to_tensor(bootstrap_value, tf.float32)
-    rewards.shape.assert_has_rank(2)
-    discounts.shape.assert_is_compatible_with(rewards.shape)
-    values.shape.assert_is_compatible_with(rewards.shape)
-    bootstrap_value.shape.assert_is_compatible_with(rewards.shape[1:])
+    Row s of every argument is the transition x_{t-1} -> x_t (rlax's naming, as ``vtrace``).
 
-    v_tp1 = tf.concat([values[1:], bootstrap_value[tf.newaxis]], axis=0)
-    deltas = rewards + discounts * v_tp1 - values
+    Args:
+      r_t: <float32>[T, B] reward of the transition.
+      discount_t: <float32>[T, B] gamma applied to V(x_t); 0 where the episode terminated.
+      v_tm1: <float32>[T, B] V(x_{t-1}).
+      v_t: <float32>[T, B] V(x_t) (v_tm1 shifted by one, then the bootstrap value).
+      lambda_: mixes n-step estimates (0: one-step TD error; 1: Monte Carlo minus V(x_{t-1})).
+    """
+    r_t, discount_t, v_tm1, v_t = (tf.convert_to_tensor(x, tf.float32) for x in (r_t, discount_t, v_tm1, v_t))
+    r_t.shape.assert_has_rank(2)
+    for x in (discount_t, v_tm1, v_t):
+        x.shape.assert_is_compatible_with(r_t.shape)
+    delta_tm1 = r_t + discount_t * v_t - v_tm1
 
     # A_t = delta_t + gamma_t lambda A_{t+1}, computed backwards.
     def backward(acc: tf.Tensor, inputs: tuple[tf.Tensor, tf.Tensor]) -> tf.Tensor:
-        discount_t, delta_t = inputs
-        return delta_t + discount_t * lambda_ * acc
+        discount, delta = inputs
+        return delta + discount * lambda_ * acc
 
-    advantages = tf.scan(backward, (discounts, deltas), initializer=tf.zeros_like(bootstrap_value), reverse=True)
-    return GAEReturns(advantages=tf.stop_gradient(advantages), returns=tf.stop_gradient(advantages + values))
+    advantages = tf.scan(backward, (discount_t, delta_tm1), initializer=tf.zeros_like(v_t[-1]), reverse=True)
+    return GAEReturns(advantages=tf.stop_gradient(advantages), returns=tf.stop_gradient(advantages + v_tm1))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from aioseed.algos.agent import SKIPPED
 from aioseed.algos.schedule import OptimizerKind, ScheduleKind, schedule_factor
 
 
@@ -58,6 +59,15 @@ def apply_finite_gradients(
 
     skipped = tf.cond(finite, apply, lambda: tf.constant(1.0))
     return norm, skipped
+
+
+def minimize(
+    optimizer: keras.optimizers.Optimizer, tape: tf.GradientTape, loss: tf.Tensor, variables: list[tf.Variable]
+) -> dict[str, tf.Tensor]:
+    """Every train step's tail: the gradients of ``loss`` on ``tape``, clipped by the optimizer's global
+    norm and applied only if finite. Returns ``losses/grad_norm`` and ``SKIPPED`` (1 if not applied)."""
+    norm, skipped = apply_finite_gradients(optimizer, loss, tape.gradient(loss, variables), variables)
+    return {"losses/grad_norm": norm, SKIPPED: skipped}
 
 
 class LearningRateControl:

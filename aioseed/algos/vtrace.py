@@ -1,7 +1,8 @@
 """V-trace off-policy targets (Espeholt et al. 2018, "IMPALA", section 4.1).
 
 Pure functions over time-major tensors. Shapes are written ``<dtype>[T, B]``:
-``T`` steps of ``B`` independent trajectories.
+``T`` transitions of ``B`` independent trajectories; arguments are named as in
+rlax (``v_tm1``, ``r_t``, ``discount_t``).
 """
 
 from __future__ import annotations
@@ -19,60 +20,53 @@ class VTraceReturns(NamedTuple):
 
 
 def from_importance_weights(
-    log_rhos: tf.Tensor,
-    discounts: tf.Tensor,
-    rewards: tf.Tensor,
-    values: tf.Tensor,
-    bootstrap_value: tf.Tensor,
+    v_tm1: tf.Tensor,
+    v_t: tf.Tensor,
+    r_t: tf.Tensor,
+    discount_t: tf.Tensor,
+    log_rho_tm1: tf.Tensor,
     clip_rho_threshold: float | None = 1.0,
     clip_pg_rho_threshold: float | None = 1.0,
     lambda_: float = 1.0,
 ) -> VTraceReturns:
     """V-trace targets and advantages from log importance weights.
 
+    Index t - 1 -> t is one transition (rlax's naming): from state x_{t-1} the behaviour policy
+    took a_{t-1}, then r_t and discount_t came with x_t. Row s of every argument is transition s.
+
     Args:
-      log_rhos: <float32>[T, B] log(pi(a_s|x_s) / mu(a_s|x_s)) for the action taken at s.
-      discounts: <float32>[T, B] discount gamma_s applied to v_{s+1}; 0 at a terminal step.
-      rewards: <float32>[T, B] reward r_s received after a_s.
-      values: <float32>[T, B] V(x_s) under the target policy's baseline.
-      bootstrap_value: <float32>[B] V(x_T).
+      v_tm1: <float32>[T, B] V(x_{t-1}), the baseline of the state each transition leaves.
+      v_t: <float32>[T, B] V(x_t), of the state it reaches (v_tm1 shifted by one, then the bootstrap).
+      r_t: <float32>[T, B] reward of the transition.
+      discount_t: <float32>[T, B] gamma applied to what follows x_t; 0 where the episode terminated.
+      log_rho_tm1: <float32>[T, B] log(pi(a_{t-1}|x_{t-1}) / mu(a_{t-1}|x_{t-1})).
       clip_rho_threshold: rho-bar in eq. 1 (None disables clipping).
       clip_pg_rho_threshold: rho-bar used for the policy-gradient advantages.
-      lambda_: mixes the trace cut c_s = lambda * min(1, rho_s) (remark 2 of section 4.1).
+      lambda_: mixes the trace cut c = lambda * min(1, rho) (remark 2 of section 4.1).
 
     Returns:
       VTraceReturns with gradients stopped.
     """
-    log_rhos = tf.convert_to_tensor(log_rhos, tf.float32)
-    discounts = tf.convert_to_tensor(discounts, tf.float32)
-    rewards = tf.convert_to_tensor(rewards, tf.float32)
-    values = tf.convert_to_tensor(values, tf.float32)
-    bootstrap_value = tf.convert_to_tensor(bootstrap_value, tf.float32)
-    log_rhos.shape.assert_has_rank(2)
-    discounts.shape.assert_is_compatible_with(log_rhos.shape)
-    rewards.shape.assert_is_compatible_with(log_rhos.shape)
-    values.shape.assert_is_compatible_with(log_rhos.shape)
-    bootstrap_value.shape.assert_is_compatible_with(log_rhos.shape[1:])
+    v_tm1, v_t, r_t, discount_t, log_rho_tm1 = (
+        tf.convert_to_tensor(x, tf.float32) for x in (v_tm1, v_t, r_t, discount_t, log_rho_tm1)
+    )
+    log_rho_tm1.shape.assert_has_rank(2)
+    for x in (v_tm1, v_t, r_t, discount_t):
+        x.shape.assert_is_compatible_with(log_rho_tm1.shape)
 
-    rhos = tf.exp(log_rhos)
-    clipped_rhos = rhos if clip_rho_threshold is None else tf.minimum(clip_rho_threshold, rhos)
-    cs = lambda_ * tf.minimum(1.0, rhos)
-    v_tp1 = tf.concat([values[1:], bootstrap_value[tf.newaxis]], axis=0)
-    deltas = clipped_rhos * (rewards + discounts * v_tp1 - values)
+    rho_tm1 = tf.exp(log_rho_tm1)
+    clipped_rho_tm1 = rho_tm1 if clip_rho_threshold is None else tf.minimum(clip_rho_threshold, rho_tm1)
+    c_tm1 = lambda_ * tf.minimum(1.0, rho_tm1)
+    delta_tm1 = clipped_rho_tm1 * (r_t + discount_t * v_t - v_tm1)
 
     # v_s - V(x_s) = delta_s + gamma_s c_s (v_{s+1} - V(x_{s+1})), computed backwards.
     def backward(acc: tf.Tensor, inputs: tuple[tf.Tensor, tf.Tensor, tf.Tensor]) -> tf.Tensor:
-        discount_t, c_t, delta_t = inputs
-        return delta_t + discount_t * c_t * acc
+        discount, c, delta = inputs
+        return delta + discount * c * acc
 
-    vs_minus_v = tf.scan(
-        backward,
-        (discounts, cs, deltas),
-        initializer=tf.zeros_like(bootstrap_value),
-        reverse=True,
-    )
-    vs = vs_minus_v + values
-    vs_tp1 = tf.concat([vs[1:], bootstrap_value[tf.newaxis]], axis=0)
-    clipped_pg_rhos = rhos if clip_pg_rho_threshold is None else tf.minimum(clip_pg_rho_threshold, rhos)
-    pg_advantages = clipped_pg_rhos * (rewards + discounts * vs_tp1 - values)
+    vs_minus_v = tf.scan(backward, (discount_t, c_tm1, delta_tm1), initializer=tf.zeros_like(v_t[-1]), reverse=True)
+    vs = vs_minus_v + v_tm1
+    vs_t = tf.concat([vs[1:], v_t[-1:]], axis=0)  # v-trace targets of x_t, the bootstrap value last
+    clipped_pg_rho_tm1 = rho_tm1 if clip_pg_rho_threshold is None else tf.minimum(clip_pg_rho_threshold, rho_tm1)
+    pg_advantages = clipped_pg_rho_tm1 * (r_t + discount_t * vs_t - v_tm1)
     return VTraceReturns(vs=tf.stop_gradient(vs), pg_advantages=tf.stop_gradient(pg_advantages))

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aioseed.algos.gae import generalized_advantage_estimation
+from aioseed.algos import gae
+
+
+def generalized_advantage_estimation(rewards, discounts, values, bootstrap, lambda_):
+    """The paper's arguments (values and a bootstrap value) in rlax's form."""
+    v_t = np.concatenate([np.asarray(values)[1:], np.asarray(bootstrap)[None]], axis=0)
+    return gae.generalized_advantage_estimation(rewards, discounts, values, v_t, lambda_)
 
 T, B = 7, 3
 

@@ -129,7 +129,7 @@ def test_targets_with_gae_match_the_gae_function_and_mask_phantom_steps() -> Non
         lambda_=0.9,
     )
     result = targets(**common, phantom=tf.constant([[False], [False], [False]]), kind="gae")
-    expected = generalized_advantage_estimation([[1.0], [0.5]], [[GAMMA], [GAMMA]], VALUES[:2], VALUES[2], 0.9)
+    expected = generalized_advantage_estimation([[1.0], [0.5]], [[GAMMA], [GAMMA]], VALUES[:2], VALUES[1:], 0.9)
     np.testing.assert_allclose(result.advantages, expected.advantages, rtol=1e-6)
     np.testing.assert_allclose(result.value_targets, expected.returns, rtol=1e-6)
     phantom = targets(**common, phantom=tf.constant([[False], [True], [False]]), kind="gae")

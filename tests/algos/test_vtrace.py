@@ -10,6 +10,12 @@ import pytest
 from aioseed.algos import vtrace
 
 
+def _vtrace(log_rhos, discounts, rewards, values, bootstrap_value, **kwargs) -> vtrace.VTraceReturns:
+    """The paper's arguments (values and a bootstrap value) in rlax's form."""
+    v_t = np.concatenate([np.asarray(values)[1:], np.asarray(bootstrap_value)[None]], axis=0)
+    return vtrace.from_importance_weights(values, v_t, rewards, discounts, log_rhos, **kwargs)
+
+
 def _ground_truth(log_rhos, discounts, rewards, values, bootstrap_value, clip_rho, clip_pg_rho, lambda_):
     """Eq. 1 of Espeholt et al. 2018, written out term by term.
 
@@ -58,7 +64,7 @@ def _random_inputs(rng: np.random.Generator, T: int, B: int) -> dict[str, np.nda
 )
 def test_matches_reference(T: int, B: int, clip_rho, clip_pg_rho, lambda_) -> None:
     inputs = _random_inputs(np.random.default_rng(T * 100 + B), T, B)
-    got = vtrace.from_importance_weights(
+    got = _vtrace(
         **inputs, clip_rho_threshold=clip_rho, clip_pg_rho_threshold=clip_pg_rho, lambda_=lambda_
     )
     vs, pg = _ground_truth(**inputs, clip_rho=clip_rho, clip_pg_rho=clip_pg_rho, lambda_=lambda_)
@@ -67,7 +73,7 @@ def test_matches_reference(T: int, B: int, clip_rho, clip_pg_rho, lambda_) -> No
 
 
 def _two_steps(log_rhos: list[float], lambda_: float = 1.0) -> vtrace.VTraceReturns:
-    return vtrace.from_importance_weights(
+    return _vtrace(
         log_rhos=np.array([log_rhos], np.float32).T,
         discounts=np.full((2, 1), 0.9, np.float32),
         rewards=np.array([[1.0], [2.0]], np.float32),
@@ -96,7 +102,7 @@ def test_pinned_clipped_and_lambda() -> None:
 
 def test_lambda_zero_is_one_step_td() -> None:
     inputs = _random_inputs(np.random.default_rng(0), 7, 4)
-    out = vtrace.from_importance_weights(**inputs, lambda_=0.0)
+    out = _vtrace(**inputs, lambda_=0.0)
     next_values = np.concatenate([inputs["values"][1:], inputs["bootstrap_value"][None]])
     rho = np.minimum(1.0, np.exp(inputs["log_rhos"]))
     expected = inputs["values"] + rho * (
@@ -108,7 +114,7 @@ def test_lambda_zero_is_one_step_td() -> None:
 def test_zero_weight_step_passes_its_value_through() -> None:
     # A step with rho = 0 (the learner's truncation row) keeps v_s = V(x_s), so the
     # step before it bootstraps from V(x_s) with a full discount.
-    out = vtrace.from_importance_weights(
+    out = _vtrace(
         log_rhos=np.array([[0.0], [-np.inf]], np.float32),
         discounts=np.array([[0.9], [0.0]], np.float32),
         rewards=np.array([[1.0], [0.0]], np.float32),
@@ -121,10 +127,4 @@ def test_zero_weight_step_passes_its_value_through() -> None:
 
 def test_rank_is_checked() -> None:
     with pytest.raises(ValueError):
-        vtrace.from_importance_weights(
-            log_rhos=np.zeros((3,), np.float32),
-            discounts=np.zeros((3,), np.float32),
-            rewards=np.zeros((3,), np.float32),
-            values=np.zeros((3,), np.float32),
-            bootstrap_value=np.zeros((), np.float32),
-        )
+        vtrace.from_importance_weights(*(np.zeros((3,), np.float32) for _ in range(5)))

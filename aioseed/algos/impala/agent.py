@@ -13,7 +13,7 @@ from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import clipped_surrogate_loss, impala_loss, normalize, targets
 from aioseed.algos.rewards import clip_rewards
 from aioseed.algos.networks import PolicyValue, build_policy_value
-from aioseed.algos.optimizer import LearningRateControl, apply_finite_gradients, make_optimizer
+from aioseed.algos.optimizer import LearningRateControl, make_optimizer, minimize
 from aioseed.algos.recurrent import RecurrentPolicyValue
 from aioseed.spec import EnvSpec
 
@@ -226,11 +226,6 @@ class ImpalaAgent(LearningRateControl):
             extras = unroll_extras(state[PREVIOUS_ACTION], actions, rewards, starts, self.spec.num_actions)
         return self.network.unroll(observations, core, starts, extras)
 
-    def _apply_gradients(self, tape: tf.GradientTape, loss: tf.Tensor) -> dict[str, tf.Tensor]:
-        variables = self.network.trainable_variables
-        norm, skipped = apply_finite_gradients(self.optimizer, loss, tape.gradient(loss, variables), variables)
-        return {"losses/grad_norm": norm, SKIPPED: skipped}
-
     def _train_step(
         self,
         observations: tf.Tensor,
@@ -266,7 +261,7 @@ class ImpalaAgent(LearningRateControl):
             "losses/pg": losses.policy_gradient,
             "losses/baseline": losses.baseline,
             "losses/entropy": losses.entropy,
-            **self._apply_gradients(tape, losses.total),
+            **minimize(self.optimizer, tape, losses.total, self.network.trainable_variables),
         }
 
     def _compute_targets(
@@ -342,5 +337,5 @@ class ImpalaAgent(LearningRateControl):
             "losses/entropy": losses.entropy,
             "losses/clip_fraction": losses.clip_fraction,
             "losses/approx_kl": losses.approx_kl,
-            **self._apply_gradients(tape, losses.total),
+            **minimize(self.optimizer, tape, losses.total, self.network.trainable_variables),
         }

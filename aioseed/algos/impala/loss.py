@@ -85,24 +85,18 @@ def targets(
       include the clipped weight rho_t); "gae" is GAE(gamma, lambda) on ``values``, with no correction.
     """
     valid = 1.0 - tf.cast(phantom[:-1], tf.float32)
-    discounts = discount * (1.0 - tf.cast(done[1:], tf.float32))
+    discount_t = discount * (1.0 - tf.cast(done[1:], tf.float32))
+    r_t, v_tm1, v_t = rewards[1:], values[:-1], values[1:]
     if kind == "gae":
-        result = gae.generalized_advantage_estimation(rewards[1:], discounts, values[:-1], values[-1], lambda_)
+        result = gae.generalized_advantage_estimation(r_t, discount_t, v_tm1, v_t, lambda_)
         return Targets(result.advantages * valid, result.returns, valid)
     if kind != "vtrace":
         raise ValueError(f"unknown targets {kind!r}; known: vtrace, gae")
-    log_rhos = _log_probs(logits[:-1], actions[:-1]) - _log_probs(behaviour_logits[:-1], actions[:-1])
+    log_rho_tm1 = _log_probs(logits[:-1], actions[:-1]) - _log_probs(behaviour_logits[:-1], actions[:-1])
     # A phantom step's action never ran: a zero weight makes v_s = V(x_s) there and cuts the trace.
-    log_rhos = tf.where(valid > 0, log_rhos, tf.fill(tf.shape(log_rhos), float("-inf")))
+    log_rho_tm1 = tf.where(valid > 0, log_rho_tm1, tf.fill(tf.shape(log_rho_tm1), float("-inf")))
     result = vtrace.from_importance_weights(
-        log_rhos=log_rhos,
-        discounts=discounts,
-        rewards=rewards[1:],
-        values=values[:-1],
-        bootstrap_value=values[-1],
-        clip_rho_threshold=clip_rho_threshold,
-        clip_pg_rho_threshold=clip_pg_rho_threshold,
-        lambda_=lambda_,
+        v_tm1, v_t, r_t, discount_t, log_rho_tm1, clip_rho_threshold, clip_pg_rho_threshold, lambda_
     )
     return Targets(result.pg_advantages, result.vs, valid)
 

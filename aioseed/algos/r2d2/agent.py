@@ -9,19 +9,37 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from aioseed.algos.agent import SKIPPED, zero_state
+from aioseed.algos.agent import zero_state
 from aioseed.algos.rewards import clip_rewards
 from aioseed.algos.networks import build_policy_value
-from aioseed.algos.optimizer import LearningRateControl, adam, apply_finite_gradients
+from aioseed.algos.optimizer import LearningRateControl, adam, minimize
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.algos.r2d2.loss import dueling_q, r2d2_loss
 from aioseed.algos.recurrent import RecurrentPolicyValue
 from aioseed.spec import EnvSpec
 
 
-def build_q_network(spec: EnvSpec, config: R2D2Config) -> RecurrentPolicyValue:
-    """Torso -> LSTM -> (advantages, value) heads; ``dueling_q`` combines them into Q values."""
-    return RecurrentPolicyValue(build_policy_value(spec, config.network, config.hidden_sizes, shared_torso=True), config.lstm_size)
+class RecurrentDuelingQ(RecurrentPolicyValue):
+    """R2D2's Q-network: torso -> LSTM -> two heads, combined by ``dueling_q`` into Q(x, .).
+
+    It reuses the actor-critic nets' layers (so the torsos and checkpoints are shared): the head
+    that holds policy logits there (``PolicyValue.policy``) holds the advantages A(x, .) here,
+    and the value head V(x). Use ``q_step`` and ``q_unroll``, which return Q values.
+    """
+
+    def q_step(self, observations: tf.Tensor, state: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        """<float32>[B, A] Q values of one step, and the next state."""
+        advantages, value, next_state = self.step(observations, state)
+        return dueling_q(advantages, value), next_state
+
+    def q_unroll(self, observations: tf.Tensor, state: dict[str, tf.Tensor], starts: tf.Tensor) -> tf.Tensor:
+        """<float32>[T, B, A] Q values over an unroll from ``state`` (reset where ``starts``)."""
+        return dueling_q(*self.unroll(observations, state, starts))
+
+
+def build_q_network(spec: EnvSpec, config: R2D2Config) -> RecurrentDuelingQ:
+    base = build_policy_value(spec, config.network, config.hidden_sizes, shared_torso=True)
+    return RecurrentDuelingQ(base, config.lstm_size)
 
 
 class R2D2Agent(LearningRateControl):
@@ -76,8 +94,8 @@ class R2D2Agent(LearningRateControl):
     def _act_step(
         self, observations: tf.Tensor, h: tf.Tensor, c: tf.Tensor, epsilon: tf.Tensor
     ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        advantages, value, state = self.network.step(observations, {"core_h": h, "core_c": c})
-        greedy = tf.argmax(dueling_q(advantages, value), -1, output_type=tf.int32)
+        q, state = self.network.q_step(observations, {"core_h": h, "core_c": c})
+        greedy = tf.argmax(q, -1, output_type=tf.int32)
         rows = tf.shape(observations)[0]
         random = tf.random.uniform([rows], 0, self.spec.num_actions, dtype=tf.int32)
         action = tf.where(tf.random.uniform([rows]) < epsilon, random, greedy)
@@ -126,9 +144,9 @@ class R2D2Agent(LearningRateControl):
             online_state = self.network.burn_in(observations[:burn], state, starts[:burn])
             target_state = self.target_network.burn_in(observations[:burn], state, starts[:burn])
         learn = slice(burn, None)
-        target_q = dueling_q(*self.target_network.unroll(observations[learn], target_state, starts[learn]))
+        target_q = self.target_network.q_unroll(observations[learn], target_state, starts[learn])
         with tf.GradientTape() as tape:
-            q = dueling_q(*self.network.unroll(observations[learn], online_state, starts[learn]))
+            q = self.network.q_unroll(observations[learn], online_state, starts[learn])
             losses = r2d2_loss(
                 q=q,
                 target_q=target_q,
@@ -142,13 +160,10 @@ class R2D2Agent(LearningRateControl):
                 eps=c.value_rescale_eps,
                 priority_eta=c.priority_eta,
             )
-        variables = self.network.trainable_variables
-        norm, skipped = apply_finite_gradients(self.optimizer, losses.total, tape.gradient(losses.total, variables), variables)
         return {
+            **minimize(self.optimizer, tape, losses.total, self.network.trainable_variables),
             "losses/total": losses.total,
             "losses/td_abs": tf.reduce_mean(tf.abs(losses.td)),
-            "losses/grad_norm": norm,
-            SKIPPED: skipped,
             "learner/q_mean": tf.reduce_mean(q),
             "priorities": losses.priorities,
         }
