@@ -9,12 +9,16 @@ import multiprocessing
 import os
 import pathlib
 import signal
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
 from aioseed.clients.actor import ActorConfig
 from aioseed.server.config import LearnerConfig, ServerConfig, StopConfig
+
+if TYPE_CHECKING:
+    from aioseed.server.learner import Learner
 
 log = structlog.get_logger()
 
@@ -188,7 +192,7 @@ async def run_local(config: RunConfig) -> int:
     return 0
 
 
-def _stop_on_signals(stop: Any) -> None:
+def _stop_on_signals(stop: Callable[[], None]) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop)
@@ -201,7 +205,7 @@ def load_run_config(logdir: pathlib.Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def _build(config: LearnerConfig) -> Any:
+def _build(config: LearnerConfig) -> Learner:
     """``aioseed.app.build``, imported when needed: actor processes never load TensorFlow."""
     from aioseed.app import build
 

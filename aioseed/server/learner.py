@@ -86,13 +86,13 @@ class Learner:
         self._stats = stages.stats
         self.stopping = stages.stopping
         """Whether, why and when the learner stopped."""
-        self.history = History()
+        self._history = History()
         """Metric snapshots, one per ``metrics_every_s``; the console and /metrics read them."""
         write = stages.write_summaries
         self._reporter = Reporter(
             self._snapshot,
             lambda: self.frames,
-            self.history,
+            self._history,
             config.metrics_every_s,
             config.log_every_s,
             None if write is None else lambda snapshot: self._trainer.run_between_steps(lambda: write(snapshot, self.frames)),
@@ -157,11 +157,11 @@ class Learner:
 
     def metrics(self) -> dict[str, float]:
         """The latest metrics snapshot (empty before the first)."""
-        return self.history.latest
+        return self._history.latest
 
     def series(self, since: float = 0.0) -> list[dict[str, float]]:
         """Snapshots taken after ``since`` (time.time())."""
-        return self.history.since(since)
+        return self._history.since(since)
 
     def actors(self) -> list[dict[str, Any]]:
         return self._service.describe_streams()

@@ -24,12 +24,12 @@ class CountingPolicy:
         return {"action": state["count"][:, 0].astype(np.int32)}, {"count": state["count"] + 1}
 
 
-def make_loop() -> InferenceLoop:
+def make_loop(policy: CountingPolicy | None = None) -> InferenceLoop:
     columns = {**step_columns((), np.float32), "action": ((), np.int32), **COLUMNS}
     store = UnrollStore(T, columns, overlap=1, first_step_only=COLUMNS.keys())
     return InferenceLoop(
-        Batcher(BatcherConfig()), CountingPolicy(), EnvTable(), store, asyncio.Queue(), lambda: 0, print, 2**31 - 1, None,
-        CoreStates(COLUMNS),
+        Batcher(BatcherConfig()), policy or CountingPolicy(), EnvTable(), store, asyncio.Queue(), lambda: 0, print,
+        2**31 - 1, None, CoreStates(COLUMNS),
     )
 
 
@@ -78,8 +78,7 @@ def test_evaluation_rows_reach_the_policy_and_are_never_stored() -> None:
             seen.append(evaluation.copy())
             return super().infer(observations, state, slots)
 
-    loop = make_loop()
-    loop._policy = Recording()
+    loop = make_loop(Recording())
     unrolls = []
     for t in range(3 * T):
         flags = [TERMINATED, TERMINATED] if t == 2 * T else [0, 0]
