@@ -31,12 +31,12 @@ def upgrade_flags(argv: list[str]) -> list[str]:
         flag, eq, value = arg.partition("=")
         new = None
         if flag.startswith("--" + prefix):
-            name = flag[2 + len(prefix) :].replace("_", "-")
+            name = flag[2 + len(prefix) :]
             section, dot, rest = name.partition(".")
-            if name in RENAMED_FLAGS:
-                new = RENAMED_FLAGS[name]
+            if name.replace("_", "-") in RENAMED_FLAGS:
+                new = RENAMED_FLAGS[name.replace("_", "-")]
             elif dot and section in RENAMED_SECTIONS:
-                new = f"{RENAMED_SECTIONS[section]}.{rest}"
+                new = f"{RENAMED_SECTIONS[section]}.{rest}"  # the field's own spelling, e.g. lambda_
         if new is not None:
             log.warning("flag_renamed", old=flag, new=f"--{prefix}{new}")
             arg = f"--{prefix}{new}{eq}{value}"

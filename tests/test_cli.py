@@ -47,7 +47,7 @@ def test_the_learners_flat_flags_of_earlier_versions_map_to_their_sections() -> 
                  "--console.no-enabled", "--console.port", "0", "--stop.at-return", "5"])
     assert old == new and new.server.max_streams == 9 and not new.console.enabled and new.stop.at_return == 5
     run = parse(["run", "--learner.port", "7", "--learner.stop-after-frames", "100", "--learner.agent", "vtrace",
-                 "--learner.vtrace.entropy-cost", "0.5"])
+                 "--learner.vtrace.entropy-cost", "0.5", "--learner.vtrace.lambda_", "0.9"])
     assert (run.learner.server.port, run.learner.stop.after_frames) == (7, 100)
-    assert (run.learner.agent, run.learner.impala.entropy_cost) == ("impala", 0.5)  # V-trace's agent is IMPALA
+    assert (run.learner.agent, run.learner.impala.entropy_cost, run.learner.impala.lambda_) == ("impala", 0.5, 0.9)
     assert parse(["actor", "--token", "x"]).token == "x"  # other commands' flags are left alone
