@@ -6,15 +6,12 @@ import asyncio
 import concurrent.futures
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import structlog
 
 from aioseed.algos.agent import SKIPPED, Agent
+from aioseed.server.source import Source
 from aioseed.types import TrainBatch
-
-if TYPE_CHECKING:
-    from aioseed.server.source import Source
 
 log = structlog.get_logger()
 
