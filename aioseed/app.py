@@ -183,9 +183,10 @@ def on_batch(stats: Stats, stopping: Stopping, frames_per_step: int) -> Callable
     def record(batch: Batch, result: StepResult) -> None:
         boundaries = result.boundaries
         stats.record_batch(batch.size, batch.fill_seconds, result.seconds, boundaries.env_steps * frames_per_step)
-        if len(boundaries.episode_returns):
+        ended = len(boundaries.episode_returns) > 0
+        if ended:
             stats.record_episodes(boundaries.episode_returns, boundaries.episode_lengths, result.evaluation_episodes)
-        stopping.check()
+        stopping.check(ended)
 
     return record
 

@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-Rows = Mapping[str, np.ndarray]
+RowArrays = Mapping[str, np.ndarray]
+"""Arrays with one entry per row (same leading size): a submission's inputs (``aioseed.types.Rows``) or outputs."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +44,7 @@ class BatcherConfig:
 class _Submission:
     __slots__ = ("inputs", "future", "size", "remaining", "outputs")
 
-    def __init__(self, inputs: Rows, future: asyncio.Future[dict[str, np.ndarray]], size: int) -> None:
+    def __init__(self, inputs: RowArrays, future: asyncio.Future[dict[str, np.ndarray]], size: int) -> None:
         self.inputs = inputs
         self.future = future
         self.size = size
@@ -82,7 +83,7 @@ class Batch:
             for key in first.submission.inputs
         }
 
-    def set_result(self, outputs: Rows) -> None:
+    def set_result(self, outputs: RowArrays) -> None:
         """Scatters ``outputs`` (row-aligned with ``inputs``) back to the submitters."""
         offset = 0
         for seg in self._segments:
@@ -161,7 +162,7 @@ class Batcher:
         self._connected_rows = rows
         self._maybe_close_all_waiting()
 
-    def submit(self, inputs: Rows) -> asyncio.Future[dict[str, np.ndarray]]:
+    def submit(self, inputs: RowArrays) -> asyncio.Future[dict[str, np.ndarray]]:
         """Queues rows (every array has the same leading size) for inference.
 
         Returns a future for the row-aligned outputs. Cancelling it does not
@@ -224,7 +225,7 @@ class Batcher:
         self._inflight_rows -= batch.size
 
 
-def _rows(inputs: Rows) -> int:
+def _rows(inputs: RowArrays) -> int:
     sizes = {len(v) for v in inputs.values()}
     if len(sizes) != 1:
         raise ValueError(f"all inputs need the same number of rows, got sizes {sorted(sizes)}")

@@ -228,5 +228,5 @@ class InferenceLoop:
         self._states.write(slots, next_state)
         # Unrolls keep the state each step started from; training replays the core from the first one.
         unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, self._version())
-        evaluating = None if evaluation is None else evaluation[boundaries.ended_rows]
+        evaluating = evaluation[boundaries.ended_rows]
         return StepResult(outputs["action"], boundaries, unrolls, time.perf_counter() - started, invalid, evaluating)

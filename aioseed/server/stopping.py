@@ -56,15 +56,16 @@ class Stopping:
     async def wait(self) -> None:
         await self._event.wait()
 
-    def check(self) -> None:
-        """After each batch: stops on the frame budget or the target return."""
+    def check(self, episodes_ended: bool) -> None:
+        """After each batch: stops on the frame budget, or on the target return when episodes ended
+        (only then can the mean return move, so most batches skip averaging the window)."""
         stats = self._stats
         if self._event.is_set():
             return
         if self._after_frames is not None and stats.frames >= self._after_frames:
             log.info("stop_condition", reason="frames", frames=stats.frames)
             self.request("frames")
-        elif self._at_return is not None and stats.full_window() and stats.mean_return() >= self._at_return:
+        elif episodes_ended and self._at_return is not None and stats.full_window() and stats.mean_return() >= self._at_return:
             log.info(
                 "stop_condition",
                 reason="return",
