@@ -11,11 +11,13 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import structlog
 
 from aioseed.algos.agent import Agent
 from aioseed.console.server import ConsoleServer
+from aioseed.devices import place
 from aioseed.envs.atari import is_atari
 from aioseed.envs.registry import env_spec
 from aioseed.server.batcher import Batch, Batcher
@@ -40,25 +42,10 @@ from aioseed.server.unroll_store import UnrollStore
 from aioseed.spec import EnvSpec
 from aioseed.types import Column, Unroll, step_columns
 
+if TYPE_CHECKING:
+    from aioseed.algos.replicas import Replicas
+
 log = structlog.get_logger()
-
-
-def resolve_device(flag: str) -> str:
-    """auto -> the first GPU when TensorFlow sees one, else the CPU."""
-    import tensorflow as tf
-
-    gpus = tf.config.list_physical_devices("GPU")
-    match flag.lower():
-        case "auto":
-            return "/GPU:0" if gpus else "/CPU:0"
-        case "cpu":
-            return "/CPU:0"
-        case "gpu":
-            if not gpus:
-                raise ValueError("--device gpu: TensorFlow sees no GPU")
-            return "/GPU:0"
-        case _:
-            return flag
 
 
 def save_run_config(config: LearnerConfig) -> None:
@@ -81,36 +68,52 @@ def learner_specs(config: LearnerConfig) -> tuple[EnvSpec, EnvSpec]:
     return wire, dataclasses.replace(wire, observation_shape=(stack, *wire.observation_shape[1:]))
 
 
-def build_agent(config: LearnerConfig, spec: EnvSpec, device: str) -> Agent:
-    """The agent ``config.agent`` names, for the observations the policy sees."""
+def build_agent(config: LearnerConfig, spec: EnvSpec, replicas: Replicas) -> Agent:
+    """The agent ``config.agent`` names, for the observations the policy sees, training on ``replicas``."""
+    check_batch_shares(config, replicas)
     if config.agent == "r2d2":
         from aioseed.algos.r2d2.agent import R2D2Agent
 
-        return R2D2Agent(spec, config.r2d2, device=device)
+        return R2D2Agent(spec, config.r2d2, replicas)
     from aioseed.algos.impala.agent import ImpalaAgent
 
-    return ImpalaAgent(spec, config.impala, device=device, seed=config.seed)
+    return ImpalaAgent(spec, config.impala, replicas, seed=config.seed)
+
+
+def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:
+    """Every update's batch splits into equal shares, one per training device."""
+    batch = config.training.batch_size
+    replicas.check_divides(batch, "training.batch_size")
+    minibatches = config.impala.minibatches if config.agent == "impala" else 1
+    if minibatches > 1 and (batch % minibatches or (batch // minibatches) % replicas.count):
+        raise ValueError(
+            f"training.batch_size = {batch} must split into impala.minibatches = {minibatches} equal minibatches "
+            f"that are multiples of the {replicas.count} training devices"
+        )
 
 
 def build(config: LearnerConfig) -> Learner:
-    """Spec from the env, the agent on the chosen device, checkpoints, then ``assemble``."""
+    """Devices, spec from the env, the agent, checkpoints, then ``assemble``."""
+    replicas = place(config.devices, config.inference_devices)  # first: logical CPUs precede TensorFlow's start
     import tensorflow as tf
 
     if config.seed is not None:
         tf.random.set_seed(config.seed)
     spec, seen = learner_specs(config)
-    device = resolve_device(config.device)
-    agent = build_agent(config, seen, device)
+    agent = build_agent(config, seen, replicas)
     checkpointer = None
     if config.logdir is not None:
         save_run_config(config)
         checkpointer = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects())
-    log.info("learner_built", env=config.env, device=device, logdir=str(config.logdir))
-    return assemble(config, spec, agent, checkpointer)
+    log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
+    return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference))
 
 
-def assemble(config: LearnerConfig, spec: EnvSpec, agent: Agent, checkpointer: Checkpointer | None = None) -> Learner:
-    """The stages in data-path order around ``agent``, for actors that send ``spec``."""
+def assemble(
+    config: LearnerConfig, spec: EnvSpec, agent: Agent, checkpointer: Checkpointer | None = None, lanes: int = 1
+) -> Learner:
+    """The stages in data-path order around ``agent``, for actors that send ``spec``; ``lanes``: inference
+    batches that may run at once (one per inference device)."""
     stack = config.learner_frame_stack
     if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
         raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
@@ -132,6 +135,7 @@ def assemble(config: LearnerConfig, spec: EnvSpec, agent: Agent, checkpointer: C
         agent.spec.num_actions,
         FrameStacker(stack) if stack > 1 else None,
         CoreStates(agent.state_columns()),
+        lanes,
     )
     server = config.server
     limits = StreamLimits(

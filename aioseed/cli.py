@@ -10,6 +10,7 @@ import tyro
 from aioseed import log as logging_setup
 from aioseed.bench.config import Bench, LearningCurveBench
 from aioseed.clients.actor import ActorConfig
+from aioseed.clients.fleet import FleetConfig
 from aioseed.evaluate import EvalConfig
 from aioseed.launch import RunConfig
 from aioseed.server.config import RENAMED_FLAGS, RENAMED_SECTIONS, LearnerConfig
@@ -59,6 +60,7 @@ def parse(argv: list[str]) -> object:
         {
             "learner": LearnerConfig,
             "actor": ActorConfig,
+            "actors": FleetConfig,
             "run": RunConfig,
             "eval": EvalConfig,
             "bench": Bench,
@@ -92,6 +94,10 @@ def dispatch(command: object) -> int:
             from aioseed.clients.actor import run_actor
 
             return uvloop.run(run_actor(command))
+        case FleetConfig():
+            from aioseed.clients.fleet import run_fleet
+
+            return uvloop.run(run_fleet(command))
         case RunConfig():
             return uvloop.run(launch.run_local(command))
         case EvalConfig():

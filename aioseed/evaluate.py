@@ -33,7 +33,7 @@ class EvalConfig:
     export: pathlib.Path | None = None
     """Also write the policy as a TensorFlow SavedModel here (signatures serving_default and greedy)."""
     device: str = "auto"
-    """TensorFlow device."""
+    """TensorFlow device: auto (the first GPU, else the CPU), cpu, gpu or a name such as /GPU:1."""
 
 
 def evaluate(config: EvalConfig) -> dict[str, float]:
@@ -44,7 +44,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     from aioseed.envs.atari import AtariConfig
     from aioseed.envs.football import FootballConfig
     from aioseed.envs.registry import make_vector_env, vector_env_spec
-    from aioseed.app import resolve_device
+    from aioseed.devices import place
     from aioseed.server.checkpoint import Checkpointer
 
     saved = load_run_config(config.logdir)
@@ -61,7 +61,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     football = FootballConfig(**saved.get("football", {}))
     env = make_vector_env(env_id, 1, atari, football)  # the preprocessing the policy was trained on
     spec = vector_env_spec(env_id, env, atari)
-    agent = ImpalaAgent(spec, agent_config, device=resolve_device(config.device))
+    agent = ImpalaAgent(spec, agent_config, place(config.device))
     progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()
     if progress is None:
         raise FileNotFoundError(f"no checkpoint under {config.logdir / 'checkpoints'}")

@@ -9,7 +9,7 @@ import multiprocessing
 import os
 import pathlib
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
@@ -46,6 +46,9 @@ class RunConfig:
     evaluation_envs: int = 0
     """Envs of one more actor process started with --evaluation: never learned from, they report
     charts/eval_return (0: no evaluation actor)."""
+    launcher: Literal["processes", "ray"] = "processes"
+    """How the actors start: processes spawned by this one, or Ray actors on a Ray instance started
+    on this machine (needs aioseed[ray]; Ray restarts actors that die)."""
 
     @property
     def served_learner(self) -> LearnerConfig:
@@ -134,6 +137,27 @@ def stop_actors(processes: list[multiprocessing.process.BaseProcess], timeout_s:
             process.join()
 
 
+async def launch_actors(launcher: str, configs: list[ActorConfig]) -> Callable[[], Awaitable[None]]:
+    """Starts the local actors with ``launcher``; returns what stops them (safe to call twice)."""
+    if launcher == "ray":
+        from aioseed.clients.fleet import RayFleet
+
+        # Ray's CPUs are a placement budget: the local actors share this machine's with the learner.
+        fleet = RayFleet(configs, "local", cpus_per_actor=min(1.0, (os.cpu_count() or 1) / len(configs)), level="warning")
+        try:
+            await fleet.start()
+        except BaseException:
+            await fleet.stop()
+            raise
+        return fleet.stop
+    processes = start_actors(configs)
+
+    async def stop() -> None:
+        await asyncio.to_thread(stop_actors, processes)
+
+    return stop
+
+
 @dataclasses.dataclass(frozen=True)
 class RunSummary:
     """How a local run ended."""
@@ -156,17 +180,17 @@ async def train_locally(config: RunConfig) -> RunSummary:
     """A learner and ``num_actors`` actor processes on loopback, until a stop condition or signal."""
     learner = _build(config.served_learner)
     port = await learner.start()
-    processes = start_actors(config.actor_configs(port))
-    log.info("actors_started", count=len(processes), envs=config.num_actors * config.envs_per_actor, port=port)
+    stop_local_actors = await launch_actors(config.launcher, config.actor_configs(port))
+    log.info("actors_started", count=config.num_actors, envs=config.num_actors * config.envs_per_actor, port=port)
     _stop_on_signals(learner.request_stop)
     try:
         async with asyncio.TaskGroup() as group:
             group.create_task(learner.run(), name="learner")
             await learner.stopped()
             # Local actors go first, so the learner's drain sees their streams end rather than reconnects.
-            await asyncio.to_thread(stop_actors, processes)
+            await stop_local_actors()
     finally:
-        await asyncio.to_thread(stop_actors, processes)
+        await stop_local_actors()
     return RunSummary(
         frames=learner.frames,
         train_steps=learner.train_steps,

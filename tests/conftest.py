@@ -12,9 +12,13 @@ import pytest
 import uvloop
 
 from aioseed import log as logging_setup
+from aioseed.devices import split_cpu
 from aioseed.server.config import ConsoleConfig, LearnerConfig, ServerConfig
 
 logging_setup.configure("info")
+# Two logical CPU devices (/CPU:0, /CPU:1) for the multi-device tests: the split must precede TensorFlow's start.
+# Everything else runs on /CPU:0 as in production.
+split_cpu(2)
 
 
 @pytest.fixture(scope="session")

@@ -42,10 +42,11 @@ def test_atari_and_catch_presets_and_an_evaluation_actor() -> None:
 
 def test_the_learners_flat_flags_of_earlier_versions_map_to_their_sections() -> None:
     old = parse(["learner", "--host", "127.0.0.1", "--port=0", "--max_streams", "9", "--no-console", "--console-port", "0",
-                 "--stop-at-return", "5"])
+                 "--stop-at-return", "5", "--device", "cpu"])
     new = parse(["learner", "--server.host", "127.0.0.1", "--server.port", "0", "--server.max-streams", "9",
-                 "--console.no-enabled", "--console.port", "0", "--stop.at-return", "5"])
+                 "--console.no-enabled", "--console.port", "0", "--stop.at-return", "5", "--devices", "cpu"])
     assert old == new and new.server.max_streams == 9 and not new.console.enabled and new.stop.at_return == 5
+    assert new.devices == "cpu" and new.inference_devices == "same"
     run = parse(["run", "--learner.port", "7", "--learner.stop-after-frames", "100", "--learner.agent", "vtrace",
                  "--learner.vtrace.entropy-cost", "0.5", "--learner.vtrace.lambda_", "0.9"])
     assert (run.learner.server.port, run.learner.stop.after_frames) == (7, 100)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import keras
 import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED
+from aioseed.algos.replicas import ReplicaLoss, Replicas
 from aioseed.algos.schedule import OptimizerKind, ScheduleKind, schedule_factor
 
 
@@ -62,12 +65,31 @@ def apply_finite_gradients(
 
 
 def minimize(
-    optimizer: keras.optimizers.Optimizer, tape: tf.GradientTape, loss: tf.Tensor, variables: list[tf.Variable]
+    replicas: Replicas,
+    optimizer: keras.optimizers.Optimizer,
+    loss_fn: ReplicaLoss,
+    variables: list[tf.Variable],
+    inputs: dict[str, Any],
 ) -> dict[str, tf.Tensor]:
-    """Every train step's tail: the gradients of ``loss`` on ``tape``, clipped by the optimizer's global
-    norm and applied only if finite. Returns ``losses/grad_norm`` and ``SKIPPED`` (1 if not applied)."""
-    norm, skipped = apply_finite_gradients(optimizer, loss, tape.gradient(loss, variables), variables)
-    return {"losses/grad_norm": norm, SKIPPED: skipped}
+    """Every train step's tail, inside a ``tf.function``: ``loss_fn`` on each replica's share of
+    ``inputs`` (``Replicas.split``), the gradients of the whole batch's loss summed by the strategy,
+    clipped by the optimizer's global norm and applied once, only if finite.
+
+    Returns ``loss_fn``'s metrics averaged over the replicas, its per-row outputs concatenated back
+    in batch order, ``losses/grad_norm`` and ``SKIPPED`` (1 if the update was not applied).
+    """
+    share = 1.0 / replicas.count
+
+    def replica(inputs: dict[str, Any]) -> tuple[list[tf.Tensor], tf.Tensor, dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+        with tf.GradientTape() as tape:
+            loss, metrics, rows = loss_fn(inputs)
+            scaled = loss * share  # losses are means over equal shares: the sum over replicas is the batch's
+        return tape.gradient(scaled, variables), loss, metrics, rows
+
+    gradients, loss, metrics, rows = replicas.run(replica, inputs)
+    # Clipping and the finite check see the whole batch's gradient, as on one device.
+    norm, skipped = apply_finite_gradients(optimizer, replicas.mean(loss), replicas.total(gradients), variables)
+    return {**replicas.mean(metrics), **replicas.concat(rows), "losses/grad_norm": norm, SKIPPED: skipped}
 
 
 class LearningRateControl:

@@ -177,6 +177,25 @@ class FootballBench:
 
 
 @dataclasses.dataclass(frozen=True)
+class DevicesBench:
+    """The train step on one device next to the same step data-parallel on several (MirroredStrategy),
+    timed alternately in one process on the same batch; and inference on one device."""
+
+    devices: str = "/CPU:0,/CPU:1"
+    """The devices of the data-parallel step (/CPU:k splits the CPU into logical devices)."""
+    networks: tuple[str, ...] = ("mlp", "nature_cnn")
+    """mlp: CartPole's observations; nature_cnn: Pong's 4x84x84 frames."""
+    batch_size: int = 32
+    """Unrolls per train step (split equally between the devices)."""
+    unroll_length: int = 20
+    """T: steps per unroll."""
+    steps: int = 20
+    """Timed train steps per configuration, after three untimed ones."""
+    json: bool = False
+    """Print one JSON object per network."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Bench:
     """Benchmarks that print their figures next to a baseline measured in the same run."""
 
@@ -187,4 +206,5 @@ class Bench:
         | Annotated[LearningCurveBench, tyro.conf.subcommand("learning-curve")]
         | Annotated[StreamsBench, tyro.conf.subcommand("streams")]
         | Annotated[FootballBench, tyro.conf.subcommand("football")]
+        | Annotated[DevicesBench, tyro.conf.subcommand("devices")]
     ]

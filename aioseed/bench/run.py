@@ -5,13 +5,14 @@ from __future__ import annotations
 from aioseed.bench.config import (
     AtariBench,
     CartpoleBench,
+    DevicesBench,
     FootballBench,
     LearningCurveBench,
     StreamsBench,
     TransportBench,
 )
 
-Command = TransportBench | CartpoleBench | AtariBench | LearningCurveBench | StreamsBench | FootballBench
+Command = TransportBench | CartpoleBench | AtariBench | LearningCurveBench | StreamsBench | FootballBench | DevicesBench
 
 
 def run_bench(command: Command) -> int:
@@ -25,6 +26,8 @@ def run_bench(command: Command) -> int:
         from aioseed.bench.streams import main
     elif isinstance(command, FootballBench):
         from aioseed.bench.football import main
+    elif isinstance(command, DevicesBench):
+        from aioseed.bench.devices import main
     else:
         from aioseed.bench.cartpole import main
     return main(command)

@@ -130,7 +130,7 @@ class Actor:
     async def run(self) -> None:
         """Runs every group's stream until ``max_steps`` or cancellation."""
         try:
-            async with self._channel() as channel:
+            async with open_channel(self.config) as channel:
                 stub = pb_grpc.LearnerStub(channel)
                 async with asyncio.TaskGroup() as group_tasks:
                     for index, group in enumerate(self.groups):
@@ -139,13 +139,6 @@ class Actor:
             for group in self.groups:
                 group.close()
         log.info("actor_done", steps=self.steps)
-
-    def _channel(self) -> grpc.aio.Channel:
-        if self.config.tls_ca is None:
-            return grpc.aio.insecure_channel(self.config.learner)
-        credentials = grpc.ssl_channel_credentials(root_certificates=self.config.tls_ca.read_bytes())
-        options = [("grpc.ssl_target_name_override", self.config.tls_server_name)] if self.config.tls_server_name else []
-        return grpc.aio.secure_channel(self.config.learner, credentials, options=options)
 
     async def _run_group(self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup) -> None:
         slots = np.zeros(0, np.int32)
@@ -203,6 +196,15 @@ class Actor:
 
     def _finished(self) -> bool:
         return self.config.max_steps is not None and self.steps >= self.config.max_steps
+
+
+def open_channel(config: ActorConfig) -> grpc.aio.Channel:
+    """A channel to ``config.learner``: plaintext, or TLS verified against ``config.tls_ca``."""
+    if config.tls_ca is None:
+        return grpc.aio.insecure_channel(config.learner)
+    credentials = grpc.ssl_channel_credentials(root_certificates=config.tls_ca.read_bytes())
+    options = [("grpc.ssl_target_name_override", config.tls_server_name)] if config.tls_server_name else []
+    return grpc.aio.secure_channel(config.learner, credentials, options=options)
 
 
 async def _raise_status(call: grpc.aio.StreamStreamCall) -> None:

@@ -122,8 +122,14 @@ class LearnerConfig:
     Google Research Football); defines the spec the learner serves."""
     logdir: pathlib.Path | None = pathlib.Path("logs/cartpole")
     """Checkpoints, TensorBoard summaries and config.json go here (None: keep nothing)."""
-    device: str = "auto"
-    """TensorFlow device for inference and training: auto (a GPU when visible), cpu, gpu or e.g. /GPU:1."""
+    devices: str = "auto"
+    """Training devices: auto (the first GPU, else the CPU), all (every GPU), cpu, gpu, or a comma list such as
+    /GPU:0,/GPU:1. Several train data-parallel (tf.distribute.MirroredStrategy: each takes an equal share of
+    every batch, so training.batch_size must be a multiple of their number). /CPU:1 and up split the CPU into
+    logical devices."""
+    inference_devices: str = "same"
+    """Where inference runs: same (the first training device) or a comma list; batches go round-robin to them,
+    as many at once as devices are named. Inference reads the training variables themselves (no copy)."""
     seed: int | None = None
     """TensorFlow seed (None: random)."""
 
@@ -173,6 +179,7 @@ RENAMED_SECTIONS = {"vtrace": "impala"}
 
 # Flags of the flat config this one replaced, by leaf name; ``cli.upgrade_flags`` maps them.
 RENAMED_FLAGS = {
+    "device": "devices",
     **{name: f"server.{name}" for name in (
         "host", "port", "token", "tls-cert", "tls-key", "max-streams", "max-envs", "max-envs-per-stream",
         "max-envs-per-actor", "hello-timeout-s", "max-abs-reward", "max-abs-observation", "slot-grace-s",

@@ -7,10 +7,9 @@ import pathlib
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from aioseed.proto import SERVICE_NAME
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.auth import TokenInterceptor
-
-SERVICE_NAME = "aioseed.v1.Learner"
 
 
 def server_options(max_streams: int, max_message_bytes: int) -> list[tuple[str, int]]:

@@ -1,8 +1,11 @@
 """The inference loop: closed batches -> policy in a worker thread -> unrolls and actions.
 
-All per-env state (``EnvTable``, ``UnrollStore``) is touched only from the one
-inference worker thread, so batches and disconnects apply in a single order.
-The event loop only moves batches, futures and completed unrolls.
+Each batch runs in a worker thread: one by default, or one per inference device (``lanes``), so
+that several batches run the policy at once. Per-env state (``EnvTable``, ``UnrollStore``,
+frame stacks, recurrent state) is touched only under one lock, before and after the policy, so
+batches and disconnects apply in a single order; concurrent batches hold different envs, since an
+env's next row comes only after its action. The event loop only moves batches, futures and
+completed unrolls.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
@@ -131,7 +135,9 @@ class InferenceLoop:
         num_actions: int,
         stacker: FrameStacker | None = None,
         states: CoreStates | None = None,
+        lanes: int = 1,
     ) -> None:
+        """``lanes``: batches whose policy may run at once (one per inference device)."""
         self._batcher = batcher
         self._policy = policy
         self._num_actions = num_actions
@@ -142,7 +148,9 @@ class InferenceLoop:
         self._on_batch = on_batch
         self._stacker = stacker
         self._states = states or CoreStates({})
-        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="inference")
+        self._lanes = lanes
+        self._executor = concurrent.futures.ThreadPoolExecutor(lanes, thread_name_prefix="inference")
+        self._per_env_state = threading.Lock()
 
     @property
     def queue_depth(self) -> int:
@@ -160,7 +168,7 @@ class InferenceLoop:
         """Two stages: ``_start`` hands each batch to the worker thread as soon as it closes, so
         the next batch fills and starts while one runs; ``_finish`` answers batches in order,
         then queues their completed unrolls, which waits while training lags (back-pressure)."""
-        started: asyncio.Queue[tuple[Batch, asyncio.Future[StepResult]]] = asyncio.Queue(1)
+        started: asyncio.Queue[tuple[Batch, asyncio.Future[StepResult]]] = asyncio.Queue(self._lanes)
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._start(started), name="inference-start")
@@ -198,7 +206,7 @@ class InferenceLoop:
 
         def forget(_: object = None) -> None:
             try:
-                job = loop.run_in_executor(self._executor, self._envs.forget, slots)
+                job = loop.run_in_executor(self._executor, self._forget, slots)
             except RuntimeError:  # the learner is shutting down and per-env state goes with it
                 release()
                 return
@@ -209,14 +217,20 @@ class InferenceLoop:
         else:
             forget()
 
+    def _forget(self, slots: np.ndarray) -> None:
+        with self._per_env_state:
+            self._envs.forget(slots)
+
     def step(self, inputs: Rows) -> StepResult:
-        """One closed batch, in the worker thread: per-env state, stacking, the policy, unrolls."""
+        """One closed batch, in a worker thread: per-env state, stacking, the policy, unrolls."""
         started = time.perf_counter()
-        boundaries = observe(self._envs, self._store, inputs)
-        slots, observations, starts = inputs["slot"], inputs["observation"], boundaries.starts
-        if self._stacker is not None:
-            observations = self._stacker.push(slots, observations, starts)
-        state = self._states.read(slots, starts)
+        slots = inputs["slot"]
+        with self._per_env_state:
+            boundaries = observe(self._envs, self._store, inputs)
+            observations, starts = inputs["observation"], boundaries.starts
+            if self._stacker is not None:
+                observations = self._stacker.push(slots, observations, starts)
+            state = self._states.read(slots, starts)
         evaluation = inputs["evaluation"]
         if evaluation.any():  # frames count the envs that train
             boundaries.env_steps = int((~boundaries.phantom & ~evaluation).sum())
@@ -225,8 +239,9 @@ class InferenceLoop:
         invalid = invalid_rows(outputs, self._num_actions)
         if invalid.any():  # stored as action 0; the rows' streams get INTERNAL instead of an action
             outputs["action"] = np.where(invalid, 0, outputs["action"]).astype(outputs["action"].dtype)
-        self._states.write(slots, next_state)
-        # Unrolls keep the state each step started from; training replays the core from the first one.
-        unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, self._version())
+        with self._per_env_state:
+            self._states.write(slots, next_state)
+            # Unrolls keep the state each step started from; training replays the core from the first one.
+            unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, self._version())
         evaluating = evaluation[boundaries.ended_rows]
         return StepResult(outputs["action"], boundaries, unrolls, time.perf_counter() - started, invalid, evaluating)

@@ -38,7 +38,8 @@ def test_training_unroll_reproduces_inference(lstm_size: int) -> None:
     starts[0] = True
     state, logits, actions = run_inference(agent, observations, rewards, starts)
     done, phantom = starts.copy(), np.zeros((T, B), bool)
-    replayed, _ = agent._unroll(observations, actions, agent._clip(rewards), done, phantom, state)
+    unroll = {"observation": observations, "action": actions, "done": done, "phantom": phantom, **state}
+    replayed, _ = agent._unroll(unroll, agent._clip(rewards))
     np.testing.assert_allclose(replayed.numpy(), logits, atol=1e-5)
 
     # The inputs matter: other rewards in the middle of episodes change what the network computes.

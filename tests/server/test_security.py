@@ -19,7 +19,7 @@ from tests.waiting import until
 from tests.wire import Stream, hello, refused, steps
 
 from aioseed.clients.actor import Actor, ActorConfig
-from aioseed.server.endpoint import SERVICE_NAME
+from aioseed.proto import SERVICE_NAME
 
 
 def self_signed(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:

@@ -10,11 +10,19 @@ import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED
 from aioseed.algos.impala.config import ImpalaConfig
-from aioseed.algos.impala.loss import clipped_surrogate_loss, impala_loss, normalize, targets
+from aioseed.algos.impala.loss import (
+    ImpalaLosses,
+    SurrogateLosses,
+    clipped_surrogate_loss,
+    impala_loss,
+    normalize,
+    targets,
+)
 from aioseed.algos.rewards import clip_rewards
 from aioseed.algos.networks import PolicyValue, build_policy_value
 from aioseed.algos.optimizer import LearningRateControl, make_optimizer, minimize
 from aioseed.algos.recurrent import RecurrentPolicyValue
+from aioseed.algos.replicas import Replicas, replica_sum
 from aioseed.spec import EnvSpec
 
 PREVIOUS_ACTION = "prev_action"
@@ -106,6 +114,10 @@ class PolicyModule(tf.Module):
         return self._with_action(out, tf.argmax(out["logits"], -1, output_type=tf.int32))
 
 
+COLUMNS = ("observation", "action", "logits", "reward", "done", "phantom")
+"""The unroll columns a train step reads (time-major ``[T + 1, B, ...]``), besides the state columns."""
+
+
 class ImpalaAgent(LearningRateControl):
     """V-trace actor-critic, feedforward or with an LSTM core. Implements ``aioseed.algos.agent.Agent``.
 
@@ -113,6 +125,7 @@ class ImpalaAgent(LearningRateControl):
     targets from the same forward pass. With sample reuse (``ImpalaConfig.reuses_samples``)
     the targets are computed once per batch by the network as it is then (the proximal
     policy), followed by ``epochs`` x ``minibatches`` updates on shuffled groups of unrolls.
+    Each update is data-parallel over ``replicas``' training devices (``aioseed.algos.replicas``).
     """
 
     burn_in = 0
@@ -120,12 +133,16 @@ class ImpalaAgent(LearningRateControl):
     uses_replay = False
     """Trains once on each unroll, in arrival order, from the bounded queue."""
 
-    def __init__(self, spec: EnvSpec, config: ImpalaConfig, device: str = "/CPU:0", seed: int | None = None) -> None:
+    def __init__(
+        self, spec: EnvSpec, config: ImpalaConfig, replicas: Replicas | None = None, seed: int | None = None
+    ) -> None:
         self.spec = spec
         self.config = config
-        self.device = device
+        self.replicas = replicas or Replicas()
+        if config.jit_compile and self.replicas.count > 1:
+            raise ValueError("impala.jit_compile trains on one device only; drop it or name one training device")
         self._rng = np.random.default_rng(seed)
-        with tf.device(device):
+        with self.replicas.scope():
             self.network = build_network(spec, config)
             extras = np.zeros((1, spec.num_actions + 1), np.float32) if config.previous_action_reward else None
             core = {name: np.zeros((1, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
@@ -143,6 +160,7 @@ class ImpalaAgent(LearningRateControl):
             )
             self.init_learning_rate(config.learning_rate, config.lr_schedule, config.lr_frames, config.lr_final_fraction)
         self.policy = PolicyModule(self.network, spec, config)
+        self._state_axes = {name: 0 for name in self.policy.state_names}
         compile_options = {"jit_compile": config.jit_compile, "reduce_retracing": True}
         self._train = tf.function(self._train_step, **compile_options)
         self._targets = tf.function(self._compute_targets, **compile_options)
@@ -175,7 +193,7 @@ class ImpalaAgent(LearningRateControl):
         rewards: np.ndarray | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """``rewards``: <float32>[B] the reward that led to each row, zero where an episode starts."""
-        with tf.device(self.device):
+        with tf.device(self.replicas.inference_device()):
             out = self.policy.act(observations, *self._policy_inputs(state, rewards, len(observations)))
         outputs = {"action": out["action"].numpy(), "logits": out["logits"].numpy()}
         return outputs, {name: out[name].numpy() for name in self.policy.state_names}
@@ -183,109 +201,100 @@ class ImpalaAgent(LearningRateControl):
     def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
         """One pass: one update. Sample reuse: ``epochs`` x ``minibatches`` updates (metrics averaged;
         ``updates`` says how many were applied, ``SKIPPED`` how many were not)."""
-        columns = (batch["observation"], batch["action"], batch["logits"], batch["reward"], batch["done"], batch["phantom"])
-        state = {name: batch[name] for name in self.policy.state_names}
-        with tf.device(self.device):
-            if not self.config.reuses_samples:
-                return {name: float(value) for name, value in self._train(*columns, state).items()}
-            proximal = {name: value.numpy() for name, value in self._targets(*columns, state).items()}
-            totals: dict[str, float] = {}
-            for _ in range(self.config.epochs):
-                order = self._rng.permutation(batch["action"].shape[1])
-                for part in np.array_split(order, self.config.minibatches):
-                    metrics = self._update(
-                        *(column[:, part] for column in columns),
-                        {name: value[part] for name, value in state.items()},
-                        {name: value[:, part] for name, value in proximal.items()},
-                    )
-                    for name, value in metrics.items():
-                        totals[name] = totals.get(name, 0.0) + float(value)
+        columns = {name: batch[name] for name in (*COLUMNS, *self.policy.state_names)}
+        if not self.config.reuses_samples:
+            return {name: float(value) for name, value in self._train(self._split(columns)).items()}
+        proximal = {name: value.numpy() for name, value in self._targets(self._split(columns)).items()}
+        totals: dict[str, float] = {}
+        for _ in range(self.config.epochs):
+            order = self._rng.permutation(batch["action"].shape[1])
+            for part in np.array_split(order, self.config.minibatches):
+                minibatch = {
+                    name: column[part] if name in self._state_axes else column[:, part]
+                    for name, column in {**columns, **proximal}.items()
+                }
+                for name, value in self._update(self._split(minibatch)).items():
+                    totals[name] = totals.get(name, 0.0) + float(value)
         updates = self.config.epochs * self.config.minibatches
         skipped = totals.pop(SKIPPED)
         means = {name: value / updates for name, value in totals.items()}
         return {**means, SKIPPED: skipped, "updates": float(updates - skipped)}
 
+    def _split(self, columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        """Each training replica's share: time-major columns along axis 1, state columns along axis 0."""
+        return self.replicas.split(columns, self._state_axes)
+
     def checkpoint_objects(self) -> dict[str, Any]:
         return {"network": self.network, "optimizer": self.optimizer, "base_learning_rate": self.base_learning_rate}
 
-    def _unroll(
-        self,
-        observations: tf.Tensor,
-        actions: tf.Tensor,
-        rewards: tf.Tensor,
-        done: tf.Tensor,
-        phantom: tf.Tensor,
-        state: dict[str, tf.Tensor],
-    ) -> tuple[tf.Tensor, tf.Tensor]:
-        """Logits and values of ``[T + 1, B]`` unrolls, replaying inference's inputs and state resets."""
+    def _unroll(self, inputs: Mapping[str, tf.Tensor], rewards: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """Logits and values of ``[T + 1, B]`` unrolls, replaying inference's inputs and state resets
+        (``rewards``: the clipped ones)."""
         # An episode starts at a done row that is not an episode's final observation (as at inference).
-        starts = done & ~phantom
-        core = {name: value for name, value in state.items() if name != PREVIOUS_ACTION}
+        starts = inputs["done"] & ~inputs["phantom"]
+        core = {name: inputs[name] for name in self.network.state_shapes()}
         extras = None
         if self.config.previous_action_reward:
-            extras = unroll_extras(state[PREVIOUS_ACTION], actions, rewards, starts, self.spec.num_actions)
-        return self.network.unroll(observations, core, starts, extras)
+            extras = unroll_extras(inputs[PREVIOUS_ACTION], inputs["action"], rewards, starts, self.spec.num_actions)
+        return self.network.unroll(inputs["observation"], core, starts, extras)
 
-    def _train_step(
-        self,
-        observations: tf.Tensor,
-        actions: tf.Tensor,
-        behaviour_logits: tf.Tensor,
-        rewards: tf.Tensor,
-        done: tf.Tensor,
-        phantom: tf.Tensor,
-        state: dict[str, tf.Tensor],
-    ) -> dict[str, tf.Tensor]:
+    def _train_step(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
+        return minimize(self.replicas, self.optimizer, self._impala_loss, self.network.trainable_variables, inputs)
+
+    def _impala_loss(self, inputs: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+        """One replica's share: the IMPALA loss and its terms."""
         c = self.config
-        rewards = self._clip(rewards)
-        with tf.GradientTape() as tape:
-            logits, values = self._unroll(observations, actions, rewards, done, phantom, state)
-            losses = impala_loss(
-                logits=logits,
-                values=values,
-                behaviour_logits=behaviour_logits,
-                actions=actions,
-                rewards=rewards,
-                done=done,
-                phantom=phantom,
-                discount=c.discount,
-                baseline_cost=c.baseline_cost,
-                entropy_cost=c.entropy_cost,
-                clip_rho_threshold=c.clip_rho_threshold,
-                clip_pg_rho_threshold=c.clip_pg_rho_threshold,
-                lambda_=c.lambda_,
-                normalize_advantages=c.normalize_advantages,
-            )
-        return {
+        rewards = self._clip(inputs["reward"])
+        logits, values = self._unroll(inputs, rewards)
+        losses = impala_loss(
+            logits=logits,
+            values=values,
+            behaviour_logits=inputs["logits"],
+            actions=inputs["action"],
+            rewards=rewards,
+            done=inputs["done"],
+            phantom=inputs["phantom"],
+            discount=c.discount,
+            baseline_cost=c.baseline_cost,
+            entropy_cost=c.entropy_cost,
+            clip_rho_threshold=c.clip_rho_threshold,
+            clip_pg_rho_threshold=c.clip_pg_rho_threshold,
+            lambda_=c.lambda_,
+            normalize_advantages=c.normalize_advantages,
+            cross_replica_sum=replica_sum,
+        )
+        return losses.total, self._loss_metrics(losses), {}
+
+    @staticmethod
+    def _loss_metrics(losses: ImpalaLosses | SurrogateLosses) -> dict[str, tf.Tensor]:
+        metrics = {
             "losses/total": losses.total,
             "losses/pg": losses.policy_gradient,
             "losses/baseline": losses.baseline,
             "losses/entropy": losses.entropy,
-            **minimize(self.optimizer, tape, losses.total, self.network.trainable_variables),
         }
+        if isinstance(losses, SurrogateLosses):
+            metrics.update({"losses/clip_fraction": losses.clip_fraction, "losses/approx_kl": losses.approx_kl})
+        return metrics
 
-    def _compute_targets(
-        self,
-        observations: tf.Tensor,
-        actions: tf.Tensor,
-        behaviour_logits: tf.Tensor,
-        rewards: tf.Tensor,
-        done: tf.Tensor,
-        phantom: tf.Tensor,
-        state: dict[str, tf.Tensor],
-    ) -> dict[str, tf.Tensor]:
-        """The proximal policy's log-probabilities, advantages and value targets of the T transitions."""
+    def _compute_targets(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
+        """The proximal policy's log-probabilities, advantages and value targets of the T transitions
+        (``[T, B]``, computed on every replica's share and concatenated)."""
+        return self.replicas.concat(self.replicas.run(self._replica_targets, inputs), axis=1)
+
+    def _replica_targets(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         c = self.config
-        rewards = self._clip(rewards)
-        logits, values = self._unroll(observations, actions, rewards, done, phantom, state)
+        rewards = self._clip(inputs["reward"])
+        logits, values = self._unroll(inputs, rewards)
+        actions = inputs["action"]
         result = targets(
             logits,
             values,
-            behaviour_logits,
+            inputs["logits"],
             actions,
             rewards,
-            done,
-            phantom,
+            inputs["done"],
+            inputs["phantom"],
             discount=c.discount,
             kind=c.targets,
             lambda_=c.lambda_,
@@ -301,41 +310,27 @@ class ImpalaAgent(LearningRateControl):
             "valid": result.valid,
         }
 
-    def _update_step(
-        self,
-        observations: tf.Tensor,
-        actions: tf.Tensor,
-        behaviour_logits: tf.Tensor,
-        rewards: tf.Tensor,
-        done: tf.Tensor,
-        phantom: tf.Tensor,
-        state: dict[str, tf.Tensor],
-        proximal: dict[str, tf.Tensor],
-    ) -> dict[str, tf.Tensor]:
+    def _update_step(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
         """One update of the clipped surrogate on a minibatch of unrolls and their proximal targets."""
+        return minimize(self.replicas, self.optimizer, self._surrogate_loss, self.network.trainable_variables, inputs)
+
+    def _surrogate_loss(self, inputs: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor], dict[str, tf.Tensor]]:
         c = self.config
-        valid = proximal["valid"]
-        advantages = normalize(proximal["advantages"], valid) if c.normalize_advantages else proximal["advantages"]
-        with tf.GradientTape() as tape:
-            logits, values = self._unroll(observations, actions, self._clip(rewards), done, phantom, state)
-            losses = clipped_surrogate_loss(
-                logits=logits[:-1],
-                values=values[:-1],
-                proximal_log_probs=proximal["log_probs"],
-                actions=actions[:-1],
-                advantages=advantages,
-                value_targets=proximal["value_targets"],
-                valid=valid,
-                clip_epsilon=c.ppo_clip,
-                baseline_cost=c.baseline_cost,
-                entropy_cost=c.entropy_cost,
-            )
-        return {
-            "losses/total": losses.total,
-            "losses/pg": losses.policy_gradient,
-            "losses/baseline": losses.baseline,
-            "losses/entropy": losses.entropy,
-            "losses/clip_fraction": losses.clip_fraction,
-            "losses/approx_kl": losses.approx_kl,
-            **minimize(self.optimizer, tape, losses.total, self.network.trainable_variables),
-        }
+        valid = inputs["valid"]
+        advantages = inputs["advantages"]
+        if c.normalize_advantages:  # over the whole minibatch, all replicas' shares together
+            advantages = normalize(advantages, valid, cross_replica_sum=replica_sum)
+        logits, values = self._unroll(inputs, self._clip(inputs["reward"]))
+        losses = clipped_surrogate_loss(
+            logits=logits[:-1],
+            values=values[:-1],
+            proximal_log_probs=inputs["log_probs"],
+            actions=inputs["action"][:-1],
+            advantages=advantages,
+            value_targets=inputs["value_targets"],
+            valid=valid,
+            clip_epsilon=c.ppo_clip,
+            baseline_cost=c.baseline_cost,
+            entropy_cost=c.entropy_cost,
+        )
+        return losses.total, self._loss_metrics(losses), {}

@@ -11,6 +11,7 @@ v_s = V(x_s) there, and it is masked out of all three loss terms.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import tensorflow as tf
@@ -45,11 +46,24 @@ class Targets(NamedTuple):
     """<float32>[T, B] 1 for real steps, 0 for phantom rows (a truncated episode's final observation)."""
 
 
-def normalize(advantages: tf.Tensor, valid: tf.Tensor, epsilon: float = 1e-8) -> tf.Tensor:
-    """``advantages`` shifted and scaled to mean 0 and standard deviation 1 over the ``valid`` steps."""
-    count = tf.maximum(tf.reduce_sum(valid), 1.0)
-    mean = tf.reduce_sum(advantages * valid) / count
-    variance = tf.reduce_sum(tf.square(advantages - mean) * valid) / count
+def _identity(x: tf.Tensor) -> tf.Tensor:
+    return x
+
+
+def normalize(
+    advantages: tf.Tensor,
+    valid: tf.Tensor,
+    epsilon: float = 1e-8,
+    cross_replica_sum: Callable[[tf.Tensor], tf.Tensor] = _identity,
+) -> tf.Tensor:
+    """``advantages`` shifted and scaled to mean 0 and standard deviation 1 over the ``valid`` steps.
+
+    ``cross_replica_sum`` sums a tensor over data-parallel replicas (``aioseed.algos.replicas.replica_sum``),
+    so that the statistics are the whole batch's when each replica holds a share of it.
+    """
+    count = tf.maximum(cross_replica_sum(tf.reduce_sum(valid)), 1.0)
+    mean = cross_replica_sum(tf.reduce_sum(advantages * valid)) / count
+    variance = cross_replica_sum(tf.reduce_sum(tf.square(advantages - mean) * valid)) / count
     return (advantages - mean) / (tf.sqrt(variance) + epsilon) * valid
 
 
@@ -117,6 +131,7 @@ def impala_loss(
     clip_pg_rho_threshold: float = 1.0,
     lambda_: float = 1.0,
     normalize_advantages: bool = False,
+    cross_replica_sum: Callable[[tf.Tensor], tf.Tensor] = _identity,
 ) -> ImpalaLosses:
     """Policy gradient with V-trace advantages + baseline loss - entropy bonus.
 
@@ -129,6 +144,7 @@ def impala_loss(
       done: <bool>[T+1, B] the transition into step t crossed an episode end.
       phantom: <bool>[T+1, B] step t is a truncated episode's final observation.
       normalize_advantages: scale the advantages to mean 0, std 1 over the batch's valid steps.
+      cross_replica_sum: as ``normalize``'s, when this is one replica's share of the batch.
     Returns:
       Scalar losses, averaged over the T x B steps.
     """
@@ -145,7 +161,7 @@ def impala_loss(
         clip_rho_threshold=clip_rho_threshold,
         clip_pg_rho_threshold=clip_pg_rho_threshold,
     )
-    advantages = normalize(t.advantages, t.valid) if normalize_advantages else t.advantages
+    advantages = normalize(t.advantages, t.valid, cross_replica_sum=cross_replica_sum) if normalize_advantages else t.advantages
     count = tf.cast(tf.size(t.valid), tf.float32)
     pg = -tf.reduce_sum(_log_probs(logits[:-1], actions[:-1]) * advantages * t.valid) / count
     baseline = 0.5 * tf.reduce_sum(tf.square(t.value_targets - values[:-1]) * t.valid) / count

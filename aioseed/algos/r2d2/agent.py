@@ -16,6 +16,7 @@ from aioseed.algos.optimizer import LearningRateControl, adam, minimize
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.algos.r2d2.loss import dueling_q, r2d2_loss
 from aioseed.algos.recurrent import RecurrentPolicyValue
+from aioseed.algos.replicas import Replicas
 from aioseed.spec import EnvSpec
 
 
@@ -47,12 +48,12 @@ class R2D2Agent(LearningRateControl):
 
     uses_replay = True
 
-    def __init__(self, spec: EnvSpec, config: R2D2Config, device: str = "/CPU:0") -> None:
+    def __init__(self, spec: EnvSpec, config: R2D2Config, replicas: Replicas | None = None) -> None:
         self.spec = spec
         self.config = config
-        self.device = device
+        self.replicas = replicas or Replicas()
         self.burn_in = config.burn_in
-        with tf.device(device):
+        with self.replicas.scope():
             self.network = build_q_network(spec, config)
             self.target_network = build_q_network(spec, config)
             for network in (self.network, self.target_network):
@@ -87,7 +88,7 @@ class R2D2Agent(LearningRateControl):
         epsilon = self.config.epsilons(np.arange(len(observations)) if slots is None else slots)
         if evaluation is not None:
             epsilon = np.where(evaluation, np.float32(self.config.eval_epsilon), epsilon)
-        with tf.device(self.device):
+        with tf.device(self.replicas.inference_device()):
             action, h, c = self._act(observations, state["core_h"], state["core_c"], epsilon)
         return {"action": action.numpy()}, {"core_h": h.numpy(), "core_c": c.numpy()}
 
@@ -106,16 +107,10 @@ class R2D2Agent(LearningRateControl):
 
         Returns scalar metrics plus ``"priorities"``: <float32>[B], the sequences' new priorities.
         """
-        with tf.device(self.device):
-            out = self._train(
-                batch["observation"],
-                batch["action"],
-                batch["reward"],
-                batch["done"],
-                batch["phantom"],
-                {name: batch[name] for name in self.network.state_shapes()},
-                batch["weights"],
-            )
+        columns = ("observation", "action", "reward", "done", "phantom", "weights", *self.network.state_shapes())
+        # Time-major columns split along axis 1; the per-sequence ones along axis 0.
+        per_sequence = {name: 0 for name in ("weights", *self.network.state_shapes())}
+        out = self._train(self.replicas.split({name: batch[name] for name in columns}, per_sequence))
         # The optimizer's step counter is checkpointed, so the schedule survives restarts.
         if int(self.optimizer.iterations.numpy()) % self.config.target_update_period == 0:
             self.update_target()
@@ -127,46 +122,41 @@ class R2D2Agent(LearningRateControl):
         for target, online in zip(self.target_network.weights, self.network.weights):
             target.assign(online)
 
-    def _train_step(
-        self,
-        observations: tf.Tensor,
-        actions: tf.Tensor,
-        rewards: tf.Tensor,
-        done: tf.Tensor,
-        phantom: tf.Tensor,
-        state: dict[str, tf.Tensor],
-        weights: tf.Tensor,
-    ) -> dict[str, tf.Tensor]:
+    def _train_step(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
+        return minimize(self.replicas, self.optimizer, self._loss, self.network.trainable_variables, inputs)
+
+    def _loss(self, inputs: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+        """One replica's share of sequences: the loss, its metrics and the sequences' new priorities."""
         c, burn = self.config, self.burn_in
+        observations, done, phantom = inputs["observation"], inputs["done"], inputs["phantom"]
+        state = {name: inputs[name] for name in self.network.state_shapes()}
         starts = done & ~phantom
         online_state, target_state = state, state
         if burn > 0:  # warm the recurrent state up from the stored one, without gradient
             online_state = self.network.burn_in(observations[:burn], state, starts[:burn])
             target_state = self.target_network.burn_in(observations[:burn], state, starts[:burn])
         learn = slice(burn, None)
-        target_q = self.target_network.q_unroll(observations[learn], target_state, starts[learn])
-        with tf.GradientTape() as tape:
-            q = self.network.q_unroll(observations[learn], online_state, starts[learn])
-            losses = r2d2_loss(
-                q=q,
-                target_q=target_q,
-                actions=actions[learn],
-                rewards=clip_rewards(tf.cast(rewards[learn], tf.float32), c.reward_clipping),
-                done=done[learn],
-                phantom=phantom[learn],
-                importance_weights=weights,
-                discount=c.discount,
-                n_steps=c.n_steps,
-                eps=c.value_rescale_eps,
-                priority_eta=c.priority_eta,
-            )
-        return {
-            **minimize(self.optimizer, tape, losses.total, self.network.trainable_variables),
+        target_q = tf.stop_gradient(self.target_network.q_unroll(observations[learn], target_state, starts[learn]))
+        q = self.network.q_unroll(observations[learn], online_state, starts[learn])
+        losses = r2d2_loss(
+            q=q,
+            target_q=target_q,
+            actions=inputs["action"][learn],
+            rewards=clip_rewards(tf.cast(inputs["reward"][learn], tf.float32), c.reward_clipping),
+            done=done[learn],
+            phantom=phantom[learn],
+            importance_weights=inputs["weights"],
+            discount=c.discount,
+            n_steps=c.n_steps,
+            eps=c.value_rescale_eps,
+            priority_eta=c.priority_eta,
+        )
+        metrics = {
             "losses/total": losses.total,
             "losses/td_abs": tf.reduce_mean(tf.abs(losses.td)),
             "learner/q_mean": tf.reduce_mean(q),
-            "priorities": losses.priorities,
         }
+        return losses.total, metrics, {"priorities": losses.priorities}
 
     def checkpoint_objects(self) -> dict[str, Any]:
         return {
