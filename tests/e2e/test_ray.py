@@ -8,6 +8,9 @@ import os
 import pathlib
 import re
 import signal
+import subprocess
+import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -48,8 +51,19 @@ def fleet(port: int, *extra: str) -> Process:
             "actors", "--ray", "local", "--num-actors", "2", "--cpus-per-actor", "0.5", "--no-dashboard",
             "--actor.learner", f"127.0.0.1:{port}", "--actor.num-envs", "4", "--actor.envs-per-message", "4",
             *extra,
-        ]
+        ],
+        env={"RAY_DEDUP_LOGS": "0"},  # every actor's lines reach the fleet's log, even alike ones
     )
+
+
+async def abort(process: Process) -> None:
+    """After a failure: SIGINT (the fleet stops Ray), then SIGKILL if it hangs."""
+    if process.proc is not None and process.proc.returncode is None:
+        process.signal(signal.SIGINT)
+        try:
+            await process.wait(timeout_s=30)
+        except TimeoutError:
+            process.kill()
 
 
 def member_pids(learner) -> dict[str, int]:
@@ -62,8 +76,11 @@ def member_pids(learner) -> dict[str, int]:
 
 
 @pytest.fixture(autouse=True)
-def no_ray_before() -> None:
+def no_ray_left() -> Iterator[None]:
     assert ray_processes() == [], "a Ray instance is already running here"
+    yield
+    if ray_processes():  # the test failed on them; leave the machine clean for the next one
+        subprocess.run([str(pathlib.Path(sys.executable).with_name("ray")), "stop", "--force"], check=False, timeout=60)
 
 
 async def test_a_killed_actor_is_restarted_by_ray_and_the_fleet_ends_with_its_learner(tmp_path, running_learner) -> None:
@@ -79,11 +96,13 @@ async def test_a_killed_actor_is_restarted_by_ray_and_the_fleet_ends_with_its_le
             )
             after = member_pids(learner)
             assert after["ray-1"] == before["ray-1"]  # the other one carried on
-            started = re.findall(r"fleet_member_started first_run_id=(\w+) member=ray-0 pid=(\d+)", "\n".join(actors.lines))
-            assert [int(pid) for _, pid in started] == [before["ray-0"], after["ray-0"]], actors.log
-            assert started[0][0] != started[1][0]  # fresh run_ids: the learner resets those envs' state
+            started = [
+                await actors.wait_for_line(rf"fleet_member_started first_run_id=(\w+) member=ray-0 pid={pid}\b")
+                for pid in (before["ray-0"], after["ray-0"])
+            ]
+            assert started[0].group(1) != started[1].group(1)  # fresh run_ids: the learner resets those envs' state
         except BaseException:
-            actors.kill()
+            await abort(actors)
             raise
     # The learner stopped: its health check fails, and after --learner-gone-s the fleet stops by itself.
     assert await actors.wait(timeout_s=60) == 0, actors.log
@@ -101,7 +120,7 @@ async def test_sigint_stops_the_fleet_and_its_streams_end(tmp_path, running_lear
             actors.signal(signal.SIGINT)
             assert await actors.wait(timeout_s=60) == 0, actors.log
         finally:
-            actors.kill()
+            await abort(actors)
         await until(lambda: learner.connected_envs == 0, "the fleet's streams to end", 1000)
     assert actors.errors() == [], actors.log
     assert not any(alive(pid) for pid in pids.values())
@@ -124,7 +143,7 @@ async def test_run_with_the_ray_launcher_learns_cartpole(tmp_path) -> None:
     try:
         assert await run.wait(timeout_s=240) == 0, run.log
     finally:
-        run.kill()
+        await abort(run)
     log = "\n".join(run.lines)
     assert re.search(r"fleet_started .*actors=2", log), run.log
     assert re.search(r"stop_condition frames=\d+ mean_return=[\d.]+ reason=return", log), run.log
