@@ -151,3 +151,12 @@ def test_a_batch_that_does_not_split_evenly_is_refused() -> None:
     odd = {name: column[:, :5] for name, column in batch.items()}
     with pytest.raises(ValueError, match="multiple of the 2 training devices"):
         agent.train_step(odd)
+
+
+def test_xla_compiles_the_one_device_step_and_is_refused_on_two() -> None:
+    config = ImpalaConfig(hidden_sizes=(16,), jit_compile=True)
+    agent = ImpalaAgent(SPEC, config, Replicas(ONE), seed=0)
+    metrics = agent.train_step(impala_batch(np.random.default_rng(7)))
+    assert np.isfinite(metrics["losses/total"]) and metrics["skipped_nonfinite"] == 0
+    with pytest.raises(ValueError, match="jit_compile trains on one device only"):
+        ImpalaAgent(SPEC, config, Replicas(TWO))
