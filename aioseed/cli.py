@@ -98,6 +98,8 @@ def dispatch(command: object) -> int:
             from aioseed.clients.fleet import run_fleet
 
             return uvloop.run(run_fleet(command))
+        case RunConfig(architecture="anakin"):
+            return launch.run_anakin(command)
         case RunConfig():
             return uvloop.run(launch.run_local(command))
         case EvalConfig():

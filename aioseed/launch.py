@@ -46,6 +46,10 @@ class RunConfig:
     evaluation_envs: int = 0
     """Envs of one more actor process started with --evaluation: never learned from, they report
     charts/eval_return (0: no evaluation actor)."""
+    architecture: Literal["seed", "anakin"] = "seed"
+    """seed: a learner serving actors over gRPC (here on loopback). anakin: the env written in TensorFlow
+    (CartPole-v1, aioseed/Catch-v0), acting, stepping and learning for num_actors x envs_per_actor envs
+    compiled into one program, with no actors, streams or console."""
     launcher: Literal["processes", "ray"] = "processes"
     """How the actors start: processes spawned by this one, or Ray actors on a Ray instance started
     on this machine (needs aioseed[ray]; Ray restarts actors that die)."""
@@ -201,6 +205,15 @@ async def train_locally(config: RunConfig) -> RunSummary:
         stop_mean_return=learner.stopping.mean_return,
         history=learner.series(0.0),
     )
+
+
+def run_anakin(config: RunConfig) -> int:
+    """``aioseed run --architecture anakin``."""
+    from aioseed.anakin.run import train
+
+    result = train(config.served_learner, config.num_actors * config.envs_per_actor)
+    log.info("run_finished", frames=result["frames"], mean_return=round(result["mean_return"], 1), logdir=str(config.learner.logdir))
+    return 0
 
 
 async def run_local(config: RunConfig) -> int:

@@ -162,7 +162,7 @@ class ImpalaAgent(LearningRateControl):
         self.policy = PolicyModule(self.network, spec, config)
         self._state_axes = {name: 0 for name in self.policy.state_names}
         compile_options = {"jit_compile": config.jit_compile, "reduce_retracing": True}
-        self._train = tf.function(self._train_step, **compile_options)
+        self._train = tf.function(self.update, **compile_options)
         self._targets = tf.function(self._compute_targets, **compile_options)
         self._update = tf.function(self._update_step, **compile_options)
 
@@ -238,7 +238,9 @@ class ImpalaAgent(LearningRateControl):
             extras = unroll_extras(inputs[PREVIOUS_ACTION], inputs["action"], rewards, starts, self.spec.num_actions)
         return self.network.unroll(inputs["observation"], core, starts, extras)
 
-    def _train_step(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
+    def update(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
+        """One V-trace update on time-major ``[T + 1, B]`` tensors (``COLUMNS`` and the state columns),
+        traced inside a ``tf.function``: ``train_step``'s, and Anakin's (``aioseed.anakin.loop``)."""
         return minimize(self.replicas, self.optimizer, self._impala_loss, self.network.trainable_variables, inputs)
 
     def _impala_loss(self, inputs: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor], dict[str, tf.Tensor]]:

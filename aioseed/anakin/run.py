@@ -1,0 +1,83 @@
+"""``aioseed run --architecture anakin``: the learner's env, agent, stop conditions and checkpoints,
+with acting, stepping and learning compiled together (``aioseed.anakin.loop``)."""
+
+from __future__ import annotations
+
+import time
+
+import structlog
+
+from aioseed.algos.impala.agent import ImpalaAgent
+from aioseed.algos.replicas import Replicas
+from aioseed.anakin.envs import ENVS, TFEnv
+from aioseed.anakin.loop import Anakin
+from aioseed.server.checkpoint import Checkpointer
+from aioseed.server.config import LearnerConfig
+from aioseed.server.training import Progress
+from aioseed.spec import EnvSpec
+
+log = structlog.get_logger()
+
+
+def tf_env(env_id: str) -> TFEnv:
+    if env_id not in ENVS:
+        raise ValueError(f"--architecture anakin needs an env written in TensorFlow: {', '.join(ENVS)}; got {env_id}")
+    return ENVS[env_id]()
+
+
+def build(config: LearnerConfig, envs: int) -> tuple[Anakin, Checkpointer | None]:
+    """The env's TensorFlow twin, the learner's agent on one device, and checkpoints in the learner's format
+    (``aioseed eval`` reads them)."""
+    import tensorflow as tf
+
+    if config.agent != "impala":
+        raise ValueError("--architecture anakin trains IMPALA (V-trace)")
+    if config.seed is not None:
+        tf.random.set_seed(config.seed)
+    env = tf_env(config.env)
+    spec = EnvSpec(observation_shape=env.observation_shape, observation_dtype=env.observation_dtype, num_actions=env.num_actions)
+    agent = ImpalaAgent(spec, config.impala, Replicas(), seed=config.seed)
+    anakin = Anakin(
+        env, agent, envs, config.training.unroll_length, config.training.batch_size, seed=config.seed or 0, window=config.return_window
+    )
+    checkpointer = None
+    if config.logdir is not None:
+        from aioseed.app import save_run_config
+
+        save_run_config(config)
+        checkpointer = Checkpointer(config.logdir / "checkpoints", anakin.checkpoint_objects())
+    return anakin, checkpointer
+
+
+def train(config: LearnerConfig, envs: int) -> dict[str, float]:
+    """Iterates until a stop condition; returns frames, seconds, mean return and why it stopped."""
+    anakin, checkpointer = build(config, envs)
+    progress = checkpointer.restore() if checkpointer is not None else None
+    frames, updates = (progress.frames, progress.train_steps) if progress else (0, 0)
+    stop = config.stop
+    started = last_log = time.perf_counter()
+    logged_frames, reason = frames, None
+    while reason is None:
+        metrics = anakin.iterate()
+        frames += anakin.frames_per_iteration
+        updates += anakin.updates_per_iteration
+        now = time.perf_counter()
+        mean_return = anakin.mean_return()
+        if stop.at_return is not None and anakin.episodes >= config.return_window and mean_return >= stop.at_return:
+            reason = "return"
+        elif stop.after_frames is not None and frames >= stop.after_frames:
+            reason = "frames"
+        elif stop.after_seconds is not None and now - started >= stop.after_seconds:
+            reason = "time"
+        if reason is not None or now - last_log >= config.log_every_s:
+            fps = (frames - logged_frames) / max(now - last_log, 1e-9)
+            log.info(
+                "progress", frames=frames, fps=round(fps), episodes=anakin.episodes, mean_return=round(mean_return, 1),
+                loss=round(float(metrics["losses/total"]), 4), train_steps=updates,
+            )
+            last_log, logged_frames = now, frames
+    seconds = time.perf_counter() - started
+    log.info("stop_condition", reason=reason, frames=frames, mean_return=round(anakin.mean_return(), 1), seconds=round(seconds, 2))
+    if checkpointer is not None:
+        checkpointer.save(Progress(train_steps=updates, frames=frames))
+    return {"frames": frames, "seconds": seconds, "mean_return": anakin.mean_return(), "reason": reason}
