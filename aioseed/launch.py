@@ -46,8 +46,9 @@ class RunConfig:
     evaluation_envs: int = 0
     """Envs of one more actor process started with --evaluation: never learned from, they report
     charts/eval_return (0: no evaluation actor)."""
-    architecture: Literal["seed", "anakin"] = "seed"
-    """seed: a learner serving actors over gRPC (here on loopback). anakin: the env written in TensorFlow
+    architecture: Literal["seed", "sebulba", "anakin"] = "seed"
+    """seed: a learner serving actors over gRPC (here on loopback). sebulba: the actors' envs step in
+    threads of the learner's process and hand their rows to its batcher, with no gRPC. anakin: the env written in TensorFlow
     (CartPole-v1, aioseed/Catch-v0), acting, stepping and learning for num_actors x envs_per_actor envs
     compiled into one program, with no actors, streams or console."""
     launcher: Literal["processes", "ray"] = "processes"
@@ -141,9 +142,23 @@ def stop_actors(processes: list[multiprocessing.process.BaseProcess], timeout_s:
             process.join()
 
 
-async def launch_actors(launcher: str, configs: list[ActorConfig]) -> Callable[[], Awaitable[None]]:
-    """Starts the local actors with ``launcher``; returns what stops them (safe to call twice)."""
-    if launcher == "ray":
+async def launch_actors(
+    config: RunConfig, configs: list[ActorConfig], learner: Learner, group: asyncio.TaskGroup
+) -> Callable[[], Awaitable[None]]:
+    """Starts the local actors as ``config`` says; returns what stops them (safe to call twice)."""
+    if config.architecture == "sebulba":
+        from aioseed.clients.threads import ThreadedActor
+
+        actors = [ThreadedActor(actor, learner) for actor in configs]
+        tasks = [group.create_task(actor.run(), name=actor.name) for actor in actors]
+
+        async def stop_threads() -> None:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        return stop_threads
+    if config.launcher == "ray":
         from aioseed.clients.fleet import RayFleet
 
         # Ray's CPUs are a placement budget: the local actors share this machine's with the learner.
@@ -181,20 +196,20 @@ class RunSummary:
 
 
 async def train_locally(config: RunConfig) -> RunSummary:
-    """A learner and ``num_actors`` actor processes on loopback, until a stop condition or signal."""
+    """A learner and ``num_actors`` actors (processes on loopback, Ray actors, or Sebulba's threads in
+    this process), until a stop condition or signal."""
     learner = _build(config.served_learner)
     port = await learner.start()
-    stop_local_actors = await launch_actors(config.launcher, config.actor_configs(port))
-    log.info("actors_started", count=config.num_actors, envs=config.num_actors * config.envs_per_actor, port=port)
     _stop_on_signals(learner.request_stop)
-    try:
-        async with asyncio.TaskGroup() as group:
-            group.create_task(learner.run(), name="learner")
+    async with asyncio.TaskGroup() as group:
+        group.create_task(learner.run(), name="learner")
+        stop_local_actors = await launch_actors(config, config.actor_configs(port), learner, group)
+        try:
+            log.info("actors_started", count=config.num_actors, envs=config.num_actors * config.envs_per_actor, port=port)
             await learner.stopped()
+        finally:
             # Local actors go first, so the learner's drain sees their streams end rather than reconnects.
             await stop_local_actors()
-    finally:
-        await stop_local_actors()
     return RunSummary(
         frames=learner.frames,
         train_steps=learner.train_steps,

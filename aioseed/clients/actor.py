@@ -28,6 +28,7 @@ from aioseed.envs.football import FootballConfig
 from aioseed.envs.registry import make_vector_env, vector_env_spec
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
+from aioseed.spec import EnvSpec
 
 log = structlog.get_logger()
 
@@ -97,28 +98,28 @@ class _StreamLost(Exception):
     """The learner closed the stream without a status; reconnect."""
 
 
+def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]]:
+    """The actor's envs in groups of ``envs_per_message``: (spec, each env's run_id, the groups)."""
+    k = config.envs_per_message
+    sizes = [min(k, config.num_envs - start) for start in range(0, config.num_envs, k)]
+    vector_envs = [make_vector_env(config.env, size, config.atari, config.football) for size in sizes]
+    spec = vector_env_spec(config.env, vector_envs[0], config.atari)
+    # Drawn once per process: the same across reconnects, new after a restart.
+    run_ids = np.array([secrets.randbits(64) | 1 for _ in range(config.num_envs)], np.uint64)
+    offsets = np.cumsum([0, *sizes])
+    groups = [
+        EnvGroup(envs, spec, run_ids[offsets[i] : offsets[i + 1]], None if config.seed is None else config.seed + int(offsets[i]))
+        for i, envs in enumerate(vector_envs)
+    ]
+    return spec, run_ids, groups
+
+
 class Actor:
     def __init__(self, config: ActorConfig) -> None:
         self.config = config
         self.name = config.name or f"{socket.gethostname()}:{os.getpid()}"
         self._metadata = (("authorization", f"Bearer {config.token}"),) if config.token else ()
-        k = config.envs_per_message
-        sizes = [min(k, config.num_envs - start) for start in range(0, config.num_envs, k)]
-        vector_envs = [make_vector_env(config.env, size, config.atari, config.football) for size in sizes]
-        first = vector_envs[0]
-        self.spec = vector_env_spec(config.env, first, config.atari)
-        # Drawn once per process: the same across reconnects, new after a restart.
-        self.run_ids = np.array([secrets.randbits(64) | 1 for _ in range(config.num_envs)], np.uint64)
-        offsets = np.cumsum([0, *sizes])
-        self.groups = [
-            EnvGroup(
-                envs,
-                self.spec,
-                self.run_ids[offsets[i] : offsets[i + 1]],
-                None if config.seed is None else config.seed + int(offsets[i]),
-            )
-            for i, envs in enumerate(vector_envs)
-        ]
+        self.spec, self.run_ids, self.groups = env_groups(config)
         self.connects = 0
         self.slots: list[np.ndarray] = [np.zeros(0, np.int32) for _ in self.groups]
         """Each group's env slots, as the learner's latest welcome granted them."""

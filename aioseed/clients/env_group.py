@@ -7,12 +7,13 @@ import numpy as np
 
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.spec import EnvSpec
-from aioseed.types import FINAL, TERMINATED, TRUNCATED
+from aioseed.types import FINAL, TERMINATED, TRUNCATED, Rows
 
 
 
 class EnvGroup:
-    """Verbs: ``message`` (the pending rows as a Steps message), ``step`` with the learner's actions.
+    """Verbs: ``message`` (the pending rows as a Steps message) or ``rows`` (as arrays), ``step`` with the
+    learner's actions.
 
     The K envs are one gymnasium vector env with next-step autoreset. When an
     episode ends, its row carries the final reward, TERMINATED and/or TRUNCATED,
@@ -47,6 +48,14 @@ class EnvGroup:
                 flags=self.flags.tobytes(),
                 observations=self.observations.tobytes(),
             )
+        )
+
+    def rows(self, slots: np.ndarray, evaluation: bool = False) -> Rows:
+        """The pending rows as arrays, for a learner in this process (Sebulba): no serialization."""
+        k = len(self)
+        return Rows(
+            slot=slots, run_id=self.run_ids, reward=self.rewards, flags=self.flags,
+            observation=self.observations, evaluation=np.full(k, evaluation),
         )
 
     def step(self, actions: np.ndarray) -> None:

@@ -23,7 +23,7 @@ from aioseed.server.config import LearnerConfig
 from aioseed.server.endpoint import GrpcEndpoint
 from aioseed.server.inference import InferenceLoop
 from aioseed.server.reporter import Reporter, Snapshot
-from aioseed.server.service import LearnerService
+from aioseed.server.service import LearnerService, LocalStream
 from aioseed.server.source import Source
 from aioseed.server.stats import History, Stats
 from aioseed.server.stopping import Stopping
@@ -162,6 +162,10 @@ class Learner:
     def series(self, since: float = 0.0) -> list[dict[str, float]]:
         """Snapshots taken after ``since`` (time.time())."""
         return self._history.since(since)
+
+    def open_local(self, spec: EnvSpec, run_ids: Any, actor: str, evaluation: bool = False) -> LocalStream:
+        """An in-process stream for Sebulba's actor threads (``LearnerService.open_local``)."""
+        return self._service.open_local(spec, run_ids, actor, evaluation)
 
     def actors(self) -> list[dict[str, Any]]:
         return self._service.describe_streams()

@@ -19,6 +19,7 @@ from aioseed.server.inference import InferenceError, InferenceLoop
 from aioseed.server.protocol import ProtocolError, RowBounds, RowParser, SpecMismatch, check_hello, decoded, shorten
 from aioseed.server.slots import SlotsExhausted, SlotTable
 from aioseed.spec import EnvSpec
+from aioseed.types import Rows
 
 log = structlog.get_logger()
 
@@ -173,20 +174,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         except SlotsExhausted as exc:
             await abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
 
-        stream_id = self._next_stream
-        self._next_stream += 1
-        info = StreamInfo(peer=peer, actor=shorten(hello.actor_name, 80), slots=slots, task=asyncio.current_task())
-        self.streams[stream_id] = info
-        self._envs_by_peer[peer] += len(slots)
-        self._on_connected_rows(self._slots.connected)
-        log.info(
-            "stream_connected",
-            stream=stream_id,
-            actor=info.actor,
-            peer=info.peer,
-            slots=len(slots),
-            evaluation=hello.evaluation,
-        )
+        stream_id, info = self._attach(peer, hello.actor_name, slots, hello.evaluation)
         parser = RowParser(self._spec, slots, hello.evaluation, self._bounds)
         pending: asyncio.Future | None = None
         try:
@@ -211,17 +199,76 @@ class LearnerService(pb_grpc.LearnerServicer):
             except ProtocolError as exc:
                 await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
         finally:
-            del self.streams[stream_id]
-            self._envs_by_peer[peer] -= len(slots)
-            if not self._envs_by_peer[peer]:
-                del self._envs_by_peer[peer]
-            log.info("stream_closed", stream=stream_id, actor=info.actor, steps=info.steps)
+            self._detach(stream_id, pending)
 
-            def release() -> None:
-                self._slots.release(slots.tolist())
-                self._on_connected_rows(self._slots.connected)
+    def _attach(self, peer: str, actor: str, slots: np.ndarray, evaluation: bool) -> tuple[int, StreamInfo]:
+        """Registers a stream that holds ``slots``: the console's list, the per-peer count, the batcher's."""
+        stream_id = self._next_stream
+        self._next_stream += 1
+        info = StreamInfo(peer=peer, actor=shorten(actor, 80), slots=slots, task=asyncio.current_task())
+        self.streams[stream_id] = info
+        self._envs_by_peer[peer] += len(slots)
+        self._on_connected_rows(self._slots.connected)
+        log.info("stream_connected", stream=stream_id, actor=info.actor, peer=peer, slots=len(slots), evaluation=evaluation)
+        return stream_id, info
 
-            self._inference.detach(slots, pending, release)
+    def _detach(self, stream_id: int, pending: asyncio.Future | None) -> None:
+        """After a stream ends: once its last rows are answered, its slots are released (kept for the grace period)."""
+        info = self.streams.pop(stream_id)
+        peer, slots = info.peer, info.slots
+        self._envs_by_peer[peer] -= len(slots)
+        if not self._envs_by_peer[peer]:
+            del self._envs_by_peer[peer]
+        log.info("stream_closed", stream=stream_id, actor=info.actor, steps=info.steps)
+
+        def release() -> None:
+            self._slots.release(slots.tolist())
+            self._on_connected_rows(self._slots.connected)
+
+        self._inference.detach(slots, pending, release)
+
+    def open_local(self, spec: EnvSpec, run_ids: np.ndarray, actor: str, evaluation: bool = False) -> LocalStream:
+        """An in-process stream (Sebulba's actor threads): slots, bookkeeping and batching as for a gRPC
+        stream, but rows go to the batcher as arrays, with no serialization and no network."""
+        if spec != self._spec:
+            raise SpecMismatch(f"the in-process actor steps {spec}; the learner serves {self._spec}")
+        slots = self._slots.acquire([int(r) for r in run_ids])
+        stream_id, info = self._attach("in-process", actor, slots, evaluation)
+        return LocalStream(info, self._inference, self._on_latency, lambda pending: self._detach(stream_id, pending))
+
+
+class LocalStream:
+    """Verbs: ``act`` on the stream's rows (answered by the learner's batched policy), ``close``."""
+
+    def __init__(
+        self,
+        info: StreamInfo,
+        inference: InferenceLoop,
+        on_latency: Callable[[float], None],
+        detach: Callable[[asyncio.Future | None], None],
+    ) -> None:
+        self._info, self._inference, self._on_latency, self._detach = info, inference, on_latency, detach
+        self.slots = info.slots
+        self._pending: asyncio.Future | None = None
+        self._closed = False
+
+    async def act(self, rows: Rows) -> np.ndarray:
+        """<int32>[K] actions for the rows of this stream's slots; raises InferenceError if the policy failed
+        or answered non-finite outputs for them."""
+        submitted = time.perf_counter()
+        self._pending = self._inference.submit(rows)
+        outputs = await asyncio.shield(self._pending)
+        if outputs["invalid"].any():
+            raise InferenceError(invalid_outputs(outputs["invalid"]))
+        self._on_latency(time.perf_counter() - submitted)
+        self._info.last_seen = time.time()
+        self._info.steps += len(self.slots)
+        return outputs["action"]
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._detach(self._pending)
 
 
 async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, detail: str, **fields: object) -> NoReturn:
