@@ -4,13 +4,14 @@ with acting, stepping and learning compiled together (``aioseed.anakin.loop``)."
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import structlog
 
 from aioseed.algos.impala.agent import ImpalaAgent
-from aioseed.algos.replicas import Replicas
 from aioseed.anakin.envs import ENVS, TFEnv
 from aioseed.anakin.loop import Anakin
+from aioseed.devices import place
 from aioseed.server.checkpoint import Checkpointer
 from aioseed.server.config import LearnerConfig
 from aioseed.server.training import Progress
@@ -26,17 +27,20 @@ def tf_env(env_id: str) -> TFEnv:
 
 
 def build(config: LearnerConfig, envs: int) -> tuple[Anakin, Checkpointer | None]:
-    """The env's TensorFlow twin, the learner's agent on one device, and checkpoints in the learner's format
-    (``aioseed eval`` reads them)."""
+    """The env's TensorFlow twin, the learner's agent on its one device (``--learner.devices``), and
+    checkpoints in the learner's format (``aioseed eval`` reads them)."""
+    replicas = place(config.devices)  # before TensorFlow starts: /CPU:k needs logical devices
     import tensorflow as tf
 
+    if replicas.count > 1:
+        raise ValueError(f"--architecture anakin runs on one device; --learner.devices names {list(replicas.training)}")
     if config.agent != "impala":
         raise ValueError("--architecture anakin trains IMPALA (V-trace)")
     if config.seed is not None:
         tf.random.set_seed(config.seed)
     env = tf_env(config.env)
     spec = EnvSpec(observation_shape=env.observation_shape, observation_dtype=env.observation_dtype, num_actions=env.num_actions)
-    agent = ImpalaAgent(spec, config.impala, Replicas(), seed=config.seed)
+    agent = ImpalaAgent(spec, config.impala, replicas, seed=config.seed)
     anakin = Anakin(
         env, agent, envs, config.training.unroll_length, config.training.batch_size, seed=config.seed or 0, window=config.return_window
     )
@@ -49,14 +53,16 @@ def build(config: LearnerConfig, envs: int) -> tuple[Anakin, Checkpointer | None
     return anakin, checkpointer
 
 
-def train(config: LearnerConfig, envs: int) -> dict[str, float]:
-    """Iterates until a stop condition; returns frames, seconds, mean return and why it stopped."""
+def train(config: LearnerConfig, envs: int) -> dict[str, Any]:
+    """Iterates until a stop condition; returns frames, seconds, mean return, why it stopped, and the
+    (seconds, frames) of every progress line."""
     anakin, checkpointer = build(config, envs)
     progress = checkpointer.restore() if checkpointer is not None else None
     frames, updates = (progress.frames, progress.train_steps) if progress else (0, 0)
     stop = config.stop
     started = last_log = time.perf_counter()
     logged_frames, reason = frames, None
+    history: list[tuple[float, int]] = []
     while reason is None:
         metrics = anakin.iterate()
         frames += anakin.frames_per_iteration
@@ -76,8 +82,9 @@ def train(config: LearnerConfig, envs: int) -> dict[str, float]:
                 loss=round(float(metrics["losses/total"]), 4), train_steps=updates,
             )
             last_log, logged_frames = now, frames
+            history.append((now - started, frames))
     seconds = time.perf_counter() - started
     log.info("stop_condition", reason=reason, frames=frames, mean_return=round(anakin.mean_return(), 1), seconds=round(seconds, 2))
     if checkpointer is not None:
         checkpointer.save(Progress(train_steps=updates, frames=frames))
-    return {"frames": frames, "seconds": seconds, "mean_return": anakin.mean_return(), "reason": reason}
+    return {"frames": frames, "seconds": seconds, "mean_return": anakin.mean_return(), "reason": reason, "history": history}

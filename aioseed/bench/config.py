@@ -58,7 +58,8 @@ class StreamsBench:
     """Print one JSON object per configuration."""
 
 
-def _cartpole_run() -> RunConfig:
+def cartpole_run() -> RunConfig:
+    """``aioseed run``'s CartPole with nothing written and no console."""
     return RunConfig(learner=dataclasses.replace(RunConfig().learner, logdir=None, console=ConsoleConfig(enabled=False)))
 
 
@@ -66,7 +67,7 @@ def _cartpole_run() -> RunConfig:
 class CartpoleBench:
     """Wall seconds and env steps until the mean return over 100 episodes reaches 475 (median of runs)."""
 
-    run: RunConfig = dataclasses.field(default_factory=_cartpole_run)
+    run: RunConfig = dataclasses.field(default_factory=cartpole_run)
     """The ``aioseed run`` set-up each run uses (no logdir: nothing is written)."""
     runs: int = 3
     """Independent runs, seeded seed, seed + 1, ...; the median is reported."""
@@ -82,7 +83,8 @@ class CartpoleBench:
     """Print the result as one JSON line."""
 
 
-def _atari_run() -> RunConfig:
+def atari_run() -> RunConfig:
+    """Pong with the Nature CNN, 2 actors x 32 envs, learner-side frame stacking."""
     from aioseed.algos.impala.config import ImpalaConfig
 
     learner = dataclasses.replace(
@@ -101,7 +103,7 @@ def _atari_run() -> RunConfig:
 class AtariBench:
     """End-to-end training frames/s on Pong next to each component alone and the compute bound they imply."""
 
-    run: RunConfig = dataclasses.field(default_factory=_atari_run)
+    run: RunConfig = dataclasses.field(default_factory=atari_run)
     """The ``aioseed run`` set-up that is measured."""
     seconds: float = 60.0
     """Measured seconds of end-to-end training, after the warm-up."""
@@ -196,6 +198,25 @@ class DevicesBench:
 
 
 @dataclasses.dataclass(frozen=True)
+class ArchitecturesBench:
+    """SEED, Sebulba and Anakin training on the same cores for a fixed time: frames/s, policy lag, wire
+    bytes per env step and the CPU split, on Pong (Nature CNN) and CartPole (MLP)."""
+
+    workloads: tuple[str, ...] = ("pong", "cartpole")
+    """pong: ``bench atari``'s set-up; cartpole: ``aioseed run``'s default."""
+    architectures: tuple[str, ...] = ("seed", "sebulba", "anakin")
+    """Rows of each workload (anakin only for envs written in TensorFlow)."""
+    seconds: float = 30.0
+    """Measured seconds per row, after the warm-up."""
+    warmup_s: float = 20.0
+    """Seconds before measuring (start-up, tracing, filling the pipeline)."""
+    component_s: float = 5.0
+    """Seconds each component is measured alone for the CPU split."""
+    json: bool = False
+    """Print one JSON object per row."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Bench:
     """Benchmarks that print their figures next to a baseline measured in the same run."""
 
@@ -207,4 +228,5 @@ class Bench:
         | Annotated[StreamsBench, tyro.conf.subcommand("streams")]
         | Annotated[FootballBench, tyro.conf.subcommand("football")]
         | Annotated[DevicesBench, tyro.conf.subcommand("devices")]
+        | Annotated[ArchitecturesBench, tyro.conf.subcommand("architectures")]
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aioseed.bench.config import (
+    ArchitecturesBench,
     AtariBench,
     CartpoleBench,
     DevicesBench,
@@ -12,7 +13,7 @@ from aioseed.bench.config import (
     TransportBench,
 )
 
-Command = TransportBench | CartpoleBench | AtariBench | LearningCurveBench | StreamsBench | FootballBench | DevicesBench
+Command = TransportBench | CartpoleBench | AtariBench | LearningCurveBench | StreamsBench | FootballBench | DevicesBench | ArchitecturesBench
 
 
 def run_bench(command: Command) -> int:
@@ -28,6 +29,8 @@ def run_bench(command: Command) -> int:
         from aioseed.bench.football import main
     elif isinstance(command, DevicesBench):
         from aioseed.bench.devices import main
+    elif isinstance(command, ArchitecturesBench):
+        from aioseed.bench.architectures import main
     else:
         from aioseed.bench.cartpole import main
     return main(command)

@@ -1,0 +1,102 @@
+"""``aioseed bench architectures``: the same training on the same cores for a fixed time, as SEED
+(actor processes over loopback gRPC), Sebulba (actor threads in the learner process) and, for the envs
+written in TensorFlow, Anakin (act, step and learn compiled together).
+
+Each row is a fresh spawned process: frames/s over the last ``seconds`` after ``warmup_s``, the policy
+lag, and the bytes each env step puts on the wire (a real Steps message of K rows and its Actions
+reply, per row). The components alone (env stepping, inference at the run's batch size, the train
+step) give the CPU split, in core-ms per env step, as ``bench atari`` measures them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing
+import sys
+
+import numpy as np
+
+from aioseed.bench.atari import components, end_to_end
+from aioseed.bench.config import ArchitecturesBench, AtariBench, atari_run, cartpole_run
+from aioseed.launch import RunConfig
+from aioseed.server.config import StopConfig
+
+WORKLOADS = {"pong": atari_run, "cartpole": cartpole_run}
+
+
+def wire_bytes_per_step(run: RunConfig) -> float:
+    """Bytes of one Steps message of K rows plus its Actions reply, per row (protobuf framing included)."""
+    from aioseed.clients.actor import env_groups
+    from aioseed.proto import aioseed_pb2 as pb
+
+    actor = run.actor_config(0, 0)
+    spec, run_ids, groups = env_groups(dataclasses.replace(actor, num_envs=actor.envs_per_message))
+    group = groups[0]
+    k = len(group)
+    request = group.message(np.arange(k, dtype=np.int32)).ByteSize()
+    reply = pb.LearnerMessage(actions=pb.Actions(actions=np.zeros(k, "<i4").tobytes())).ByteSize()
+    group.close()
+    return (request + reply) / k
+
+
+def _anakin(config, envs: int, results: multiprocessing.Queue) -> None:
+    from aioseed import log as logging_setup
+    from aioseed.anakin.run import train
+
+    logging_setup.configure("warning")
+    results.put(train(config, envs))
+
+
+def anakin_rate(run: RunConfig, warmup_s: float, seconds: float) -> float:
+    """Anakin's env frames/s over the last ``seconds``, in a fresh process."""
+    learner = dataclasses.replace(run.learner, logdir=None, stop=StopConfig(after_seconds=warmup_s + seconds), log_every_s=1.0)
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    process = context.Process(target=_anakin, args=(learner, run.num_actors * run.envs_per_actor, results))
+    process.start()
+    history = results.get(timeout=warmup_s + seconds + 300)["history"]
+    process.join(60)
+    end_s, end_frames = history[-1]
+    start_s, start_frames = next((s, f) for s, f in history if s >= end_s - seconds)
+    return (end_frames - start_frames) / max(end_s - start_s, 1e-9)
+
+
+def measure(bench: ArchitecturesBench, workload: str) -> list[dict[str, object]]:
+    run = WORKLOADS[workload]()
+    rows = []
+    for architecture in bench.architectures:
+        if architecture == "anakin":
+            if run.learner.env not in ("CartPole-v1", "aioseed/Catch-v0"):
+                continue  # Anakin needs the env in TensorFlow
+            rows.append({"architecture": "anakin", "frames_per_s": round(anakin_rate(run, bench.warmup_s, bench.seconds)),
+                         "policy_lag": None, "wire_bytes_per_step": 0.0})
+            continue
+        measured = end_to_end(AtariBench(run=dataclasses.replace(run, architecture=architecture), warmup_s=bench.warmup_s, seconds=bench.seconds))
+        rows.append({
+            "architecture": architecture,
+            "frames_per_s": round(measured["frames_per_s"]),
+            "policy_lag": round(measured["policy_lag"], 2),
+            "mean_inference_batch": round(measured["mean_batch"], 1),
+            "wire_bytes_per_step": round(wire_bytes_per_step(run), 1) if architecture == "seed" else 0.0,
+        })
+    seed = next((r for r in rows if r["architecture"] == "seed"), None)
+    batch = seed["mean_inference_batch"] if seed else 32.0
+    split = components(AtariBench(run=run, component_s=bench.component_s), float(batch))
+    for row in rows:
+        row.update({"workload": workload, "env": run.learner.env, "network": run.learner.impala.network})
+        if seed:
+            row["ratio_vs_seed"] = round(row["frames_per_s"] / seed["frames_per_s"], 2)
+        row["cpu_core_ms_per_step"] = {
+            "env": round(split["env_core_ms_per_step"], 4),
+            "inference": round(split["inference_core_ms_per_step"], 4),
+            "training": round(split["train_core_ms_per_step"], 4),
+        }
+    return rows
+
+
+def main(bench: ArchitecturesBench) -> int:
+    for workload in bench.workloads:
+        for row in measure(bench, workload):
+            sys.stdout.write((json.dumps(row) if bench.json else json.dumps(row, indent=2)) + "\n")
+    return 0
