@@ -69,8 +69,13 @@ def measure(bench: ArchitecturesBench, workload: str) -> list[dict[str, object]]
         if architecture == "anakin":
             if run.learner.env not in ("CartPole-v1", "aioseed/Catch-v0"):
                 continue  # Anakin needs the env in TensorFlow
-            rows.append({"architecture": "anakin", "frames_per_s": round(anakin_rate(run, bench.warmup_s, bench.seconds)),
-                         "policy_lag": None, "wire_bytes_per_step": 0.0})
+            updates = run.num_actors * run.envs_per_actor // run.learner.training.batch_size
+            rows.append({
+                "architecture": "anakin",
+                "frames_per_s": round(anakin_rate(run, bench.warmup_s, bench.seconds)),
+                "policy_lag": (updates - 1) / 2,  # the k-th batch of a rollout trains after k updates
+                "wire_bytes_per_step": 0.0,
+            })
             continue
         measured = end_to_end(AtariBench(run=dataclasses.replace(run, architecture=architecture), warmup_s=bench.warmup_s, seconds=bench.seconds))
         rows.append({
