@@ -17,7 +17,7 @@ one device restores on two and the reverse.
 
 Inference reads the same variables, not a published copy: on a device that also trains it reads
 that device's copy; elsewhere it reads the first training device's copy, which TensorFlow moves
-per call. The policy lag is what one device gives (tests and the closing note of issue 16 measure it).
+per call. The policy lag is therefore what one device gives.
 """
 
 from __future__ import annotations
