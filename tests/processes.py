@@ -91,6 +91,32 @@ class Process:
         return [line for line in self.lines if "[error]" in line or "[critical]" in line or "Traceback" in line]
 
 
+CARTPOLE_FRAME_BUDGET = 500_000  # runs here reach 195 after ~100K frames
+CARTPOLE_TO_195 = (
+    "--learner.seed", "1",
+    "--learner.return-window", "20",
+    "--learner.stop.at-return", "195",
+    "--learner.stop.after-frames", str(CARTPOLE_FRAME_BUDGET),
+    "--learner.console.port", "0",
+)
+"""``aioseed run`` flags of the end-to-end CartPole runs: mean return 195 over 20 episodes, within the frame budget."""
+
+
+async def run_to_return(args: Sequence[str], timeout_s: float = 240) -> tuple[str, int, float]:
+    """``aioseed run ARGS`` must exit 0 on its return condition with no error line:
+    (its log, the frames and the mean return at the stop)."""
+    run = await Process(["run", *args]).start()
+    try:
+        assert await run.wait(timeout_s=timeout_s) == 0, run.log
+    finally:
+        run.kill()
+    log = "\n".join(run.lines)
+    finished = re.search(r"stop_condition frames=(\d+) mean_return=([\d.]+) reason=return", log)
+    assert finished, run.log
+    assert run.errors() == [], run.log
+    return log, int(finished.group(1)), float(finished.group(2))
+
+
 async def train_through_processes(learner_args: Sequence[str], actor_args: Sequence[str], wire: str, slots: int) -> None:
     """A learner and one actor process (``actor_args`` get ``--learner``): the learner serves the ``wire``
     spec, the actor's ``slots`` envs connect, a train step happens, and SIGTERM stops it cleanly."""

@@ -229,6 +229,11 @@ async def run_actor(config: ActorConfig) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)
+    return await exit_code(actor)
+
+
+async def exit_code(actor: Actor) -> int:
+    """Runs ``actor`` until done or cancelled: 0, or 2 when the learner refused it."""
     try:
         await actor.run()
     except asyncio.CancelledError:

@@ -28,7 +28,7 @@ import grpc
 import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from aioseed.clients.actor import Actor, ActorConfig, ActorError, open_channel
+from aioseed.clients.actor import Actor, ActorConfig, exit_code, open_channel
 from aioseed.proto import SERVICE_NAME
 
 log = structlog.get_logger()
@@ -89,17 +89,7 @@ class FleetMember:
     async def run(self) -> int:
         """Steps and streams until done or stopped: 0, or 2 when the learner refused the actor."""
         self._task = asyncio.current_task()
-        try:
-            await self._actor.run()
-        except asyncio.CancelledError:
-            log.info("actor_stopped", steps=self._actor.steps)
-        except ExceptionGroup as group:
-            refused = group.subgroup(ActorError)
-            if refused is None:
-                raise
-            log.error("actor_refused", error=str(refused.exceptions[0]))
-            return 2
-        return 0
+        return await exit_code(self._actor)
 
     async def stop(self) -> None:
         """Ends the run: its streams close, and the learner frees the slots."""

@@ -6,7 +6,7 @@ import asyncio
 import collections
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn
 
 import grpc
@@ -38,6 +38,8 @@ class StreamInfo:
     steps: int = 0
     steps_per_s: float = 0.0
     """Env steps per second over the last metrics interval."""
+    pending: asyncio.Future | None = None
+    """The rows in flight; the slots are forgotten only once they are answered."""
     _counted: tuple[float, int] = (0.0, 0)
 
     def update_rate(self, now: float) -> None:
@@ -176,30 +178,33 @@ class LearnerService(pb_grpc.LearnerServicer):
 
         stream_id, info = self._attach(peer, hello.actor_name, slots, hello.evaluation)
         parser = RowParser(self._spec, slots, hello.evaluation, self._bounds)
-        pending: asyncio.Future | None = None
         try:
             yield pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist()))
             try:
                 async for message in messages:
                     rows = parser.parse(message)
-                    submitted = time.perf_counter()
-                    pending = self._inference.submit(rows)
                     try:
-                        outputs = await asyncio.shield(pending)
+                        actions = await self._answer(info, rows)
                     except InferenceError as exc:
                         await abort(context, grpc.StatusCode.INTERNAL, str(exc), stream=stream_id, actor=info.actor)
-                    if outputs["invalid"].any():
-                        await abort(
-                            context, grpc.StatusCode.INTERNAL, invalid_outputs(outputs["invalid"]), stream=stream_id, actor=info.actor
-                        )
-                    self._on_latency(time.perf_counter() - submitted)
-                    info.last_seen = time.time()
-                    info.steps += len(slots)
-                    yield pb.LearnerMessage(actions=pb.Actions(actions=outputs["action"].astype("<i4").tobytes()))
+                    yield pb.LearnerMessage(actions=pb.Actions(actions=actions.astype("<i4").tobytes()))
             except ProtocolError as exc:
                 await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
         finally:
-            self._detach(stream_id, pending)
+            self._detach(stream_id)
+
+    async def _answer(self, info: StreamInfo, rows: Rows) -> np.ndarray:
+        """One message's rows -> their actions, through the batcher; raises InferenceError when the policy
+        failed on them or its outputs for them are non-finite (no action is sent then)."""
+        submitted = time.perf_counter()
+        info.pending = self._inference.submit(rows)
+        outputs = await asyncio.shield(info.pending)
+        if outputs["invalid"].any():
+            raise InferenceError(invalid_outputs(outputs["invalid"]))
+        self._on_latency(time.perf_counter() - submitted)
+        info.last_seen = time.time()
+        info.steps += len(info.slots)
+        return outputs["action"]
 
     def _attach(self, peer: str, actor: str, slots: np.ndarray, evaluation: bool) -> tuple[int, StreamInfo]:
         """Registers a stream that holds ``slots``: the console's list, the per-peer count, the batcher's."""
@@ -212,7 +217,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         log.info("stream_connected", stream=stream_id, actor=info.actor, peer=peer, slots=len(slots), evaluation=evaluation)
         return stream_id, info
 
-    def _detach(self, stream_id: int, pending: asyncio.Future | None) -> None:
+    def _detach(self, stream_id: int) -> None:
         """After a stream ends: once its last rows are answered, its slots are released (kept for the grace period)."""
         info = self.streams.pop(stream_id)
         peer, slots = info.peer, info.slots
@@ -225,7 +230,7 @@ class LearnerService(pb_grpc.LearnerServicer):
             self._slots.release(slots.tolist())
             self._on_connected_rows(self._slots.connected)
 
-        self._inference.detach(slots, pending, release)
+        self._inference.detach(slots, info.pending, release)
 
     def open_local(self, spec: EnvSpec, run_ids: np.ndarray, actor: str, evaluation: bool = False) -> LocalStream:
         """An in-process stream (Sebulba's actor threads): slots, bookkeeping and batching as for a gRPC
@@ -234,41 +239,26 @@ class LearnerService(pb_grpc.LearnerServicer):
             raise SpecMismatch(f"the in-process actor steps {spec}; the learner serves {self._spec}")
         slots = self._slots.acquire([int(r) for r in run_ids])
         stream_id, info = self._attach("in-process", actor, slots, evaluation)
-        return LocalStream(info, self._inference, self._on_latency, lambda pending: self._detach(stream_id, pending))
+        return LocalStream(slots, lambda rows: self._answer(info, rows), lambda: self._detach(stream_id))
 
 
 class LocalStream:
     """Verbs: ``act`` on the stream's rows (answered by the learner's batched policy), ``close``."""
 
-    def __init__(
-        self,
-        info: StreamInfo,
-        inference: InferenceLoop,
-        on_latency: Callable[[float], None],
-        detach: Callable[[asyncio.Future | None], None],
-    ) -> None:
-        self._info, self._inference, self._on_latency, self._detach = info, inference, on_latency, detach
-        self.slots = info.slots
-        self._pending: asyncio.Future | None = None
+    def __init__(self, slots: np.ndarray, answer: Callable[[Rows], Awaitable[np.ndarray]], detach: Callable[[], None]) -> None:
+        self.slots = slots
+        self._answer, self._detach = answer, detach
         self._closed = False
 
     async def act(self, rows: Rows) -> np.ndarray:
         """<int32>[K] actions for the rows of this stream's slots; raises InferenceError if the policy failed
         or answered non-finite outputs for them."""
-        submitted = time.perf_counter()
-        self._pending = self._inference.submit(rows)
-        outputs = await asyncio.shield(self._pending)
-        if outputs["invalid"].any():
-            raise InferenceError(invalid_outputs(outputs["invalid"]))
-        self._on_latency(time.perf_counter() - submitted)
-        self._info.last_seen = time.time()
-        self._info.steps += len(self.slots)
-        return outputs["action"]
+        return await self._answer(rows)
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._detach(self._pending)
+            self._detach()
 
 
 async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, detail: str, **fields: object) -> NoReturn:

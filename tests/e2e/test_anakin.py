@@ -4,30 +4,23 @@ together, learns to 475; its checkpoint is the learner's, so `aioseed eval` runs
 from __future__ import annotations
 
 import json
-import re
 
-from tests.processes import Process
+from tests.processes import Process, run_to_return
 
 
 async def test_anakin_learns_cartpole_to_475_and_eval_reads_its_checkpoint(tmp_path) -> None:
     logdir = tmp_path / "anakin"
-    run = await Process(
+    _, _, mean_return = await run_to_return(
         [
-            "run", "--architecture", "anakin",
+            "--architecture", "anakin",
             "--learner.logdir", str(logdir),
             "--learner.seed", "0",
             "--learner.stop.at-return", "475",
             "--learner.stop.after-frames", "20000000",
-            "--learner.console.port", "0",
-        ]
-    ).start()
-    try:
-        assert await run.wait(timeout_s=300) == 0, run.log
-    finally:
-        run.kill()
-    finished = re.search(r"stop_condition frames=(\d+) mean_return=([\d.]+) reason=return", "\n".join(run.lines))
-    assert finished and float(finished.group(2)) >= 475.0, run.log
-    assert run.errors() == [], run.log
+        ],
+        timeout_s=300,
+    )
+    assert mean_return >= 475.0
 
     evaluation = await Process(["eval", "--logdir", str(logdir), "--episodes", "3", "--greedy"]).start()
     assert await evaluation.wait(timeout_s=120) == 0, evaluation.log

@@ -3,39 +3,19 @@
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 
-from tests.processes import Process
-
-FRAME_BUDGET = 500_000  # runs here reach 195 after ~100K frames
+from tests.processes import CARTPOLE_FRAME_BUDGET, CARTPOLE_TO_195, Process, run_to_return
 
 
 async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
     logdir = tmp_path / "run"
-    run = await Process(
-        [
-            "run",
-            "--learner.logdir", str(logdir),
-            "--learner.seed", "1",
-            "--learner.return-window", "20",
-            "--learner.stop.at-return", "195",
-            "--learner.stop.after-frames", str(FRAME_BUDGET),
-            "--learner.log-every-s", "2",
-            "--learner.console.port", "0",
-        ]
-    ).start()
-    try:
-        assert await run.wait(timeout_s=240) == 0, run.log
-    finally:
-        run.kill()
-    finished = re.search(r"stop_condition frames=(\d+) mean_return=([\d.]+) reason=return", "\n".join(run.lines))
-    assert finished, run.log
-    frames, mean_return = int(finished.group(1)), float(finished.group(2))
-    assert mean_return >= 195.0, run.log
-    assert frames < FRAME_BUDGET
-    assert run.errors() == [], run.log
+    log, frames, mean_return = await run_to_return(
+        ["--learner.logdir", str(logdir), *CARTPOLE_TO_195, "--learner.log-every-s", "2"]
+    )
+    assert mean_return >= 195.0, log
+    assert frames < CARTPOLE_FRAME_BUDGET
 
     export = tmp_path / "policy"
     evaluation = await Process(

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import small_config
-from tests.processes import Process
+from tests.processes import CARTPOLE_TO_195, Process, run_to_return
 from tests.waiting import until
 
 RAY_PROCESSES = ("raylet", "gcs_server", "ray::", "default_worker.py", "dashboard/dashboard.py", "log_monitor.py")
@@ -128,24 +128,6 @@ async def test_sigint_stops_the_fleet_and_its_streams_end(tmp_path, running_lear
 
 
 async def test_run_with_the_ray_launcher_learns_cartpole(tmp_path) -> None:
-    run = await Process(
-        [
-            "run",
-            "--launcher", "ray",
-            "--learner.logdir", str(tmp_path / "run"),
-            "--learner.seed", "1",
-            "--learner.return-window", "20",
-            "--learner.stop.at-return", "195",
-            "--learner.stop.after-frames", "500000",
-            "--learner.console.port", "0",
-        ]
-    ).start()
-    try:
-        assert await run.wait(timeout_s=240) == 0, run.log
-    finally:
-        await abort(run)
-    log = "\n".join(run.lines)
-    assert re.search(r"fleet_started .*actors=2", log), run.log
-    assert re.search(r"stop_condition frames=\d+ mean_return=[\d.]+ reason=return", log), run.log
-    assert run.errors() == [], run.log
+    log, _, _ = await run_to_return(["--launcher", "ray", "--learner.logdir", str(tmp_path / "run"), *CARTPOLE_TO_195])
+    assert re.search(r"fleet_started .*actors=2", log), log
     assert ray_processes() == []
