@@ -20,15 +20,14 @@ from aioseed.console.server import ConsoleServer
 from aioseed.devices import place
 from aioseed.envs.atari import is_atari
 from aioseed.envs.registry import env_spec
+from aioseed.server.acting import StepResult, acting_for, unroll_columns
 from aioseed.server.batcher import Batch, Batcher
 from aioseed.server.checkpoint import Checkpointer
 from aioseed.server.config import LearnerConfig
-from aioseed.server.core_states import CoreStates
 from aioseed.server.endpoint import GrpcEndpoint, server_options
-from aioseed.server.env_table import EnvTable
-from aioseed.server.frame_stack import FrameStacker
-from aioseed.server.inference import InferenceLoop, StepResult
+from aioseed.server.inference import InferenceLoop
 from aioseed.server.learner import Learner, Stages
+from aioseed.server.params import ParamsPublisher
 from aioseed.server.protocol import RowBounds
 from aioseed.server.replay import Replay
 from aioseed.server.replay_feed import ReplayFeed
@@ -38,9 +37,9 @@ from aioseed.server.source import Source, UnrollQueue
 from aioseed.server.stats import Stats
 from aioseed.server.stopping import Stopping
 from aioseed.server.training import Trainer
-from aioseed.server.unroll_store import UnrollStore
+from aioseed.server.uploads import UnrollParser, Upload, Uploads
 from aioseed.spec import EnvSpec
-from aioseed.types import Column, Unroll, step_columns
+from aioseed.types import Unroll
 
 if TYPE_CHECKING:
     from aioseed.algos.replicas import Replicas
@@ -123,52 +122,66 @@ def assemble(
     batcher = Batcher(config.batcher)
     unrolls: asyncio.Queue[Unroll] = asyncio.Queue(config.training.queue_capacity)
     source = build_source(config, agent, unrolls)
-    trainer = Trainer(config.training, agent, source, stats.record_train, lambda: stats.frames)
-    inference = InferenceLoop(
-        batcher,
-        agent,
-        EnvTable(),
-        unroll_store(agent, spec, config.training.unroll_length),
-        unrolls,
-        lambda: trainer.version,
-        on_batch(stats, stopping, spec.frames_per_step),
-        agent.spec.num_actions,
-        FrameStacker(stack) if stack > 1 else None,
-        CoreStates(agent.state_columns()),
-        lanes,
-    )
     server = config.server
+    bounds = RowBounds(server.max_abs_reward, server.max_abs_observation)
+    uploads = impala_uploads(config, spec, agent, unrolls, bounds, stats, stopping) if config.architecture == "impala" else None
+    params = None if uploads is None else uploads.params
+    trainer = Trainer(
+        config.training, agent, source, stats.record_train, lambda: stats.frames, None if params is None else params.publish
+    )
+    acting = acting_for(agent, spec, config.training.unroll_length, lambda: trainer.version, stack)
+    inference = InferenceLoop(batcher, acting, unrolls, on_batch(stats, stopping, spec.frames_per_step), lanes)
     limits = StreamLimits(
-        server.max_streams, server.max_envs_per_stream, server.max_envs_per_actor, server.max_envs, server.hello_timeout_s
+        server.max_streams,
+        server.max_envs_per_stream,
+        server.max_envs_per_actor,
+        server.max_envs,
+        server.hello_timeout_s,
+        server.max_params_calls,
     )
     slots = SlotTable(server.max_envs, server.slot_grace_s)
-    bounds = RowBounds(server.max_abs_reward, server.max_abs_observation)
-    service = LearnerService(spec, slots, inference, limits, batcher.set_connected_rows, stats.record_latency, bounds)
+    service = LearnerService(spec, slots, inference, limits, batcher.set_connected_rows, stats.record_latency, bounds, uploads)
     batcher.set_connected_rows(0)
     tls = None if server.tls_cert is None or server.tls_key is None else (server.tls_cert, server.tls_key)
     options = server_options(server.max_streams, server.max_message_bytes)
     endpoint = GrpcEndpoint(service, server.host, server.port, options, server.token, tls)
-    stages = Stages(endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config))
+    stages = Stages(
+        endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config), params
+    )
     return Learner(config, spec, agent, stages, console_factory(config))
 
 
-def unroll_store(agent: Agent, spec: EnvSpec, unroll_length: int) -> UnrollStore:
-    """Per-env unrolls of the agent's columns; R2D2's start with ``burn_in`` steps of the previous one."""
-    return UnrollStore(
-        agent.burn_in + unroll_length,
-        unroll_columns(agent, spec),
-        overlap=agent.burn_in + 1,
-        first_step_only=agent.state_columns().keys(),
+def impala_uploads(
+    config: LearnerConfig,
+    spec: EnvSpec,
+    agent: Agent,
+    unrolls: asyncio.Queue[Unroll],
+    bounds: RowBounds,
+    stats: Stats,
+    stopping: Stopping,
+) -> Uploads:
+    """IMPALA mode: the parameters actors pull, and their uploads into the same unroll queue."""
+    variables = getattr(agent, "policy_variables", None)
+    if variables is None:
+        raise ValueError(f"architecture impala needs an agent whose policy actors can run (ImpalaAgent), got {type(agent).__name__}")
+    length = config.training.unroll_length
+    columns, per_unroll = unroll_columns(agent, spec), agent.state_columns().keys()
+
+    def on_upload(upload: Upload) -> None:
+        stats.record_frames(upload.env_steps * spec.frames_per_step)
+        ended = len(upload.episode_returns) > 0
+        if ended:
+            stats.record_episodes(upload.episode_returns, upload.episode_lengths)
+        stopping.check(ended)
+
+    return Uploads(
+        ParamsPublisher(variables, min(config.server.params_chunk_bytes, config.server.max_message_bytes // 2)),
+        unrolls,
+        lambda slots: UnrollParser(columns, per_unroll, length, slots, agent.spec.num_actions, bounds),
+        on_upload,
+        json.dumps(dataclasses.asdict(config.impala)),
+        length,
     )
-
-
-def unroll_columns(agent: Agent, spec: EnvSpec) -> dict[str, Column]:
-    """One unroll step's columns: ``aioseed.types.Step``'s, then the agent's outputs and recurrent state."""
-    return {
-        **step_columns(agent.spec.observation_shape, spec.dtype),
-        **agent.output_columns(),
-        **agent.state_columns(),
-    }
 
 
 def build_source(config: LearnerConfig, agent: Agent, unrolls: asyncio.Queue[Unroll]) -> Source:

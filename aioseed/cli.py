@@ -91,9 +91,7 @@ def dispatch(command: object) -> int:
         case LearnerConfig():
             return uvloop.run(launch.serve_learner(command))
         case ActorConfig():
-            from aioseed.clients.actor import run_actor
-
-            return uvloop.run(run_actor(command))
+            return uvloop.run(launch.run_any_actor(command))
         case FleetConfig():
             from aioseed.clients.fleet import run_fleet
 

@@ -50,10 +50,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     saved = load_run_config(config.logdir)
     if saved.get("agent", "impala") not in ("impala", "vtrace"):  # "vtrace": older config.json files
         raise ValueError(f"aioseed eval runs IMPALA (V-trace) policies; {config.logdir} trained {saved['agent']}")
-    agent_fields = {f.name for f in dataclasses.fields(ImpalaConfig)}
-    agent_config = ImpalaConfig(
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in saved.get("impala", saved.get("vtrace", {})).items() if k in agent_fields}
-    )
+    agent_config = ImpalaConfig.from_dict(saved.get("impala", saved.get("vtrace", {})))
     env_id = config.env or saved["env"]
     atari = AtariConfig(**saved.get("atari", {}))
     if saved.get("learner_frame_stack", 1) > 1:  # the policy saw the learner's stacks

@@ -46,21 +46,30 @@ class RunConfig:
     evaluation_envs: int = 0
     """Envs of one more actor process started with --evaluation: never learned from, they report
     charts/eval_return (0: no evaluation actor)."""
-    architecture: Literal["seed", "sebulba", "anakin"] = "seed"
-    """seed: a learner serving actors over gRPC (here on loopback). sebulba: the actors' envs step in
-    threads of the learner's process and hand their rows to its batcher, with no gRPC. anakin: the env written in TensorFlow
-    (CartPole-v1, aioseed/Catch-v0), acting, stepping and learning for num_actors x envs_per_actor envs
-    compiled into one program, with no actors, streams or console."""
+    architecture: Literal["seed", "impala", "sebulba", "anakin"] = "seed"
+    """seed: a learner serving actors over gRPC (here on loopback). impala: the baseline SEED improves on:
+    the actors pull the parameters, run the policy on their own CPU and upload finished unrolls. sebulba:
+    the actors' envs step in threads of the learner's process and hand their rows to its batcher, with no
+    gRPC. anakin: the env written in TensorFlow (CartPole-v1, aioseed/Catch-v0), acting, stepping and
+    learning for num_actors x envs_per_actor envs compiled into one program, with no actors, streams or
+    console."""
     launcher: Literal["processes", "ray"] = "processes"
     """How the actors start: processes spawned by this one, or Ray actors on a Ray instance started
     on this machine (needs aioseed[ray]; Ray restarts actors that die)."""
 
+    def __post_init__(self) -> None:
+        if self.architecture == "impala" and (self.evaluation_envs or self.launcher != "processes"):
+            raise ValueError("architecture impala runs its actors as processes, without evaluation envs")
+
     @property
     def served_learner(self) -> LearnerConfig:
         """The learner config this run actually serves: ``learner`` with R2D2's epsilon schedule spread
-        over exactly the local envs (``learner.r2d2.epsilon_envs`` as given is ignored)."""
+        over exactly the local envs (``learner.r2d2.epsilon_envs`` as given is ignored), in IMPALA mode
+        for ``architecture`` impala."""
         envs = self.num_actors * self.envs_per_actor
-        return dataclasses.replace(self.learner, r2d2=dataclasses.replace(self.learner.r2d2, epsilon_envs=envs))
+        architecture = "impala" if self.architecture == "impala" else self.learner.architecture
+        r2d2 = dataclasses.replace(self.learner.r2d2, epsilon_envs=envs)
+        return dataclasses.replace(self.learner, r2d2=r2d2, architecture=architecture)
 
     def actor_configs(self, port: int) -> list[ActorConfig]:
         """The local actors: ``num_actors`` that train, then the evaluation actor if any."""
@@ -85,6 +94,7 @@ class RunConfig:
             if self.learner.learner_frame_stack > 1
             else self.learner.atari,
             football=self.learner.football,
+            architecture="impala" if self.architecture == "impala" else "seed",
         )
 
 
@@ -101,7 +111,6 @@ def _actor_process(config: ActorConfig, parent: int, level: str) -> None:
     import uvloop
 
     from aioseed import log as logging_setup
-    from aioseed.clients.actor import run_actor
 
     logging_setup.configure(level)
 
@@ -113,11 +122,22 @@ def _actor_process(config: ActorConfig, parent: int, level: str) -> None:
 
         watcher = asyncio.create_task(watch_parent())
         try:
-            return await run_actor(config)
+            return await run_any_actor(config)
         finally:
             watcher.cancel()
 
     raise SystemExit(uvloop.run(main()))
+
+
+async def run_any_actor(config: ActorConfig) -> int:
+    """``aioseed actor``: SEED's actor, or IMPALA mode's (which loads TensorFlow, so only then)."""
+    if config.architecture == "impala":
+        from aioseed.impala_actor.actor import run_impala_actor
+
+        return await run_impala_actor(config)
+    from aioseed.clients.actor import run_actor
+
+    return await run_actor(config)
 
 
 def start_actors(configs: list[ActorConfig], level: str = "warning") -> list[multiprocessing.process.BaseProcess]:

@@ -16,6 +16,8 @@ import pathlib
 import secrets
 import signal
 import socket
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol
 
 import grpc
 import numpy as np
@@ -78,23 +80,37 @@ class ActorConfig:
     evaluation: bool = False
     """Evaluation envs: the learner acts in evaluation mode (R2D2: epsilon 0.001), never learns from their
     steps and reports their returns as charts/eval_return."""
+    architecture: Literal["seed", "impala"] = "seed"
+    """seed: stream every observation; the learner runs the policy. impala: pull the learner's parameters,
+    run the policy on this process's CPU (TensorFlow) and upload finished unrolls with their behaviour
+    logits (the learner must run --architecture impala)."""
+    policy_threads: int = 1
+    """IMPALA mode: CPU threads TensorFlow may use for the policy (0: its default, every core)."""
 
     def __post_init__(self) -> None:
         if self.num_envs < 1 or self.envs_per_message < 1:
             raise ValueError("num_envs and envs_per_message must be >= 1")
+        if self.architecture == "impala" and self.evaluation:
+            raise ValueError("IMPALA-mode actors cannot run evaluation envs; evaluate with aioseed eval")
+        if self.policy_threads < 0:
+            raise ValueError(f"policy_threads must be >= 0, got {self.policy_threads}")
         if self.backoff_initial_s <= 0 or self.backoff_max_s < self.backoff_initial_s:
             raise ValueError("need 0 < backoff_initial_s <= backoff_max_s")
+
+
+MAX_RECEIVE_BYTES = 64 * 1024 * 1024
+"""Largest message an actor accepts (the learner's default max_message_bytes)."""
 
 
 class ActorError(RuntimeError):
     """The learner refused this actor for a reason that retrying cannot fix."""
 
 
-def _transient(exc: BaseException) -> bool:
+def transient(exc: BaseException) -> bool:
     return isinstance(exc, grpc.aio.AioRpcError) and exc.code() not in FATAL_CODES
 
 
-class _StreamLost(Exception):
+class StreamLost(Exception):
     """The learner closed the stream without a status; reconnect."""
 
 
@@ -142,30 +158,31 @@ class Actor:
         log.info("actor_done", steps=self.steps)
 
     async def _run_group(self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup) -> None:
-        slots = np.zeros(0, np.int32)
+        """Sessions of one group's stream until done; a lost stream reconnects, a refusal stops the actor."""
         while not self._finished():
             try:
-                call, slots = await self._connect(stub, index, group, slots)
-                await self._stream(call, group, slots)
-            except (grpc.aio.AioRpcError, _StreamLost) as exc:
-                if isinstance(exc, grpc.aio.AioRpcError) and not _transient(exc):
+                await self._session(stub, index, group)
+            except (grpc.aio.AioRpcError, StreamLost) as exc:
+                if isinstance(exc, grpc.aio.AioRpcError) and not transient(exc):
                     raise ActorError(f"learner refused the actor: {exc.code().name}: {exc.details()}") from exc
-                log.warning("stream_lost", group=index, error=_describe(exc))
+                log.warning("stream_lost", group=index, error=describe(exc))
 
     async def _connect(
-        self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup, previous: np.ndarray
-    ) -> tuple[grpc.aio.StreamStreamCall, np.ndarray]:
+        self, rpc: Callable[..., grpc.aio.StreamStreamCall], index: int, group: EnvGroup, previous: np.ndarray
+    ) -> tuple[grpc.aio.StreamStreamCall, pb.Welcome]:
+        """Opens the stream (``rpc``: the stub's Act, or IMPALA mode's Learn) and says hello, retrying
+        transient failures with backoff; returns the call and the learner's welcome."""
         retrying = tenacity.AsyncRetrying(
             wait=tenacity.wait_random_exponential(multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s),
-            retry=tenacity.retry_if_exception(lambda e: _transient(e) or isinstance(e, _StreamLost)),
+            retry=tenacity.retry_if_exception(lambda e: transient(e) or isinstance(e, StreamLost)),
             before_sleep=lambda state: log.info(
-                "reconnecting", group=index, attempt=state.attempt_number, error=_describe(state.outcome.exception())
+                "reconnecting", group=index, attempt=state.attempt_number, error=describe(state.outcome.exception())
             ),
             reraise=True,
         )
         async for attempt in retrying:
             with attempt:
-                call = stub.Act(metadata=self._metadata)
+                call = rpc(metadata=self._metadata)
                 await call.write(
                     pb.ActorMessage(
                         hello=pb.Hello(
@@ -180,18 +197,23 @@ class Actor:
                 )
                 reply = await call.read()
                 if reply is grpc.aio.EOF:
-                    await _raise_status(call)
+                    await raise_status(call)
                 self.connects += 1
                 self.slots[index] = np.array(reply.welcome.slots, np.int32)
-                return call, self.slots[index]
+                return call, reply.welcome
         raise AssertionError("unreachable")
+
+    async def _session(self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup) -> None:
+        """One connection of a group: handshake, then a Steps message and its Actions per env step."""
+        call, _ = await self._connect(stub.Act, index, group, self.slots[index])
+        await self._stream(call, group, self.slots[index])
 
     async def _stream(self, call: grpc.aio.StreamStreamCall, group: EnvGroup, slots: np.ndarray) -> None:
         while not self._finished():
             await call.write(group.message(slots))
             reply = await call.read()
             if reply is grpc.aio.EOF:
-                await _raise_status(call)
+                await raise_status(call)
             group.step(np.frombuffer(reply.actions.actions, "<i4"))
         await call.done_writing()
 
@@ -201,30 +223,42 @@ class Actor:
 
 def open_channel(config: ActorConfig) -> grpc.aio.Channel:
     """A channel to ``config.learner``: plaintext, or TLS verified against ``config.tls_ca``."""
+    # IMPALA mode's parameter chunks may exceed gRPC's default 4 MiB; the learner's limit still applies.
+    options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)]
     if config.tls_ca is None:
-        return grpc.aio.insecure_channel(config.learner)
+        return grpc.aio.insecure_channel(config.learner, options=options)
     credentials = grpc.ssl_channel_credentials(root_certificates=config.tls_ca.read_bytes())
-    options = [("grpc.ssl_target_name_override", config.tls_server_name)] if config.tls_server_name else []
+    if config.tls_server_name:
+        options.append(("grpc.ssl_target_name_override", config.tls_server_name))
     return grpc.aio.secure_channel(config.learner, credentials, options=options)
 
 
-async def _raise_status(call: grpc.aio.StreamStreamCall) -> None:
+async def raise_status(call: grpc.aio.StreamStreamCall) -> None:
     code = await call.code()
     if code != grpc.StatusCode.OK:
         raise grpc.aio.AioRpcError(code, await call.initial_metadata(), await call.trailing_metadata(), await call.details())
-    raise _StreamLost("the learner closed the stream")
+    raise StreamLost("the learner closed the stream")
 
 
-def _describe(exc: BaseException | None) -> str:
+def describe(exc: BaseException | None) -> str:
     if isinstance(exc, grpc.aio.AioRpcError):
         return f"{exc.code().name}: {exc.details()}"
     return repr(exc)
 
 
-async def run_actor(config: ActorConfig) -> int:
-    """Runs an actor until done or SIGINT/SIGTERM; returns the process exit code."""
-    actor = Actor(config)
-    log.info("actor_starting", learner=config.learner, env=config.env, envs=config.num_envs, streams=len(actor.groups))
+class Runnable(Protocol):
+    """An actor process's main object: SEED's ``Actor`` or IMPALA mode's."""
+
+    @property
+    def steps(self) -> int: ...
+
+    def run(self) -> Awaitable[None]: ...
+
+
+async def run_actor(config: ActorConfig, make: Callable[[ActorConfig], Runnable] = Actor) -> int:
+    """Runs an actor (``make``: SEED's by default) until done or SIGINT/SIGTERM; returns the process exit code."""
+    actor = make(config)
+    log.info("actor_starting", learner=config.learner, env=config.env, envs=config.num_envs, architecture=config.architecture)
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -232,7 +266,7 @@ async def run_actor(config: ActorConfig) -> int:
     return await exit_code(actor)
 
 
-async def exit_code(actor: Actor) -> int:
+async def exit_code(actor: Runnable) -> int:
     """Runs ``actor`` until done or cancelled: 0, or 2 when the learner refused it."""
     try:
         await actor.run()

@@ -60,6 +60,8 @@ class FleetConfig:
             raise ValueError(f"cpus_per_actor must be positive, got {self.cpus_per_actor}")
         if self.learner_gone_s < 0:
             raise ValueError(f"learner_gone_s must be >= 0, got {self.learner_gone_s}")
+        if self.actor.architecture != "seed":
+            raise ValueError("Ray fleets run SEED actors; start IMPALA-mode actors with aioseed actor --architecture impala")
 
     def actor_configs(self) -> list[ActorConfig]:
         actor = self.actor

@@ -35,10 +35,14 @@ class Hello(_message.Message):
     def __init__(self, spec: _Optional[_Union[EnvSpec, _Mapping]] = ..., num_envs: _Optional[int] = ..., run_ids: _Optional[_Iterable[int]] = ..., previous_slots: _Optional[_Iterable[int]] = ..., actor_name: _Optional[str] = ..., evaluation: _Optional[bool] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("slots",)
+    __slots__ = ("slots", "agent_config", "unroll_length")
     SLOTS_FIELD_NUMBER: _ClassVar[int]
+    AGENT_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    UNROLL_LENGTH_FIELD_NUMBER: _ClassVar[int]
     slots: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, slots: _Optional[_Iterable[int]] = ...) -> None: ...
+    agent_config: str
+    unroll_length: int
+    def __init__(self, slots: _Optional[_Iterable[int]] = ..., agent_config: _Optional[str] = ..., unroll_length: _Optional[int] = ...) -> None: ...
 
 class Steps(_message.Message):
     __slots__ = ("slots", "run_ids", "rewards", "flags", "observations")
@@ -54,13 +58,35 @@ class Steps(_message.Message):
     observations: bytes
     def __init__(self, slots: _Optional[bytes] = ..., run_ids: _Optional[bytes] = ..., rewards: _Optional[bytes] = ..., flags: _Optional[bytes] = ..., observations: _Optional[bytes] = ...) -> None: ...
 
+class Unrolls(_message.Message):
+    __slots__ = ("slots", "columns", "episode_returns", "episode_lengths")
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    EPISODE_RETURNS_FIELD_NUMBER: _ClassVar[int]
+    EPISODE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    slots: bytes
+    columns: _containers.RepeatedCompositeFieldContainer[Column]
+    episode_returns: bytes
+    episode_lengths: bytes
+    def __init__(self, slots: _Optional[bytes] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., episode_returns: _Optional[bytes] = ..., episode_lengths: _Optional[bytes] = ...) -> None: ...
+
+class Column(_message.Message):
+    __slots__ = ("name", "data")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    data: bytes
+    def __init__(self, name: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
+
 class ActorMessage(_message.Message):
-    __slots__ = ("hello", "steps")
+    __slots__ = ("hello", "steps", "unrolls")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
+    UNROLLS_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     steps: Steps
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., steps: _Optional[_Union[Steps, _Mapping]] = ...) -> None: ...
+    unrolls: Unrolls
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., steps: _Optional[_Union[Steps, _Mapping]] = ..., unrolls: _Optional[_Union[Unrolls, _Mapping]] = ...) -> None: ...
 
 class Actions(_message.Message):
     __slots__ = ("actions",)
@@ -68,10 +94,46 @@ class Actions(_message.Message):
     actions: bytes
     def __init__(self, actions: _Optional[bytes] = ...) -> None: ...
 
+class Accepted(_message.Message):
+    __slots__ = ("params_version",)
+    PARAMS_VERSION_FIELD_NUMBER: _ClassVar[int]
+    params_version: int
+    def __init__(self, params_version: _Optional[int] = ...) -> None: ...
+
 class LearnerMessage(_message.Message):
-    __slots__ = ("welcome", "actions")
+    __slots__ = ("welcome", "actions", "accepted")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     actions: Actions
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., actions: _Optional[_Union[Actions, _Mapping]] = ...) -> None: ...
+    accepted: Accepted
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., actions: _Optional[_Union[Actions, _Mapping]] = ..., accepted: _Optional[_Union[Accepted, _Mapping]] = ...) -> None: ...
+
+class ParamsRequest(_message.Message):
+    __slots__ = ("have_version",)
+    HAVE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    have_version: int
+    def __init__(self, have_version: _Optional[int] = ...) -> None: ...
+
+class TensorInfo(_message.Message):
+    __slots__ = ("name", "dtype", "shape")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    dtype: str
+    shape: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[str] = ..., shape: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ParamsChunk(_message.Message):
+    __slots__ = ("version", "manifest", "total_bytes", "data")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    MANIFEST_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    manifest: _containers.RepeatedCompositeFieldContainer[TensorInfo]
+    total_bytes: int
+    data: bytes
+    def __init__(self, version: _Optional[int] = ..., manifest: _Optional[_Iterable[_Union[TensorInfo, _Mapping]]] = ..., total_bytes: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...

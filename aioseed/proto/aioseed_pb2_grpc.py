@@ -39,6 +39,16 @@ class LearnerStub:
                 request_serializer=aioseed__pb2.ActorMessage.SerializeToString,
                 response_deserializer=aioseed__pb2.LearnerMessage.FromString,
                 _registered_method=True)
+        self.Learn = channel.stream_stream(
+                '/aioseed.v1.Learner/Learn',
+                request_serializer=aioseed__pb2.ActorMessage.SerializeToString,
+                response_deserializer=aioseed__pb2.LearnerMessage.FromString,
+                _registered_method=True)
+        self.GetParams = channel.unary_stream(
+                '/aioseed.v1.Learner/GetParams',
+                request_serializer=aioseed__pb2.ParamsRequest.SerializeToString,
+                response_deserializer=aioseed__pb2.ParamsChunk.FromString,
+                _registered_method=True)
 
 
 class LearnerServicer:
@@ -51,6 +61,20 @@ class LearnerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Learn(self, request_iterator, context):
+        """IMPALA mode: handshake, then one Accepted answer per Unrolls message.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetParams(self, request, context):
+        """IMPALA mode: the newest parameters, if newer than the actor's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LearnerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -58,6 +82,16 @@ def add_LearnerServicer_to_server(servicer, server):
                     servicer.Act,
                     request_deserializer=aioseed__pb2.ActorMessage.FromString,
                     response_serializer=aioseed__pb2.LearnerMessage.SerializeToString,
+            ),
+            'Learn': grpc.stream_stream_rpc_method_handler(
+                    servicer.Learn,
+                    request_deserializer=aioseed__pb2.ActorMessage.FromString,
+                    response_serializer=aioseed__pb2.LearnerMessage.SerializeToString,
+            ),
+            'GetParams': grpc.unary_stream_rpc_method_handler(
+                    servicer.GetParams,
+                    request_deserializer=aioseed__pb2.ParamsRequest.FromString,
+                    response_serializer=aioseed__pb2.ParamsChunk.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -87,6 +121,60 @@ class Learner:
             '/aioseed.v1.Learner/Act',
             aioseed__pb2.ActorMessage.SerializeToString,
             aioseed__pb2.LearnerMessage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Learn(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/aioseed.v1.Learner/Learn',
+            aioseed__pb2.ActorMessage.SerializeToString,
+            aioseed__pb2.LearnerMessage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetParams(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/aioseed.v1.Learner/GetParams',
+            aioseed__pb2.ParamsRequest.SerializeToString,
+            aioseed__pb2.ParamsChunk.FromString,
             options,
             channel_credentials,
             insecure,

@@ -56,6 +56,11 @@ class ServerConfig:
     """A disconnected actor's slots stay reserved this long for its reconnect."""
     max_message_bytes: int = 64 * 1024 * 1024
     """Largest gRPC message accepted or sent."""
+    params_chunk_bytes: int = 1024 * 1024
+    """IMPALA mode: parameter downloads are cut into messages of at most this many tensor bytes (and at
+    most half of max_message_bytes)."""
+    max_params_calls: int = 64
+    """IMPALA mode: parameter downloads served at once; more get RESOURCE_EXHAUSTED."""
     shutdown_grace_s: float = 1.0
     """Seconds in-flight streams get to finish when the learner stops."""
 
@@ -68,6 +73,8 @@ class ServerConfig:
             raise ValueError(f"max_streams must be >= 1, got {self.max_streams}")
         if min(self.max_envs, self.max_envs_per_stream, self.max_envs_per_actor) < 1:
             raise ValueError("max_envs, max_envs_per_stream and max_envs_per_actor must be >= 1")
+        if min(self.params_chunk_bytes, self.max_params_calls) < 1:
+            raise ValueError("params_chunk_bytes and max_params_calls must be >= 1")
         if self.hello_timeout_s <= 0:
             raise ValueError(f"hello_timeout_s must be positive, got {self.hello_timeout_s}")
         if not (self.max_abs_reward > 0 and self.max_abs_observation > 0):
@@ -132,6 +139,10 @@ class LearnerConfig:
     as many at once as devices are named. Inference reads the training variables themselves (no copy)."""
     seed: int | None = None
     """TensorFlow seed (None: random)."""
+    architecture: Literal["seed", "impala"] = "seed"
+    """seed: actors stream observations and this learner runs the policy for them (parameters never leave
+    it). impala: the baseline SEED improves on: actors (aioseed actor --architecture impala) pull the
+    parameters, run the policy on their own CPU and upload finished unrolls with their behaviour logits."""
 
     server: ServerConfig = ServerConfig()
     batcher: BatcherConfig = BatcherConfig()
@@ -166,6 +177,8 @@ class LearnerConfig:
     """Episodes averaged for the mean return (charts/return and stop.at_return)."""
 
     def __post_init__(self) -> None:
+        if self.architecture == "impala" and (self.agent != "impala" or self.learner_frame_stack != 1):
+            raise ValueError("architecture impala trains V-trace (agent impala) on the actors' observations (learner_frame_stack 1)")
         if self.learner_frame_stack < 1:
             raise ValueError(f"learner_frame_stack must be >= 1, got {self.learner_frame_stack}")
         if self.return_window < 1:

@@ -22,6 +22,7 @@ from aioseed.server.checkpoint import Checkpointer, CheckpointRefused
 from aioseed.server.config import LearnerConfig
 from aioseed.server.endpoint import GrpcEndpoint
 from aioseed.server.inference import InferenceLoop
+from aioseed.server.params import ParamsPublisher
 from aioseed.server.reporter import Reporter, Snapshot
 from aioseed.server.service import LearnerService, LocalStream
 from aioseed.server.source import Source
@@ -64,6 +65,8 @@ class Stages:
     checkpointer: Checkpointer | None = None
     write_summaries: Callable[[Snapshot, int], None] | None = None
     """TensorBoard: (snapshot, frames), called in the train thread."""
+    params: ParamsPublisher | None = None
+    """IMPALA mode: the parameters actors pull (published after every update)."""
 
 
 class Learner:
@@ -235,6 +238,9 @@ class Learner:
             if progress is not None:
                 self._trainer.version = progress.train_steps
                 self._stats.restore(progress.frames, progress.train_steps)
+        params = self._stages.params
+        if params is not None:  # IMPALA actors pull the restored (or initial) weights first
+            await self._trainer.run_between_steps(lambda: params.publish(self._trainer.version))
         self.port = await self._stages.endpoint.start()
         log.info("learner_listening", host=self.config.server.host, port=self.port, spec=self.spec.describe())
         if self.console is not None:

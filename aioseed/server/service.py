@@ -18,10 +18,20 @@ from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.inference import InferenceError, InferenceLoop
 from aioseed.server.protocol import ProtocolError, RowBounds, RowParser, SpecMismatch, check_hello, decoded, shorten
 from aioseed.server.slots import SlotsExhausted, SlotTable
+from aioseed.server.uploads import Uploads
 from aioseed.spec import EnvSpec
 from aioseed.types import Rows
 
 log = structlog.get_logger()
+
+IMPALA_LEARNER = (
+    "this learner runs in IMPALA mode (--architecture impala): its actors run the policy themselves; "
+    "start them with aioseed actor --architecture impala"
+)
+SEED_LEARNER = (
+    "this learner runs in SEED mode: parameters never leave it and it runs the policy for its actors; "
+    "start actors without --architecture impala, or the learner with --architecture impala"
+)
 
 
 @dataclasses.dataclass
@@ -65,6 +75,8 @@ class StreamLimits:
     hello_timeout_s: float = 10.0
     """A stream that sends no hello within this is closed (DEADLINE_EXCEEDED); until then it counts
     against ``streams``."""
+    params_calls: int = 64
+    """IMPALA mode: parameter downloads served at once."""
 
 
 class LearnerService(pb_grpc.LearnerServicer):
@@ -77,8 +89,13 @@ class LearnerService(pb_grpc.LearnerServicer):
         on_connected_rows: Callable[[int], None],
         on_latency: Callable[[float], None] = lambda seconds: None,
         bounds: RowBounds = RowBounds(),
+        uploads: Uploads | None = None,
     ) -> None:
+        """``uploads``: IMPALA mode (actors run the policy and upload unrolls; ``Act`` is refused), else
+        SEED mode (``Learn`` and ``GetParams`` are refused)."""
         self._spec = spec
+        self._uploads = uploads
+        self._params_calls = 0
         self._slots = slots
         self._inference = inference
         self._limits = limits
@@ -136,47 +153,14 @@ class LearnerService(pb_grpc.LearnerServicer):
         self, request_iterator: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.LearnerMessage]:
         """Every refusal carries a precise status and a detail of at most a few hundred bytes."""
+        if self._uploads is not None:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, IMPALA_LEARNER)
         messages = decoded(request_iterator)
-        limits = self._limits
-        if len(self.streams) + self.handshaking >= limits.streams:
-            await abort(
-                context, grpc.StatusCode.RESOURCE_EXHAUSTED, f"the learner already serves its maximum of {limits.streams} streams"
-            )
-        self.handshaking += 1
-        try:
-            async with asyncio.timeout(limits.hello_timeout_s):
-                first = await anext(messages)
-        except StopAsyncIteration:
+        handshake = await self._handshake(messages, context)
+        if handshake is None:
             return
-        except TimeoutError:
-            await abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, f"no hello within {limits.hello_timeout_s:g} s")
-        except ProtocolError as exc:
-            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        finally:
-            self.handshaking -= 1
-        if first.WhichOneof("payload") != "hello":
-            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello")
-        hello, peer = first.hello, context.peer()
-        try:
-            check_hello(hello, self._spec, limits.envs_per_stream, limits.slots)
-        except SpecMismatch as exc:
-            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        except ProtocolError as exc:
-            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        held = self._envs_by_peer[peer]
-        if held + hello.num_envs > limits.envs_per_actor:
-            await abort(
-                context,
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"actor {peer} holds {held} envs and asks for {hello.num_envs} more; "
-                f"the maximum per actor is {limits.envs_per_actor}",
-            )
-        try:
-            slots = self._slots.acquire(list(hello.run_ids), list(hello.previous_slots))
-        except SlotsExhausted as exc:
-            await abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
-
-        stream_id, info = self._attach(peer, hello.actor_name, slots, hello.evaluation)
+        hello, slots = handshake
+        stream_id, info = self._attach(context.peer(), hello.actor_name, slots, hello.evaluation)
         parser = RowParser(self._spec, slots, hello.evaluation, self._bounds)
         try:
             yield pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist()))
@@ -192,6 +176,104 @@ class LearnerService(pb_grpc.LearnerServicer):
                 await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
         finally:
             self._detach(stream_id)
+
+    async def Learn(
+        self, request_iterator: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.LearnerMessage]:
+        """IMPALA mode: the handshake of ``Act``, then one Accepted answer per Unrolls message, sent once
+        its unrolls are queued (a full queue holds the answer back, and so the actor)."""
+        uploads = self._uploads
+        if uploads is None:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
+        messages = decoded(request_iterator)
+        handshake = await self._handshake(messages, context, evaluation=False)
+        if handshake is None:
+            return
+        hello, slots = handshake
+        stream_id, info = self._attach(context.peer(), hello.actor_name, slots, False)
+        parser = uploads.parser(slots)
+        try:
+            yield pb.LearnerMessage(welcome=uploads.welcome(slots))
+            try:
+                async for message in messages:
+                    upload = parser.parse(message, uploads.version)
+                    await uploads.receive(upload)
+                    info.last_seen = time.time()
+                    info.steps += upload.env_steps
+                    yield pb.LearnerMessage(accepted=pb.Accepted(params_version=uploads.version))
+            except ProtocolError as exc:
+                await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
+        finally:
+            self._detach(stream_id)
+
+    async def GetParams(self, request: pb.ParamsRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[pb.ParamsChunk]:
+        """IMPALA mode: the newest parameters, or only their version when the actor holds them."""
+        uploads = self._uploads
+        if uploads is None:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
+        if request.have_version < -1:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"have_version must be >= -1, got {request.have_version}")
+        if self._params_calls >= self._limits.params_calls:
+            await abort(
+                context,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"the learner already serves its maximum of {self._limits.params_calls} parameter downloads at once",
+            )
+        self._params_calls += 1
+        try:
+            for chunk in uploads.params.chunks(request.have_version):
+                yield chunk
+        except LookupError as exc:
+            await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
+        finally:
+            self._params_calls -= 1
+
+    async def _handshake(
+        self, messages: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext, evaluation: bool = True
+    ) -> tuple[pb.Hello, np.ndarray] | None:
+        """The stream's hello, checked against the spec and the limits, and the env slots it was granted
+        (None if the stream ended first); aborts the call otherwise. ``evaluation``: whether evaluation envs are served."""
+        limits = self._limits
+        if len(self.streams) + self.handshaking >= limits.streams:
+            await abort(
+                context, grpc.StatusCode.RESOURCE_EXHAUSTED, f"the learner already serves its maximum of {limits.streams} streams"
+            )
+        self.handshaking += 1
+        try:
+            async with asyncio.timeout(limits.hello_timeout_s):
+                first = await anext(messages)
+        except StopAsyncIteration:  # the actor went away before its hello
+            return None
+        except TimeoutError:
+            await abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, f"no hello within {limits.hello_timeout_s:g} s")
+        except ProtocolError as exc:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        finally:
+            self.handshaking -= 1
+        if first.WhichOneof("payload") != "hello":
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello")
+        hello, peer = first.hello, context.peer()
+        try:
+            check_hello(hello, self._spec, limits.envs_per_stream, limits.slots)
+        except SpecMismatch as exc:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except ProtocolError as exc:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if hello.evaluation and not evaluation:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "IMPALA-mode actors cannot run evaluation envs; use aioseed eval")
+        held = self._envs_by_peer[peer]
+        if held + hello.num_envs > limits.envs_per_actor:
+            await abort(
+                context,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"actor {peer} holds {held} envs and asks for {hello.num_envs} more; "
+                f"the maximum per actor is {limits.envs_per_actor}",
+            )
+        try:
+            slots = self._slots.acquire(list(hello.run_ids), list(hello.previous_slots))
+        except SlotsExhausted as exc:
+            await abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        return hello, slots
 
     async def _answer(self, info: StreamInfo, rows: Rows) -> np.ndarray:
         """One message's rows -> their actions, through the batcher; raises InferenceError when the policy

@@ -59,6 +59,10 @@ class Stats:
         self._fill_ms.append(fill_s * 1e3)
         self._inference_ms.append(inference_s * 1e3)
 
+    def record_frames(self, frames: int) -> None:
+        """Frames that arrived without an inference batch (IMPALA mode's uploads)."""
+        self.frames += frames
+
     def record_latency(self, seconds: float) -> None:
         """Action latency of one message: rows submitted -> actions ready."""
         self._latency_ms.append(seconds * 1e3)

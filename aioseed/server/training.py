@@ -53,15 +53,19 @@ class Trainer:
         source: Source,
         on_step: Callable[[dict[str, float], float], None],
         frames: Callable[[], int] = lambda: 0,
+        on_version: Callable[[int], None] | None = None,
     ) -> None:
         """Batches come from ``source`` (V-trace's unroll queue, R2D2's replay), which hears back after
-        each train step. ``frames`` reads the learner's frame count, which moves the learning-rate schedule."""
+        each train step. ``frames`` reads the learner's frame count, which moves the learning-rate schedule.
+        ``on_version`` hears each new version in the train thread, right after its update (IMPALA mode
+        publishes the parameters there)."""
         self._config = config
         self._agent = agent
         self._source = source
         self._batches: asyncio.Queue[TrainBatch] = asyncio.Queue(config.prefetch_batches)
         self._on_step = on_step
         self._frames = frames
+        self._on_version = on_version
         self._running = asyncio.Event()
         self._running.set()
         self.version = 0
@@ -117,4 +121,6 @@ class Trainer:
         if skipped:
             self.skipped_nonfinite += skipped
             log.warning("update_skipped_nonfinite", skipped=skipped, total=self.skipped_nonfinite, version=self.version)
+        if self._on_version is not None:
+            self._on_version(self.version)
         return metrics, lag

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import numpy as np
 
-from aioseed.server.batcher import Batcher, BatcherConfig
+from aioseed.server.acting import Acting
 from aioseed.server.core_states import CoreStates
 from aioseed.server.env_table import EnvTable
 from aioseed.types import FINAL, TERMINATED, TRUNCATED, Rows, step_columns
-from aioseed.server.inference import InferenceLoop
 from aioseed.server.unroll_store import UnrollStore
 
 T = 4
@@ -24,16 +21,13 @@ class CountingPolicy:
         return {"action": state["count"][:, 0].astype(np.int32)}, {"count": state["count"] + 1}
 
 
-def make_loop(policy: CountingPolicy | None = None) -> InferenceLoop:
+def make_acting(policy: CountingPolicy | None = None) -> Acting:
     columns = {**step_columns((), np.float32), "action": ((), np.int32), **COLUMNS}
     store = UnrollStore(T, columns, overlap=1, first_step_only=COLUMNS.keys())
-    return InferenceLoop(
-        Batcher(BatcherConfig()), policy or CountingPolicy(), EnvTable(), store, asyncio.Queue(), lambda: 0, print,
-        2**31 - 1, None, CoreStates(COLUMNS),
-    )
+    return Acting(policy or CountingPolicy(), EnvTable(), store, lambda: 0, 2**31 - 1, None, CoreStates(COLUMNS))
 
 
-def step(loop: InferenceLoop, slots: list[int], runs: list[int], flags: list[int]):
+def step(acting: Acting, slots: list[int], runs: list[int], flags: list[int]):
     inputs = Rows(
         slot=np.array(slots, np.int32),
         run_id=np.array(runs, np.uint64),
@@ -42,27 +36,27 @@ def step(loop: InferenceLoop, slots: list[int], runs: list[int], flags: list[int
         observation=np.zeros(len(slots), np.float32),
         evaluation=np.zeros(len(slots), bool),
     )
-    return loop.step(inputs)
+    return acting.step(inputs)
 
 
 def test_state_follows_each_slot_and_restarts_with_episodes_and_runs() -> None:
-    loop = make_loop()
-    actions = [step(loop, [0, 5], [1, 2], [0, 0]).actions.tolist() for _ in range(3)]
+    acting = make_acting()
+    actions = [step(acting, [0, 5], [1, 2], [0, 0]).actions.tolist() for _ in range(3)]
     assert actions == [[0, 0], [1, 1], [2, 2]]
     # Slot 0's episode ends: FINAL row (same episode, its state carries on), then the reset row restarts.
-    assert step(loop, [0, 5], [1, 2], [TRUNCATED | FINAL, 0]).actions.tolist() == [3, 3]
-    assert step(loop, [5, 0], [2, 1], [0, 0]).actions.tolist() == [4, 0]
+    assert step(acting, [0, 5], [1, 2], [TRUNCATED | FINAL, 0]).actions.tolist() == [3, 3]
+    assert step(acting, [5, 0], [2, 1], [0, 0]).actions.tolist() == [4, 0]
     # SEED's convention: a TERMINATED row already carries the new episode's first observation.
-    assert step(loop, [5], [2], [TERMINATED]).actions.tolist() == [0]
+    assert step(acting, [5], [2], [TERMINATED]).actions.tolist() == [0]
     # A new run_id (the actor restarted) restarts the state too.
-    assert step(loop, [0, 5], [9, 2], [0, 0]).actions.tolist() == [0, 1]
+    assert step(acting, [0, 5], [9, 2], [0, 0]).actions.tolist() == [0, 1]
 
 
 def test_unrolls_carry_the_state_at_their_first_step() -> None:
-    loop = make_loop()
+    acting = make_acting()
     unrolls = []
     for _ in range(3 * T + 1):
-        result = step(loop, [3], [7], [0])
+        result = step(acting, [3], [7], [0])
         if result.unrolls is not None:
             unrolls.append(result.unrolls)
     assert [u["count"].tolist() for u in unrolls] == [[[0.0]], [[T]], [[2.0 * T]]]
@@ -78,7 +72,7 @@ def test_evaluation_rows_reach_the_policy_and_are_never_stored() -> None:
             seen.append(evaluation.copy())
             return super().infer(observations, state, slots)
 
-    loop = make_loop(Recording())
+    acting = make_acting(Recording())
     unrolls = []
     for t in range(3 * T):
         flags = [TERMINATED, TERMINATED] if t == 2 * T else [0, 0]
@@ -90,7 +84,7 @@ def test_evaluation_rows_reach_the_policy_and_are_never_stored() -> None:
             observation=np.zeros(2, np.float32),
             evaluation=np.array([False, True]),
         )
-        result = loop.step(inputs)
+        result = acting.step(inputs)
         assert result.boundaries.env_steps == 1  # frames count the training env only
         if result.unrolls is not None:
             unrolls.append(result.unrolls)

@@ -8,6 +8,7 @@ import threading
 
 import numpy as np
 
+from aioseed.server.acting import Acting
 from aioseed.server.batcher import Batcher, BatcherConfig
 from aioseed.server.core_states import CoreStates
 from aioseed.server.env_table import EnvTable
@@ -47,10 +48,8 @@ async def test_two_lanes_run_two_batches_at_once_and_keep_each_envs_state() -> N
     store = UnrollStore(4, columns, overlap=1, first_step_only=COLUMNS.keys())
     batcher = Batcher(BatcherConfig(max_batch_size=2, deadline_ms=50.0))
     answered: list[int] = []
-    loop = InferenceLoop(
-        batcher, MeetingPolicy(lanes=2), EnvTable(), store, asyncio.Queue(), lambda: 0,
-        lambda batch, result: answered.append(batch.size), 2**31 - 1, None, CoreStates(COLUMNS), lanes=2,
-    )
+    acting = Acting(MeetingPolicy(lanes=2), EnvTable(), store, lambda: 0, 2**31 - 1, None, CoreStates(COLUMNS))
+    loop = InferenceLoop(batcher, acting, asyncio.Queue(), lambda batch, result: answered.append(batch.size), lanes=2)
     runner = asyncio.create_task(loop.run())
     try:
         for step in range(3):

@@ -6,7 +6,7 @@ import numpy as np
 
 from aioseed.server.env_table import EnvTable
 from aioseed.types import FINAL, TERMINATED, TRUNCATED, Rows, step_columns
-from aioseed.server.inference import append, observe
+from aioseed.server.acting import append, observe
 from aioseed.server.unroll_store import UnrollStore
 
 T = 3

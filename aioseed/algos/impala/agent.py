@@ -18,31 +18,11 @@ from aioseed.algos.impala.loss import (
     normalize,
     targets,
 )
-from aioseed.algos.rewards import clip_rewards
-from aioseed.algos.networks import PolicyValue, build_policy_value
+from aioseed.algos.impala.policy import PREVIOUS_ACTION, ImpalaPolicy, step_extras
 from aioseed.algos.optimizer import LearningRateControl, make_optimizer, minimize
-from aioseed.algos.recurrent import RecurrentPolicyValue
 from aioseed.algos.replicas import Replicas, replica_sum
+from aioseed.algos.rewards import clip_rewards
 from aioseed.spec import EnvSpec
-
-PREVIOUS_ACTION = "prev_action"
-"""State column of the previous action (one-hot; zero at an episode's start) with ``previous_action_reward``."""
-
-
-def build_network(spec: EnvSpec, config: ImpalaConfig) -> PolicyValue | RecurrentPolicyValue:
-    base = build_policy_value(
-        spec,
-        config.network,
-        config.hidden_sizes,
-        shared_torso=config.shared_torso or config.lstm_size > 0 or config.previous_action_reward,
-        activation=config.activation,
-    )
-    return RecurrentPolicyValue(base, config.lstm_size) if config.lstm_size else base
-
-
-def step_extras(previous_action: tf.Tensor, reward: tf.Tensor) -> tf.Tensor:
-    """<float32>[..., A] one-hot previous action and <float32>[...] reward -> <float32>[..., A + 1]."""
-    return tf.concat([previous_action, tf.cast(reward, tf.float32)[..., None]], -1)
 
 
 def unroll_extras(
@@ -63,62 +43,11 @@ def unroll_extras(
     return step_extras(previous, rewards * keep)
 
 
-class PolicyModule(tf.Module):
-    """The exported policy: ``act(observations, *state[, reward]) -> {action, logits, value, **next_state}``.
-
-    Feedforward networks have no state. With an LSTM core the state is ``core_h, core_c``;
-    with ``previous_action_reward`` it also holds ``prev_action`` (one-hot), and ``reward``
-    is the reward that led to the observation (unclipped; the policy clips it as in training). All are zero at an episode's start. Loadable
-    without aioseed.
-    """
-
-    def __init__(self, network: PolicyValue | RecurrentPolicyValue, spec: EnvSpec, config: ImpalaConfig) -> None:
-        super().__init__(name="aioseed_policy")
-        self.network = network
-        self.observation_shape = tf.constant(spec.observation_shape, tf.int64)
-        self.num_actions = tf.constant(spec.num_actions, tf.int64)
-        self._num_actions = spec.num_actions
-        self._reward_clipping = (config.reward_clipping, config.reward_clip)
-        shapes = dict(network.state_shapes())
-        self.extras = config.previous_action_reward
-        if self.extras:
-            shapes[PREVIOUS_ACTION] = (spec.num_actions,)
-        self.state_names = tuple(shapes)
-        signature = [
-            tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype), name="observations"),
-            *(tf.TensorSpec([None, *shape], tf.float32, name=name) for name, shape in shapes.items()),
-            *([tf.TensorSpec([None], tf.float32, name="reward")] if self.extras else []),
-        ]
-        self.act = tf.function(self._act, input_signature=signature, jit_compile=config.jit_compile)
-        self.greedy = tf.function(self._greedy, input_signature=signature, jit_compile=config.jit_compile)
-
-    def _forward(self, observations: tf.Tensor, inputs: tuple[tf.Tensor, ...]) -> dict[str, tf.Tensor]:
-        state = dict(zip(self.state_names, inputs))
-        extras = None
-        if self.extras:
-            extras = step_extras(state.pop(PREVIOUS_ACTION), clip_rewards(inputs[-1], *self._reward_clipping))
-        logits, value, next_state = self.network.step(observations, state, extras)
-        return {"logits": logits, "value": value, **next_state}
-
-    def _with_action(self, out: dict[str, tf.Tensor], action: tf.Tensor) -> dict[str, tf.Tensor]:
-        if self.extras:
-            out[PREVIOUS_ACTION] = tf.one_hot(action, self._num_actions, dtype=tf.float32)
-        return {"action": action, **out}
-
-    def _act(self, observations: tf.Tensor, *inputs: tf.Tensor) -> dict[str, tf.Tensor]:
-        out = self._forward(observations, inputs)
-        return self._with_action(out, tf.random.categorical(out["logits"], 1, dtype=tf.int32)[:, 0])
-
-    def _greedy(self, observations: tf.Tensor, *inputs: tf.Tensor) -> dict[str, tf.Tensor]:
-        out = self._forward(observations, inputs)
-        return self._with_action(out, tf.argmax(out["logits"], -1, output_type=tf.int32))
-
-
 COLUMNS = ("observation", "action", "logits", "reward", "done", "phantom")
 """The unroll columns a train step reads (time-major ``[T + 1, B, ...]``), besides the state columns."""
 
 
-class ImpalaAgent(LearningRateControl):
+class ImpalaAgent(ImpalaPolicy, LearningRateControl):
     """V-trace actor-critic, feedforward or with an LSTM core. Implements ``aioseed.algos.agent.Agent``.
 
     One pass (the default) is IMPALA: one update per batch, the loss and its V-trace
@@ -128,25 +57,18 @@ class ImpalaAgent(LearningRateControl):
     Each update is data-parallel over ``replicas``' training devices (``aioseed.algos.replicas``).
     """
 
-    burn_in = 0
-    """Unroll steps that only warm up recurrent state (none: V-trace learns from every step)."""
     uses_replay = False
     """Trains once on each unroll, in arrival order, from the bounded queue."""
 
     def __init__(
         self, spec: EnvSpec, config: ImpalaConfig, replicas: Replicas | None = None, seed: int | None = None
     ) -> None:
-        self.spec = spec
-        self.config = config
         self.replicas = replicas or Replicas()
         if config.jit_compile and self.replicas.count > 1:
             raise ValueError("impala.jit_compile trains on one device only; drop it or name one training device")
         self._rng = np.random.default_rng(seed)
         with self.replicas.scope():
-            self.network = build_network(spec, config)
-            extras = np.zeros((1, spec.num_actions + 1), np.float32) if config.previous_action_reward else None
-            core = {name: np.zeros((1, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
-            self.network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), core, extras)
+            ImpalaPolicy.__init__(self, spec, config, self.replicas.inference_device)
             self.optimizer = make_optimizer(
                 config.optimizer,
                 config.learning_rate,
@@ -159,44 +81,14 @@ class ImpalaAgent(LearningRateControl):
                 momentum=config.rmsprop_momentum,
             )
             self.init_learning_rate(config.learning_rate, config.lr_schedule, config.lr_frames, config.lr_final_fraction)
-        self.policy = PolicyModule(self.network, spec, config)
         self._state_axes = {name: 0 for name in self.policy.state_names}
         compile_options = {"jit_compile": config.jit_compile, "reduce_retracing": True}
         self._train = tf.function(self.update, **compile_options)
         self._targets = tf.function(self._compute_targets, **compile_options)
         self._update = tf.function(self._update_step, **compile_options)
 
-    def output_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
-        return {"action": ((), np.int32), "logits": ((self.spec.num_actions,), np.float32)}
-
-    def state_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
-        columns = {name: (shape, np.float32) for name, shape in self.network.state_shapes().items()}
-        if self.config.previous_action_reward:
-            columns[PREVIOUS_ACTION] = ((self.spec.num_actions,), np.float32)
-        return columns
-
-    def _policy_inputs(self, state: Mapping[str, np.ndarray], rewards: np.ndarray | None, rows: int) -> list:
-        inputs = [state[name] for name in self.policy.state_names]
-        if self.config.previous_action_reward:
-            inputs.append(np.zeros(rows, np.float32) if rewards is None else np.asarray(rewards, np.float32))
-        return inputs
-
     def _clip(self, rewards: np.ndarray | tf.Tensor) -> tf.Tensor:
         return clip_rewards(tf.cast(rewards, tf.float32), self.config.reward_clipping, self.config.reward_clip)
-
-    def infer(
-        self,
-        observations: np.ndarray,
-        state: Mapping[str, np.ndarray],
-        slots: np.ndarray | None = None,
-        evaluation: np.ndarray | None = None,
-        rewards: np.ndarray | None = None,
-    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """``rewards``: <float32>[B] the reward that led to each row, zero where an episode starts."""
-        with tf.device(self.replicas.inference_device()):
-            out = self.policy.act(observations, *self._policy_inputs(state, rewards, len(observations)))
-        outputs = {"action": out["action"].numpy(), "logits": out["logits"].numpy()}
-        return outputs, {name: out[name].numpy() for name in self.policy.state_names}
 
     def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
         """One pass: one update. Sample reuse: ``epochs`` x ``minibatches`` updates (metrics averaged;

@@ -101,6 +101,13 @@ class ImpalaConfig:
         """Targets are computed once per batch, then updated on in epochs and minibatches (PPO-style)."""
         return self.epochs > 1 or self.minibatches > 1 or self.ppo_clip is not None
 
+    @classmethod
+    def from_dict(cls, fields: dict) -> ImpalaConfig:
+        """From ``dataclasses.asdict`` output read back from JSON (lists become tuples); unknown keys, e.g.
+        of an older or newer aioseed, are ignored."""
+        known = {field.name for field in dataclasses.fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items() if k in known})
+
     def __post_init__(self) -> None:
         if self.learning_rate <= 0:
             raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")

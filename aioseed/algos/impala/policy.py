@@ -1,0 +1,149 @@
+"""The V-trace policy: the network and batched inference, on the learner or in an IMPALA actor."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.algos.networks import PolicyValue, build_policy_value
+from aioseed.algos.recurrent import RecurrentPolicyValue
+from aioseed.algos.rewards import clip_rewards
+from aioseed.spec import EnvSpec
+
+PREVIOUS_ACTION = "prev_action"
+"""State column of the previous action (one-hot; zero at an episode's start) with ``previous_action_reward``."""
+
+
+def build_network(spec: EnvSpec, config: ImpalaConfig) -> PolicyValue | RecurrentPolicyValue:
+    base = build_policy_value(
+        spec,
+        config.network,
+        config.hidden_sizes,
+        shared_torso=config.shared_torso or config.lstm_size > 0 or config.previous_action_reward,
+        activation=config.activation,
+    )
+    return RecurrentPolicyValue(base, config.lstm_size) if config.lstm_size else base
+
+
+def step_extras(previous_action: tf.Tensor, reward: tf.Tensor) -> tf.Tensor:
+    """<float32>[..., A] one-hot previous action and <float32>[...] reward -> <float32>[..., A + 1]."""
+    return tf.concat([previous_action, tf.cast(reward, tf.float32)[..., None]], -1)
+
+
+class PolicyModule(tf.Module):
+    """The exported policy: ``act(observations, *state[, reward]) -> {action, logits, value, **next_state}``.
+
+    Feedforward networks have no state. With an LSTM core the state is ``core_h, core_c``;
+    with ``previous_action_reward`` it also holds ``prev_action`` (one-hot), and ``reward``
+    is the reward that led to the observation (unclipped; the policy clips it as in training). All are zero at an episode's start. Loadable
+    without aioseed.
+    """
+
+    def __init__(self, network: PolicyValue | RecurrentPolicyValue, spec: EnvSpec, config: ImpalaConfig) -> None:
+        super().__init__(name="aioseed_policy")
+        self.network = network
+        self.observation_shape = tf.constant(spec.observation_shape, tf.int64)
+        self.num_actions = tf.constant(spec.num_actions, tf.int64)
+        self._num_actions = spec.num_actions
+        self._reward_clipping = (config.reward_clipping, config.reward_clip)
+        shapes = dict(network.state_shapes())
+        self.extras = config.previous_action_reward
+        if self.extras:
+            shapes[PREVIOUS_ACTION] = (spec.num_actions,)
+        self.state_names = tuple(shapes)
+        signature = [
+            tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype), name="observations"),
+            *(tf.TensorSpec([None, *shape], tf.float32, name=name) for name, shape in shapes.items()),
+            *([tf.TensorSpec([None], tf.float32, name="reward")] if self.extras else []),
+        ]
+        self.act = tf.function(self._act, input_signature=signature, jit_compile=config.jit_compile)
+        self.greedy = tf.function(self._greedy, input_signature=signature, jit_compile=config.jit_compile)
+
+    def _forward(self, observations: tf.Tensor, inputs: tuple[tf.Tensor, ...]) -> dict[str, tf.Tensor]:
+        state = dict(zip(self.state_names, inputs))
+        extras = None
+        if self.extras:
+            extras = step_extras(state.pop(PREVIOUS_ACTION), clip_rewards(inputs[-1], *self._reward_clipping))
+        logits, value, next_state = self.network.step(observations, state, extras)
+        return {"logits": logits, "value": value, **next_state}
+
+    def _with_action(self, out: dict[str, tf.Tensor], action: tf.Tensor) -> dict[str, tf.Tensor]:
+        if self.extras:
+            out[PREVIOUS_ACTION] = tf.one_hot(action, self._num_actions, dtype=tf.float32)
+        return {"action": action, **out}
+
+    def _act(self, observations: tf.Tensor, *inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+        out = self._forward(observations, inputs)
+        return self._with_action(out, tf.random.categorical(out["logits"], 1, dtype=tf.int32)[:, 0])
+
+    def _greedy(self, observations: tf.Tensor, *inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+        out = self._forward(observations, inputs)
+        return self._with_action(out, tf.argmax(out["logits"], -1, output_type=tf.int32))
+
+
+
+class ImpalaPolicy:
+    """The network and ``infer``; ``ImpalaAgent`` adds training, and an IMPALA-mode actor runs one on its
+    CPU with weights it loads from the learner (``load_policy_variables``)."""
+
+    burn_in = 0
+    """Unroll steps that only warm up recurrent state (none: V-trace learns from every step)."""
+
+    def __init__(self, spec: EnvSpec, config: ImpalaConfig, inference_device: Callable[[], str] = lambda: "/CPU:0") -> None:
+        """Builds the network's variables (in the caller's distribution scope, if any)."""
+        self.spec = spec
+        self.config = config
+        self._inference_device = inference_device
+        self.network = build_network(spec, config)
+        extras = np.zeros((1, spec.num_actions + 1), np.float32) if config.previous_action_reward else None
+        core = {name: np.zeros((1, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
+        self.network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), core, extras)
+        self.policy = PolicyModule(self.network, spec, config)
+
+    def output_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
+        return {"action": ((), np.int32), "logits": ((self.spec.num_actions,), np.float32)}
+
+    def state_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
+        columns = {name: (shape, np.float32) for name, shape in self.network.state_shapes().items()}
+        if self.config.previous_action_reward:
+            columns[PREVIOUS_ACTION] = ((self.spec.num_actions,), np.float32)
+        return columns
+
+    def infer(
+        self,
+        observations: np.ndarray,
+        state: Mapping[str, np.ndarray],
+        slots: np.ndarray | None = None,
+        evaluation: np.ndarray | None = None,
+        rewards: np.ndarray | None = None,
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """``rewards``: <float32>[B] the reward that led to each row, zero where an episode starts."""
+        inputs = [state[name] for name in self.policy.state_names]
+        if self.config.previous_action_reward:
+            inputs.append(np.zeros(len(observations), np.float32) if rewards is None else np.asarray(rewards, np.float32))
+        with tf.device(self._inference_device()):
+            out = self.policy.act(observations, *inputs)
+        outputs = {"action": out["action"].numpy(), "logits": out["logits"].numpy()}
+        return outputs, {name: out[name].numpy() for name in self.policy.state_names}
+
+    def policy_variables(self) -> list[tf.Variable]:
+        """The network's variables, in the same order in every process that builds this network."""
+        return list(self.network.variables)
+
+    def variable_specs(self) -> list[tuple[tuple[int, ...], str]]:
+        """(shape, NumPy dtype name) of each of ``policy_variables``."""
+        return [(tuple(v.shape), np.dtype(getattr(v.dtype, "as_numpy_dtype", v.dtype)).name) for v in self.policy_variables()]
+
+    def load_policy_variables(self, arrays: Sequence[np.ndarray]) -> None:
+        """Sets the weights (an IMPALA actor, between steps); the shapes must be the network's."""
+        variables = self.policy_variables()
+        if len(arrays) != len(variables):
+            raise ValueError(f"got {len(arrays)} tensors for a network of {len(variables)} variables")
+        for variable, array in zip(variables, arrays):
+            if tuple(array.shape) != tuple(variable.shape):
+                raise ValueError(f"tensor of shape {array.shape} for variable {variable.name} of shape {tuple(variable.shape)}")
+            variable.assign(array)

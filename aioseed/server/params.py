@@ -1,0 +1,73 @@
+"""IMPALA mode's parameters: a versioned snapshot of the weights, served in bounded chunks.
+
+A SEED learner never sends its parameters anywhere. An IMPALA actor runs the policy itself, so it
+pulls them (``GetParams``) whenever the learner's version moved on, at most once per unroll.
+``publish`` runs in the train thread between steps, so a snapshot never mixes two updates; every
+call then serves the same immutable bytes, however many actors ask.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from aioseed.proto import aioseed_pb2 as pb
+
+
+@dataclasses.dataclass(frozen=True)
+class Published:
+    version: int
+    manifest: tuple[pb.TensorInfo, ...]
+    blob: bytes
+    """Each tensor's little-endian bytes in manifest order."""
+
+
+class ParamsPublisher:
+    """Verbs: ``publish`` the weights as a version (train thread), ``chunks`` of the newest for an actor."""
+
+    def __init__(self, variables: Callable[[], Sequence[Any]], chunk_bytes: int) -> None:
+        """``variables``: the network's variables (anything with ``.numpy()`` and ``.name``), in the order
+        the actors' networks list theirs."""
+        if chunk_bytes < 1:
+            raise ValueError(f"chunk_bytes must be >= 1, got {chunk_bytes}")
+        self._variables = variables
+        self._chunk_bytes = chunk_bytes
+        self._latest: Published | None = None
+
+    @property
+    def version(self) -> int:
+        """The newest published version (-1 before the first)."""
+        return -1 if self._latest is None else self._latest.version
+
+    @property
+    def nbytes(self) -> int:
+        """Size of one version on the wire (tensor bytes)."""
+        return 0 if self._latest is None else len(self._latest.blob)
+
+    def publish(self, version: int) -> None:
+        """Snapshots the weights as ``version``; call it where no update runs (the train thread)."""
+        arrays = [np.asarray(variable.numpy()) for variable in self._variables()]
+        arrays = [a.astype(a.dtype.newbyteorder("<"), copy=False) for a in arrays]
+        manifest = tuple(
+            pb.TensorInfo(name=variable.name, dtype=a.dtype.name, shape=a.shape)
+            for variable, a in zip(self._variables(), arrays, strict=True)
+        )
+        self._latest = Published(version, manifest, b"".join(np.ascontiguousarray(a).tobytes() for a in arrays))
+
+    def chunks(self, have_version: int) -> Iterator[pb.ParamsChunk]:
+        """The newest version: a header (version, manifest, size), then its bytes in chunks of at most
+        ``chunk_bytes``; the header alone when the asker holds that version already. Raises LookupError before the first ``publish``."""
+        latest = self._latest
+        if latest is None:
+            raise LookupError("no parameters published yet")
+        if have_version == latest.version:
+            yield pb.ParamsChunk(version=latest.version)
+            return
+        blob, size = latest.blob, self._chunk_bytes
+        yield pb.ParamsChunk(version=latest.version, manifest=latest.manifest, total_bytes=len(blob))
+        view = memoryview(blob)
+        for start in range(0, len(blob), size):
+            yield pb.ParamsChunk(version=latest.version, data=bytes(view[start : start + size]))
