@@ -46,36 +46,39 @@ def steps(
 
 
 class Stream:
-    """One bidirectional stream: handshake, then ``step`` round trips."""
+    """One bidirectional stream (``rpc``: Act, or IMPALA mode's Learn): handshake, then ``step`` round trips."""
 
-    def __init__(self, channel: grpc.aio.Channel, metadata: tuple = ()) -> None:
-        self.call = pb_grpc.LearnerStub(channel).Act(metadata=metadata)
+    def __init__(self, channel: grpc.aio.Channel, metadata: tuple = (), rpc: str = "Act") -> None:
+        self.call = getattr(pb_grpc.LearnerStub(channel), rpc)(metadata=metadata)
         self.slots = np.zeros(0, np.int32)
 
     async def handshake(self, message: pb.ActorMessage) -> np.ndarray:
-        await self.call.write(message)
-        reply = await self.call.read()
-        if reply is grpc.aio.EOF:
-            await self.raise_status()
-        self.slots = np.array(reply.welcome.slots, np.int32)
+        self.welcome = (await self.send(message)).welcome
+        self.slots = np.array(self.welcome.slots, np.int32)
         return self.slots
 
     async def step(self, message: pb.ActorMessage) -> np.ndarray:
+        return np.frombuffer((await self.send(message)).actions.actions, "<i4")
+
+    async def send(self, message: pb.ActorMessage) -> pb.LearnerMessage:
+        """One message and its answer; the stream's status as an AioRpcError if it ended instead."""
         await self.call.write(message)
         reply = await self.call.read()
         if reply is grpc.aio.EOF:
             await self.raise_status()
-        return np.frombuffer(reply.actions.actions, "<i4")
+        return reply
 
     async def raise_status(self) -> None:
         code = await self.call.code()
         raise grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), await self.call.details())
 
 
-async def refused(channel: grpc.aio.Channel, message: pb.ActorMessage, metadata: tuple = ()) -> grpc.aio.AioRpcError:
+async def refused(
+    channel: grpc.aio.Channel, message: pb.ActorMessage, metadata: tuple = (), rpc: str = "Act"
+) -> grpc.aio.AioRpcError:
     """The error a first message that the learner must refuse ends its stream with."""
     try:
-        await Stream(channel, metadata).handshake(message)
+        await Stream(channel, metadata, rpc).handshake(message)
     except grpc.aio.AioRpcError as error:
         return error
     raise AssertionError("the learner accepted the stream")

@@ -116,10 +116,13 @@ def build_policy(spec: Any, config: ImpalaConfig, threads: int) -> ImpalaPolicy:
     """The learner's network on this process's CPU (GPUs hidden: IMPALA's actors infer on CPUs)."""
     import tensorflow as tf
 
-    tf.config.set_visible_devices([], "GPU")
-    if threads:
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    try:
+        tf.config.set_visible_devices([], "GPU")
+        if threads:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
+    except RuntimeError as exc:  # TensorFlow already started in this process (an actor beside a learner)
+        log.warning("policy_devices_unchanged", reason=str(exc))
     return ImpalaPolicy(spec, config)
 
 
