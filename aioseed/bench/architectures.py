@@ -1,11 +1,14 @@
 """``aioseed bench architectures``: the same training on the same cores for a fixed time, as SEED
-(actor processes over loopback gRPC), Sebulba (actor threads in the learner process) and, for the envs
-written in TensorFlow, Anakin (act, step and learn compiled together).
+(actor processes over loopback gRPC), IMPALA (actor processes that run the policy themselves, one env
+at a time by default, and upload unrolls), Sebulba (actor threads in the learner process) and, for the
+envs written in TensorFlow, Anakin (act, step and learn compiled together).
 
 Each row is a fresh spawned process: frames/s over the last ``seconds`` after ``warmup_s``, the policy
-lag, and the bytes each env step puts on the wire (a real Steps message of K rows and its Actions
-reply, per row). The components alone (env stepping, inference at the run's batch size, the train
-step) give the CPU split, in core-ms per env step, as ``bench atari`` measures them.
+lag, and the bytes each env step puts on the wire: for SEED a real Steps message of K rows and its
+Actions reply, per row; for IMPALA the upload and parameter bytes the learner counted over the window.
+The components alone (env stepping, inference at the row's batch size, the train step) give the CPU
+split, in core-ms per env step, as ``bench atari`` measures them. The SEED paper's comparison with
+IMPALA is printed beside the SEED-vs-IMPALA ratio.
 """
 
 from __future__ import annotations
@@ -23,6 +26,21 @@ from aioseed.launch import RunConfig
 from aioseed.server.config import StopConfig
 
 WORKLOADS = {"pong": atari_run, "cartpole": cartpole_run}
+
+PAPER_SEED_VS_IMPALA = {
+    "source": "Espeholt et al., SEED RL, ICLR 2020",
+    "setting": "DeepMind Lab, IMPALA's deep ResNet: IMPALA with an Nvidia P100 vs SEED on 64 TPU v3 cores",
+    "speedup": 80,
+    "cost_reduction": "40% to 80%",
+}
+"""The paper's figures for its central claim: central batched inference beats IMPALA's actor-side inference."""
+
+
+def impala_run(run: RunConfig, envs_per_message: int) -> RunConfig:
+    """``run`` in IMPALA mode: each actor process runs the policy for groups of ``envs_per_message`` envs
+    (1: IMPALA's one env per inference). Frames are stacked on the actors, where the policy runs."""
+    learner = dataclasses.replace(run.learner, learner_frame_stack=1)
+    return dataclasses.replace(run, learner=learner, architecture="impala", envs_per_message=envs_per_message)
 
 
 def wire_bytes_per_step(run: RunConfig) -> float:
@@ -69,29 +87,44 @@ def measure(bench: ArchitecturesBench, workload: str) -> list[dict[str, object]]
         if architecture == "anakin":
             if run.learner.env not in ("CartPole-v1", "aioseed/Catch-v0"):
                 continue  # Anakin needs the env in TensorFlow
-            updates = run.num_actors * run.envs_per_actor // run.learner.training.batch_size
+            training = dataclasses.replace(run.learner.training, batch_size=bench.anakin_batch_size)
+            anakin = dataclasses.replace(run, learner=dataclasses.replace(run.learner, training=training))
+            updates = run.num_actors * run.envs_per_actor // bench.anakin_batch_size
             rows.append({
                 "architecture": "anakin",
-                "frames_per_s": round(anakin_rate(run, bench.warmup_s, bench.seconds)),
+                "frames_per_s": round(anakin_rate(anakin, bench.warmup_s, bench.seconds)),
                 "policy_lag": (updates - 1) / 2,  # the k-th batch of a rollout trains after k updates
                 "wire_bytes_per_step": 0.0,
             })
             continue
-        measured = end_to_end(AtariBench(run=dataclasses.replace(run, architecture=architecture), warmup_s=bench.warmup_s, seconds=bench.seconds))
+        if architecture == "impala":
+            measured_run = impala_run(run, bench.impala_envs_per_message)
+        else:
+            measured_run = dataclasses.replace(run, architecture=architecture)
+        measured = end_to_end(AtariBench(run=measured_run, warmup_s=bench.warmup_s, seconds=bench.seconds))
+        impala = architecture == "impala"
+        wire = measured["wire_bytes_per_step"] if impala else wire_bytes_per_step(run) if architecture == "seed" else 0.0
         rows.append({
             "architecture": architecture,
             "frames_per_s": round(measured["frames_per_s"]),
             "policy_lag": round(measured["policy_lag"], 2),
-            "mean_inference_batch": round(measured["mean_batch"], 1),
-            "wire_bytes_per_step": round(wire_bytes_per_step(run), 1) if architecture == "seed" else 0.0,
+            # IMPALA's actors infer for their own groups only.
+            "mean_inference_batch": float(bench.impala_envs_per_message) if impala else round(measured["mean_batch"], 1),
+            "wire_bytes_per_step": round(wire, 1),
         })
     seed = next((r for r in rows if r["architecture"] == "seed"), None)
-    batch = seed["mean_inference_batch"] if seed else 32.0
-    split = components(AtariBench(run=run, component_s=bench.component_s), float(batch))
+    splits = {}
     for row in rows:
+        batch = row.get("mean_inference_batch", seed["mean_inference_batch"] if seed else 32.0)
+        if batch not in splits:
+            splits[batch] = components(AtariBench(run=run, component_s=bench.component_s), float(batch))
+        split = splits[batch]
         row.update({"workload": workload, "env": run.learner.env, "network": run.learner.impala.network})
         if seed:
             row["ratio_vs_seed"] = round(row["frames_per_s"] / seed["frames_per_s"], 2)
+        if seed and row["architecture"] == "impala" and row["frames_per_s"]:
+            row["seed_vs_impala"] = round(seed["frames_per_s"] / row["frames_per_s"], 2)
+            row["paper_seed_vs_impala"] = PAPER_SEED_VS_IMPALA
         row["cpu_core_ms_per_step"] = {
             "env": round(split["env_core_ms_per_step"], 4),
             "inference": round(split["inference_core_ms_per_step"], 4),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
@@ -44,12 +45,20 @@ def end_to_end(bench: AtariBench) -> dict[str, float]:
     first, last = window[0], window[-1]
     frames_per_s = (last["charts/frames"] - first["charts/frames"]) / (last["time"] - first["time"])
     batches = [p["batcher/batch_size"] for p in window if p["batcher/batches"] > 0]
-    return {
+    result = {
         "frames_per_s": frames_per_s,
         "train_steps_per_s": (last["learner/train_steps"] - first["learner/train_steps"]) / (last["time"] - first["time"]),
-        "mean_batch": float(np.mean(batches)),
+        "mean_batch": float(np.mean(batches)) if batches else math.nan,  # IMPALA mode: no inference batches
         "policy_lag": float(np.nanmean([p["learner/policy_lag"] for p in window])),
     }
+    if "impala/received_bytes" in last:  # IMPALA mode: unroll uploads and parameter downloads, measured
+        from aioseed.app import learner_specs
+
+        frames_per_step = learner_specs(bench.run.learner)[0].frames_per_step
+        env_steps = (last["charts/frames"] - first["charts/frames"]) / frames_per_step
+        moved = sum(last[k] - first[k] for k in ("impala/received_bytes", "impala/params_sent_bytes"))
+        result["wire_bytes_per_step"] = moved / max(env_steps, 1.0)
+    return result
 
 
 def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:

@@ -199,13 +199,18 @@ class DevicesBench:
 
 @dataclasses.dataclass(frozen=True)
 class ArchitecturesBench:
-    """SEED, Sebulba and Anakin training on the same cores for a fixed time: frames/s, policy lag, wire
-    bytes per env step and the CPU split, on Pong (Nature CNN) and CartPole (MLP)."""
+    """SEED, IMPALA, Sebulba and Anakin training on the same cores for a fixed time: frames/s, policy lag,
+    wire bytes per env step and the CPU split, on Pong (Nature CNN) and CartPole (MLP)."""
 
     workloads: tuple[str, ...] = ("pong", "cartpole")
     """pong: ``bench atari``'s set-up; cartpole: ``aioseed run``'s default."""
-    architectures: tuple[str, ...] = ("seed", "sebulba", "anakin")
+    architectures: tuple[str, ...] = ("seed", "impala", "sebulba", "anakin")
     """Rows of each workload (anakin only for envs written in TensorFlow)."""
+    impala_envs_per_message: int = 1
+    """IMPALA rows: envs each actor-side inference covers (1: IMPALA's actors, one env per policy call)."""
+    anakin_batch_size: int = 64
+    """Anakin rows: envs whose unrolls make one update (64 learns CartPole to 475 fastest here; 32 is
+    ``aioseed run``'s default)."""
     seconds: float = 30.0
     """Measured seconds per row, after the warm-up."""
     warmup_s: float = 20.0

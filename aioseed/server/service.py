@@ -138,6 +138,7 @@ class LearnerService(pb_grpc.LearnerServicer):
             "actors/handshaking": float(self.handshaking),
             "actors/envs": float(self.connected_envs),
             "actors/reserved_slots": float(self._slots.reserved),
+            **({} if self._uploads is None else self._uploads.metrics()),
         }
 
     def disconnect(self, stream_id: int) -> None:
@@ -198,6 +199,7 @@ class LearnerService(pb_grpc.LearnerServicer):
                 async for message in messages:
                     upload = parser.parse(message, uploads.version)
                     await uploads.receive(upload)
+                    uploads.received_bytes += message.ByteSize()
                     info.last_seen = time.time()
                     info.steps += upload.env_steps
                     yield pb.LearnerMessage(accepted=pb.Accepted(params_version=uploads.version))
@@ -223,6 +225,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         try:
             for chunk in uploads.params.chunks(request.have_version):
                 yield chunk
+                uploads.sent_bytes += chunk.ByteSize()
         except LookupError as exc:
             await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
         finally:

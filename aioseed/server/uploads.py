@@ -164,6 +164,17 @@ class Uploads:
         self._on_upload = on_upload
         self._agent_config = agent_config
         self._unroll_length = unroll_length
+        self.received_bytes = 0
+        """Unrolls messages accepted so far, in serialized bytes."""
+        self.sent_bytes = 0
+        """Parameter chunks sent so far, in serialized bytes."""
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            "impala/params_version": float(self.version),
+            "impala/received_bytes": float(self.received_bytes),
+            "impala/params_sent_bytes": float(self.sent_bytes),
+        }
 
     @property
     def version(self) -> int:
