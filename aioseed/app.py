@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
 import structlog
 
 from aioseed.algos.agent import Agent
@@ -125,7 +126,7 @@ def assemble(
     server = config.server
     bounds = RowBounds(server.max_abs_reward, server.max_abs_observation)
     uploads = impala_uploads(config, spec, agent, unrolls, bounds, stats, stopping) if config.architecture == "impala" else None
-    params = None if uploads is None else uploads.params
+    params = None if uploads is None else uploads.publisher
     trainer = Trainer(
         config.training, agent, source, stats.record_train, lambda: stats.frames, None if params is None else params.publish
     )
@@ -161,21 +162,19 @@ def impala_uploads(
     stopping: Stopping,
 ) -> Uploads:
     """IMPALA mode: the parameters actors pull, and their uploads into the same unroll queue."""
-    variables = getattr(agent, "policy_variables", None)
-    if variables is None:
+    from aioseed.algos.impala.policy import ImpalaPolicy
+
+    if not isinstance(agent, ImpalaPolicy):
         raise ValueError(f"architecture impala needs an agent whose policy actors can run (ImpalaAgent), got {type(agent).__name__}")
     length = config.training.unroll_length
     columns, per_unroll = unroll_columns(agent, spec), agent.state_columns().keys()
 
     def on_upload(upload: Upload) -> None:
         stats.record_frames(upload.env_steps * spec.frames_per_step)
-        ended = len(upload.episode_returns) > 0
-        if ended:
-            stats.record_episodes(upload.episode_returns, upload.episode_lengths)
-        stopping.check(ended)
+        record_episodes(stats, stopping, upload.episode_returns, upload.episode_lengths)
 
     return Uploads(
-        ParamsPublisher(variables, min(config.server.params_chunk_bytes, config.server.max_message_bytes // 2)),
+        ParamsPublisher(agent.policy_variables, min(config.server.params_chunk_bytes, config.server.max_message_bytes // 2)),
         unrolls,
         lambda slots: UnrollParser(columns, per_unroll, length, slots, agent.spec.num_actions, bounds),
         on_upload,
@@ -200,12 +199,19 @@ def on_batch(stats: Stats, stopping: Stopping, frames_per_step: int) -> Callable
     def record(batch: Batch, result: StepResult) -> None:
         boundaries = result.boundaries
         stats.record_batch(batch.size, batch.fill_seconds, result.seconds, boundaries.env_steps * frames_per_step)
-        ended = len(boundaries.episode_returns) > 0
-        if ended:
-            stats.record_episodes(boundaries.episode_returns, boundaries.episode_lengths, result.evaluation_episodes)
-        stopping.check(ended)
+        record_episodes(stats, stopping, boundaries.episode_returns, boundaries.episode_lengths, result.evaluation_episodes)
 
     return record
+
+
+def record_episodes(
+    stats: Stats, stopping: Stopping, returns: np.ndarray, lengths: np.ndarray, evaluation: np.ndarray | None = None
+) -> None:
+    """Episodes that ended (if any), then the stop conditions."""
+    ended = len(returns) > 0
+    if ended:
+        stats.record_episodes(returns, lengths, evaluation)
+    stopping.check(ended)
 
 
 def summary_writer(config: LearnerConfig) -> Callable[[dict[str, float], int], None] | None:

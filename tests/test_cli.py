@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from aioseed.cli import parse
 from aioseed.launch import RunConfig
 
@@ -52,3 +54,26 @@ def test_the_learners_flat_flags_of_earlier_versions_map_to_their_sections() -> 
     assert (run.learner.server.port, run.learner.stop.after_frames) == (7, 100)
     assert (run.learner.agent, run.learner.impala.entropy_cost, run.learner.impala.lambda_) == ("impala", 0.5, 0.9)
     assert parse(["actor", "--token", "x"]).token == "x"  # other commands' flags are left alone
+
+
+def test_impala_mode_from_the_command_line_and_the_combinations_it_refuses() -> None:
+    from aioseed.clients.actor import ActorConfig
+    from aioseed.server.config import LearnerConfig
+
+    learner = parse(["learner", "--architecture", "impala"])
+    assert isinstance(learner, LearnerConfig) and learner.architecture == "impala"
+    actor = parse(["actor", "--architecture", "impala", "--envs-per-message", "1", "--policy-threads", "2"])
+    assert isinstance(actor, ActorConfig) and (actor.architecture, actor.envs_per_message, actor.policy_threads) == ("impala", 1, 2)
+    run = parse(["run", "--architecture", "impala"])
+    assert run.served_learner.architecture == "impala"
+    assert all(a.architecture == "impala" for a in run.actor_configs(port=1234))
+    for bad in (
+        ["learner", "--architecture", "impala", "--agent", "r2d2"],
+        ["learner", "--architecture", "impala", "--learner-frame-stack", "4"],
+        ["actor", "--architecture", "impala", "--evaluation"],
+        ["run", "--architecture", "impala", "--evaluation-envs", "2"],
+        ["run", "--architecture", "impala", "--launcher", "ray"],
+        ["actors", "--actor.architecture", "impala"],
+    ):
+        with pytest.raises((ValueError, SystemExit)):
+            parse(bad)

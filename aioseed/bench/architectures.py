@@ -16,11 +16,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import multiprocessing
+import os
 import sys
 
 import numpy as np
 
-from aioseed.bench.atari import components, end_to_end
+from aioseed.bench.atari import components, compute_bound, end_to_end
 from aioseed.bench.config import ArchitecturesBench, AtariBench, atari_run, cartpole_run
 from aioseed.launch import RunConfig
 from aioseed.server.config import StopConfig
@@ -130,6 +131,10 @@ def measure(bench: ArchitecturesBench, workload: str) -> list[dict[str, object]]
             "inference": round(split["inference_core_ms_per_step"], 4),
             "training": round(split["train_core_ms_per_step"], 4),
         }
+        if row["architecture"] != "anakin":  # Anakin's env is not the one the components step
+            bound = compute_bound(split, os.cpu_count() or 1)
+            row["bound_frames_per_s"] = round(bound)
+            row["ratio_vs_bound"] = round(row["frames_per_s"] / bound, 3)
     return rows
 
 

@@ -109,12 +109,17 @@ def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
     }
 
 
+def compute_bound(parts: dict[str, float], cores: int) -> float:
+    """Frames/s the ``components`` allow on ``cores``: cores / (env + inference + training core-s per step)."""
+    per_step_s = (parts["env_core_ms_per_step"] + parts["inference_core_ms_per_step"] + parts["train_core_ms_per_step"]) / 1e3
+    return cores / per_step_s * parts["frames_per_step"]
+
+
 def main(bench: AtariBench) -> int:
     run = end_to_end(bench)
     parts = components(bench, run["mean_batch"])
     cores = os.cpu_count() or 1
-    per_step_s = (parts["env_core_ms_per_step"] + parts["inference_core_ms_per_step"] + parts["train_core_ms_per_step"]) / 1e3
-    bound = cores / per_step_s * parts["frames_per_step"]
+    bound = compute_bound(parts, cores)
     result = {
         "env": bench.run.learner.env,
         "network": bench.run.learner.impala.network,

@@ -153,9 +153,13 @@ class Actor:
                     for index, group in enumerate(self.groups):
                         group_tasks.create_task(self._run_group(stub, index, group))
         finally:
+            await self._stop_work()
             for group in self.groups:
                 group.close()
         log.info("actor_done", steps=self.steps)
+
+    async def _stop_work(self) -> None:
+        """Before the envs close: stop whatever else steps them (SEED's actor steps them on the loop only)."""
 
     async def _run_group(self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup) -> None:
         """Sessions of one group's stream until done; a lost stream reconnects, a refusal stops the actor."""

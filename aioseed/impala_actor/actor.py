@@ -4,7 +4,8 @@ Each group of K envs keeps one stream (``Learn``). Per unroll it: pulls the para
 learner's version moved on (``GetParams``), steps its envs T times with the local policy, then
 uploads the K finished unrolls (behaviour logits, the version of every step) and waits for the
 learner to queue them. A full queue on the learner holds the answer back and so this actor, as in
-SEED. Unrolls that were not accepted when a stream broke are sent again after the reconnect.
+SEED. Unrolls whose Accepted answer did not arrive when a stream broke are sent again after the
+reconnect (at least once: the learner may have queued them already).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import grpc
 import numpy as np
@@ -22,13 +24,15 @@ from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.policy import ImpalaPolicy
 from aioseed.clients.actor import Actor, ActorConfig, ActorError, raise_status, run_actor
 from aioseed.clients.env_group import EnvGroup
-from aioseed.impala_actor.params import ParamsError, receive_params
+from aioseed.impala_actor.params import Params, ParamsError, receive_params
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.acting import Acting, acting_for
+from aioseed.spec import EnvSpec
 from aioseed.types import Unroll
 
 log = structlog.get_logger()
+T = TypeVar("T")
 
 
 class ImpalaActor(Actor):
@@ -49,16 +53,15 @@ class ImpalaActor(Actor):
         self._lock = asyncio.Lock()
         """Held while the policy is built or loaded."""
 
-    async def run(self) -> None:
-        try:
-            await super().run()
-        finally:
-            self._thread.shutdown(wait=True, cancel_futures=True)
+    async def _stop_work(self) -> None:
+        """The step in progress finishes before the envs close; queued ones are dropped."""
+        await asyncio.to_thread(self._thread.shutdown, wait=True, cancel_futures=True)
 
     async def _session(self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup) -> None:
         call, welcome = await self._connect(stub.Learn, index, group, self.slots[index])
         acting = await self._prepare(index, welcome)
-        newest = None
+        await self._pull(stub)  # the learner may have restarted meanwhile
+        newest = self.version
         while True:
             if self._pending[index] is None:
                 if self._finished():
@@ -93,9 +96,13 @@ class ImpalaActor(Actor):
                 params = await receive_params(stub.GetParams(request, metadata=self._metadata), self.policy.variable_specs())
             except ParamsError as exc:
                 raise ActorError(str(exc)) from exc
-            if params.arrays is not None:
-                await self._in_thread(self.policy.load_policy_variables, params.arrays)
-            self.version = params.version
+            await self._in_thread(self._load, params)
+
+    def _load(self, params: Params) -> None:
+        """In the policy's thread: the weights and their version change together, between steps."""
+        if params.arrays is not None:
+            self.policy.load_policy_variables(params.arrays)
+        self.version = params.version
 
     async def _upload(self, call: grpc.aio.StreamStreamCall, index: int) -> int:
         """Sends the group's finished unrolls; returns the learner's newest version once it queued them."""
@@ -104,15 +111,17 @@ class ImpalaActor(Actor):
         reply = await call.read()
         if reply is grpc.aio.EOF:
             await raise_status(call)
+        if reply.WhichOneof("payload") != "accepted":
+            raise ActorError(f"the learner answered an upload with {reply.WhichOneof('payload')}, not accepted")
         self._pending[index] = None
         self.uploads += len(unrolls["slot"])
         return reply.accepted.params_version
 
-    async def _in_thread(self, fn: Any, *args: Any) -> Any:
+    async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
 
 
-def build_policy(spec: Any, config: ImpalaConfig, threads: int) -> ImpalaPolicy:
+def build_policy(spec: EnvSpec, config: ImpalaConfig, threads: int) -> ImpalaPolicy:
     """The learner's network on this process's CPU (GPUs hidden: IMPALA's actors infer on CPUs)."""
     import tensorflow as tf
 
@@ -127,8 +136,9 @@ def build_policy(spec: Any, config: ImpalaConfig, threads: int) -> ImpalaPolicy:
 
 
 def collect(acting: Acting, group: EnvGroup) -> tuple[Unroll, list[float], list[int]]:
-    """Steps the group with the local policy until each env finished an unroll; returns the unrolls (local
-    env indices in ``slot``) and the returns and lengths of the episodes that ended meanwhile."""
+    """Steps the group with the local policy until its envs' unrolls complete (they complete together: the
+    group's envs step in lockstep); returns them (local env indices in ``slot``) and the returns and
+    lengths of the episodes that ended meanwhile."""
     envs = np.arange(len(group), dtype=np.int32)
     returns: list[float] = []
     lengths: list[int] = []

@@ -16,7 +16,7 @@ import structlog
 
 from aioseed.server.acting import Acting, StepResult
 from aioseed.server.batcher import Batch, Batcher
-from aioseed.types import Unroll
+from aioseed.types import Rows, Unroll
 
 log = structlog.get_logger()
 

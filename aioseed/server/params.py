@@ -42,11 +42,6 @@ class ParamsPublisher:
         """The newest published version (-1 before the first)."""
         return -1 if self._latest is None else self._latest.version
 
-    @property
-    def nbytes(self) -> int:
-        """Size of one version on the wire (tensor bytes)."""
-        return 0 if self._latest is None else len(self._latest.blob)
-
     def publish(self, version: int) -> None:
         """Snapshots the weights as ``version``; call it where no update runs (the train thread)."""
         arrays = [np.asarray(variable.numpy()) for variable in self._variables()]

@@ -1,4 +1,6 @@
-"""The grpc.aio servicer: handshake, then one Actions answer per Steps message."""
+"""The grpc.aio servicer. SEED mode's ``Act``: handshake, then one Actions answer per Steps message.
+IMPALA mode's ``Learn``: the same handshake, then one Accepted answer per Unrolls upload; and
+``GetParams``, the versioned parameter pulls. Each mode refuses the other's calls."""
 
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ class StreamInfo:
 
 @dataclasses.dataclass(frozen=True)
 class StreamLimits:
-    """Past any of these a handshake gets RESOURCE_EXHAUSTED; streams already connected carry on."""
+    """Past any of these a call gets RESOURCE_EXHAUSTED; streams already connected carry on."""
 
     streams: int
     """Concurrent streams."""
@@ -76,7 +78,7 @@ class StreamLimits:
     """A stream that sends no hello within this is closed (DEADLINE_EXCEEDED); until then it counts
     against ``streams``."""
     params_calls: int = 64
-    """IMPALA mode: parameter downloads served at once."""
+    """IMPALA mode: parameter downloads served at once; more get RESOURCE_EXHAUSTED (not a handshake limit)."""
 
 
 class LearnerService(pb_grpc.LearnerServicer):
@@ -198,8 +200,7 @@ class LearnerService(pb_grpc.LearnerServicer):
             try:
                 async for message in messages:
                     upload = parser.parse(message, uploads.version)
-                    await uploads.receive(upload)
-                    uploads.received_bytes += message.ByteSize()
+                    await uploads.receive(upload, message.ByteSize())
                     info.last_seen = time.time()
                     info.steps += upload.env_steps
                     yield pb.LearnerMessage(accepted=pb.Accepted(params_version=uploads.version))
@@ -222,14 +223,15 @@ class LearnerService(pb_grpc.LearnerServicer):
                 f"the learner already serves its maximum of {self._limits.params_calls} parameter downloads at once",
             )
         self._params_calls += 1
+        context.add_done_callback(self._params_call_done)  # also when the actor cancels mid-download
         try:
-            for chunk in uploads.params.chunks(request.have_version):
+            for chunk in uploads.params(request.have_version):
                 yield chunk
-                uploads.sent_bytes += chunk.ByteSize()
         except LookupError as exc:
             await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
-        finally:
-            self._params_calls -= 1
+
+    def _params_call_done(self, _: object) -> None:
+        self._params_calls -= 1
 
     async def _handshake(
         self, messages: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext, evaluation: bool = True

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 
 import numpy as np
 
@@ -22,6 +22,8 @@ from aioseed.server.protocol import ProtocolError, RowBounds, out_of_bounds
 from aioseed.types import Column, Unroll
 
 BOOL_BYTES = bytes([0, 1])
+MAX_ABS_LOGIT = 1e6
+"""Largest |behaviour logit| accepted: beyond, V-trace's log-softmax differences overflow float32."""
 
 
 @dataclasses.dataclass
@@ -64,6 +66,8 @@ class UnrollParser:
         upload = message.unrolls
         slots = self._slots(upload.slots)
         count = len(slots)
+        if len(upload.columns) > 2 * len(self._columns):
+            raise ProtocolError(f"unrolls.columns has {len(upload.columns)} entries, expected {len(self._columns)}")
         given = [column.name for column in upload.columns]
         if sorted(given) != sorted(self._columns):
             missing = sorted(set(self._columns) - set(given))
@@ -73,9 +77,12 @@ class UnrollParser:
                 f"{[name[:40] for name in extra]}" + (", some twice" if len(given) != len(set(given)) else "")
             )
         arrays = {column.name: self._array(column, count) for column in upload.columns}
-        self._check_values(arrays, newest_version)
-        returns, lengths = self._episodes(upload, count)
+        self._check_values(arrays)
+        # Versions only measure the policy lag. An actor that acted for a learner since restarted (from an
+        # older checkpoint) may name versions this one has not reached: they count as its newest.
+        arrays["version"] = np.minimum(arrays["version"], max(newest_version, 0))
         phantom = arrays["phantom"]
+        returns, lengths = self._episodes(upload, int((arrays["done"] | phantom).sum()))
         unrolls = [{**{name: array[i] for name, array in arrays.items()}, "slot": slots[i]} for i in range(count)]
         return Upload(unrolls, returns, lengths, int((~phantom[:, 1:]).sum()))
 
@@ -106,7 +113,7 @@ class UnrollParser:
             return np.frombuffer(column.data, np.uint8).view(bool).reshape(full)
         return np.frombuffer(column.data, dtype.newbyteorder("<")).reshape(full).astype(dtype, copy=False)
 
-    def _check_values(self, arrays: dict[str, np.ndarray], newest_version: int) -> None:
+    def _check_values(self, arrays: dict[str, np.ndarray]) -> None:
         count = len(arrays["reward"])
         bad = out_of_bounds(arrays["reward"], self._bounds.max_abs_reward)
         if bad is not None:
@@ -120,27 +127,29 @@ class UnrollParser:
         if action.size and not (0 <= action.min() and action.max() < self._num_actions):
             raise ProtocolError(f"unrolls actions must lie in [0, {self._num_actions})")
         version = arrays["version"]
-        if version.size and not (0 <= version.min() and version.max() <= newest_version):
-            raise ProtocolError(
-                f"unrolls versions must lie in [0, {newest_version}] (the parameter versions published so far), "
-                f"got [{version.min()}, {version.max()}]"
-            )
+        if version.size and version.min() < 0:
+            raise ProtocolError(f"unrolls versions must be >= 0, got {version.min()}")
         for name, array in arrays.items():
             if name not in ("reward", "observation") and array.dtype.kind == "f":
-                bad = out_of_bounds(array.reshape(count, -1), math.inf)
+                bound = MAX_ABS_LOGIT if name == "logits" else math.inf
+                bad = out_of_bounds(array.reshape(count, -1), bound)
                 if bad is not None:
-                    raise ProtocolError(f"unrolls column {name} must be finite; unroll {bad}")
+                    raise ProtocolError(f"unrolls column {name} must be finite with |x| <= {bound:g}; unroll {bad}")
 
-    def _episodes(self, upload: pb.Unrolls, count: int) -> tuple[np.ndarray, np.ndarray]:
+    def _episodes(self, upload: pb.Unrolls, boundaries: int) -> tuple[np.ndarray, np.ndarray]:
+        """The episodes reported with the unrolls: no more than their episode boundaries (done or final
+        steps), each with a length >= 1 and a return a bounded reward per step can reach."""
         raw_returns, raw_lengths = upload.episode_returns, upload.episode_lengths
         if len(raw_returns) % 8 or len(raw_returns) != len(raw_lengths):
             raise ProtocolError("unrolls.episode_returns (<f8>) and episode_lengths (<i8>) must have one entry per episode")
         returns = np.frombuffer(raw_returns, "<f8").astype(np.float64)
         lengths = np.frombuffer(raw_lengths, "<i8").astype(np.int64)
-        if len(returns) > count * self._steps:
-            raise ProtocolError(f"{len(returns)} episodes cannot end in {count} unrolls of {self._steps} steps")
-        if not np.isfinite(returns).all() or (lengths < 1).any():
-            raise ProtocolError("unrolls episode returns must be finite and their lengths >= 1")
+        if len(returns) > boundaries:
+            raise ProtocolError(f"{len(returns)} episodes reported, but the unrolls hold {boundaries} episode boundaries")
+        if (lengths < 1).any() or not (np.abs(returns) <= self._bounds.max_abs_reward * lengths).all():
+            raise ProtocolError(
+                f"unrolls episode lengths must be >= 1 and |return| <= {self._bounds.max_abs_reward:g} x length"
+            )
         return returns, lengths
 
 
@@ -158,7 +167,7 @@ class Uploads:
     ) -> None:
         """``parser``: makes a stream's parser for its slots; ``on_upload``: counts frames and episodes once
         the upload's unrolls are queued; ``agent_config``: JSON from which actors build the network."""
-        self.params = params
+        self.publisher = params
         self._unrolls = unrolls
         self.parser = parser
         self._on_upload = on_upload
@@ -178,13 +187,20 @@ class Uploads:
 
     @property
     def version(self) -> int:
-        return self.params.version
+        return self.publisher.version
 
     def welcome(self, slots: np.ndarray) -> pb.Welcome:
         return pb.Welcome(slots=slots.tolist(), agent_config=self._agent_config, unroll_length=self._unroll_length)
 
-    async def receive(self, upload: Upload) -> None:
+    async def receive(self, upload: Upload, message_bytes: int) -> None:
         """Queues the unrolls; waits while the queue is full (back-pressure on the uploading stream)."""
         for unroll in upload.unrolls:
             await self._unrolls.put(unroll)
+        self.received_bytes += message_bytes
         self._on_upload(upload)
+
+    def params(self, have_version: int) -> Iterator[pb.ParamsChunk]:
+        """``ParamsPublisher.chunks``, counted."""
+        for chunk in self.publisher.chunks(have_version):
+            self.sent_bytes += chunk.ByteSize()
+            yield chunk

@@ -150,6 +150,7 @@ async def test_a_malformed_upload_is_invalid_argument_and_other_streams_carry_on
             assert '"network"' in good.welcome.agent_config
             await bad.handshake(hello(2, run_id_base=2000))
             unrolls = zero_unrolls(learner, 2)
+            unrolls["done"][0, 5] = True  # the reported episode ended there
             reply = await good.send(upload_message(unrolls, slots, [9.0], [9]))
             assert reply.accepted.params_version == 0
             unrolls["logits"][1, 3, 0] = np.nan

@@ -63,6 +63,13 @@ def test_a_valid_upload_parses_to_the_actors_arrays() -> None:
     assert upload.env_steps == 2 * T - 1  # steps 1..T of each unroll, less one phantom
 
 
+def test_versions_past_the_learners_newest_count_as_its_newest() -> None:
+    sent = unrolls()
+    sent["version"][1, 2] = 40  # acted for a learner since restarted from an older checkpoint
+    upload = parser().parse(upload_message(sent, SLOTS, [], []), newest_version=3)
+    assert upload.unrolls[1]["version"].tolist() == [3, 3, 3, 3]
+
+
 def corrupt(mutate: Callable[[dict[str, np.ndarray]], None]) -> pb.ActorMessage:
     sent = unrolls()
     mutate(sent)
@@ -83,7 +90,8 @@ CASES = {
     "NaN logit": (lambda u: u["logits"].__setitem__((1, 0, 1), np.nan), None, "logits must be finite"),
     "NaN state": (lambda u: u["core_h"].__setitem__((1, 0), np.nan), None, "core_h must be finite"),
     "action out of range": (lambda u: u["action"].__setitem__((0, 0), 2), None, "actions must lie in [0, 2)"),
-    "future version": (lambda u: u["version"].__setitem__((0, 0), 4), None, "versions must lie in [0, 3]"),
+    "negative version": (lambda u: u["version"].__setitem__((0, 0), -1), None, "versions must be >= 0"),
+    "huge logit": (lambda u: u["logits"].__setitem__((0, 0, 0), 1e30), None, "|x| <= 1e+06"),
     "short column": (lambda u: None, column("reward", b"\0" * 8), "column reward has 8 bytes, expected 32"),
     "bool byte 2": (lambda u: None, column("done", b"\2" * 8), "done must hold bytes 0 or 1"),
 }
@@ -122,7 +130,9 @@ def test_slots_columns_and_episodes_are_checked() -> None:
     message.CopyFrom(good)
     message.unrolls.episode_returns = np.zeros(1, "<f8").tobytes()
     cases.append((message, "one entry per episode"))
-    cases.append((upload_message(unrolls(), SLOTS, [1.0], [0]), "lengths >= 1"))
+    cases.append((upload_message(unrolls(), SLOTS, [1.0], [0]), "lengths must be >= 1"))
+    cases.append((upload_message(unrolls(), SLOTS, [1e9], [5]), "return\\| <= 100 x length"))
+    cases.append((upload_message(unrolls(), SLOTS, [1.0, 1.0], [5, 5]), "2 episodes reported, but the unrolls hold 1 "))
     cases.append((pb.ActorMessage(hello=pb.Hello()), "expected an unrolls message"))
     for message, expected in cases:
         with pytest.raises(ProtocolError, match=expected):

@@ -85,7 +85,6 @@ class PolicyModule(tf.Module):
         return self._with_action(out, tf.argmax(out["logits"], -1, output_type=tf.int32))
 
 
-
 class ImpalaPolicy:
     """The network and ``infer``; ``ImpalaAgent`` adds training, and an IMPALA-mode actor runs one on its
     CPU with weights it loads from the learner (``load_policy_variables``)."""
