@@ -1,0 +1,37 @@
+"""The auto-tuner inside a real learner: real actors over loopback, the settings it stages, the
+metrics it reports, and a manual change turning it off."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.conftest import small_config
+from tests.waiting import until
+
+from aioseed.clients.actor import Actor, ActorConfig
+
+
+async def test_auto_mode_moves_the_settings_and_a_manual_change_turns_it_off(running_learner, tmp_path) -> None:
+    config = small_config(
+        tmp_path,
+        console={"enabled": False},
+        metrics_every_s=0.2,
+        batcher={"max_batch_size": 1, "deadline_ms": 0.1},
+        batching={"auto": True, "hold_s": 0.6, "settle_s": 0.2, "latency_target_ms": None},
+    )
+    async with running_learner(config) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=1))
+        task = asyncio.create_task(actor.run())
+        try:
+            await until(lambda: learner.settings()["max_batch_size"] > 1, "the tuner to raise the batch size", 3000)
+            settings = learner.settings()
+            assert settings["auto"]["enabled"] and "batch" in settings["auto"]["reason"]  # e.g. "took batch 2, ..."
+            await until(lambda: learner.metrics().get("batching/auto") == 1.0, "the metrics to say auto")
+            assert learner.metrics()["batching/max_batch_size"] > 1
+            learner.configure_batcher(max_batch_size=8, deadline_ms=1.0)
+            assert not learner.batching_auto and learner.settings()["auto"]["reason"] == "off"
+            await asyncio.sleep(2.0)  # several tuner intervals: nothing moves the manual setting
+            assert (learner.settings()["max_batch_size"], learner.settings()["deadline_ms"]) == (8, 1.0)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
