@@ -34,7 +34,11 @@ class Control(Protocol):
         ...
 
     def configure_batcher(self, max_batch_size: int | None = None, deadline_ms: float | None = None) -> Any:
-        """Stages batcher settings for the next batch."""
+        """Stages batcher settings for the next batch; a manual change turns the auto-tuner off."""
+        ...
+
+    def set_batching_auto(self, enabled: bool, why: str = "requested") -> None:
+        """Turns the batching auto-tuner on or off."""
         ...
 
     async def set_learning_rate(self, value: float) -> None:

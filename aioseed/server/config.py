@@ -12,6 +12,7 @@ from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig
+from aioseed.server.autotune import BatchingConfig
 from aioseed.server.batcher import BatcherConfig
 from aioseed.server.training import TrainingConfig
 
@@ -146,6 +147,8 @@ class LearnerConfig:
 
     server: ServerConfig = ServerConfig()
     batcher: BatcherConfig = BatcherConfig()
+    batching: BatchingConfig = BatchingConfig()
+    """The auto-tuner of the batcher's two settings (off unless --batching.auto)."""
     training: TrainingConfig = TrainingConfig()
     stop: StopConfig = StopConfig()
     console: ConsoleConfig = ConsoleConfig()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 import structlog
 
 from aioseed.algos.agent import Agent
+from aioseed.server.autotune import BatchTuner, Observation
 from aioseed.server.batcher import Batcher, BatcherConfig
 from aioseed.server.checkpoint import Checkpointer, CheckpointRefused
 from aioseed.server.config import LearnerConfig
@@ -104,6 +106,8 @@ class Learner:
         self.console_url: str | None = None
         self.port: int | None = None
         self._last_checkpoint = time.monotonic()
+        self._tuner = BatchTuner(config.batching, config.batcher)
+        self._auto = config.batching.auto
 
     # ---- reading ---------------------------------------------------------------------------
     @property
@@ -174,19 +178,39 @@ class Learner:
         return self._service.describe_streams()
 
     def settings(self) -> dict[str, Any]:
-        """Settings in effect, and batcher settings staged for the next batch."""
+        """Settings in effect, batcher settings staged for the next batch, and the auto-tuner's state."""
         return {
             "max_batch_size": self._batcher.active.max_batch_size,
             "deadline_ms": self._batcher.active.deadline_ms,
             "learning_rate": self.agent.learning_rate,
             "paused": self._trainer.paused,
             "staged": {"max_batch_size": self._batcher.config.max_batch_size, "deadline_ms": self._batcher.config.deadline_ms},
+            "auto": {
+                "enabled": self._auto,
+                "reason": self._tuner.reason if self._auto else "off",
+                "latency_target_ms": self.config.batching.latency_target_ms,
+            },
         }
+
+    @property
+    def batching_auto(self) -> bool:
+        """The auto-tuner sets the batcher."""
+        return self._auto
 
     # ---- control ---------------------------------------------------------------------------
     def configure_batcher(self, max_batch_size: int | None = None, deadline_ms: float | None = None) -> BatcherConfig:
-        """Stages new batching settings; they apply from the next batch."""
-        return self._batcher.configure(max_batch_size=max_batch_size, deadline_ms=deadline_ms)
+        """Stages new batching settings (a manual change: the auto-tuner stops); they apply from the next batch."""
+        staged = self._batcher.configure(max_batch_size=max_batch_size, deadline_ms=deadline_ms)
+        if self._auto:
+            self.set_batching_auto(False, "a manual change")
+        return staged
+
+    def set_batching_auto(self, enabled: bool, why: str = "requested") -> None:
+        """Turns the auto-tuner on (it starts from the settings staged now) or off (they stay)."""
+        if enabled and not self._auto:
+            self._tuner = BatchTuner(self.config.batching, self._batcher.config)
+        self._auto = enabled
+        log.info("batching_auto", enabled=enabled, reason=why)
 
     def pause(self) -> None:
         self._trainer.pause()
@@ -262,6 +286,7 @@ class Learner:
                     group.create_task(self._reporter.run(), name="report"),
                     group.create_task(self._checkpoint_periodically(), name="checkpoints"),
                     group.create_task(self.stopping.timer(), name="timer"),
+                    group.create_task(self._autotune(), name="autotune"),
                 ]
                 await self.stopping.wait()
                 log.info("learner_stopping", frames=self.frames, train_steps=self.train_steps)
@@ -294,6 +319,29 @@ class Learner:
             except CheckpointRefused:  # logged; tried again after the next interval
                 self._last_checkpoint = time.monotonic()
 
+    async def _autotune(self) -> None:
+        """Feeds each new metrics snapshot to the tuner while auto is on, and stages what it decides."""
+        frames_per_step = self.spec.frames_per_step
+        seen = 0.0
+        while True:
+            await asyncio.sleep(self.config.metrics_every_s)
+            snapshot = self._history.latest
+            if not snapshot or snapshot["time"] <= seen:
+                continue
+            seconds, seen = (snapshot["time"] - seen if seen else self.config.metrics_every_s), snapshot["time"]
+            if not self._auto:
+                continue
+            observation = Observation(
+                seconds=seconds,
+                steps_per_s=snapshot["charts/frames_per_s"] / frames_per_step,
+                latency_p99_ms=snapshot["inference/latency_ms_p99"],
+                connected_rows=self.connected_envs,
+            )
+            decision = self._tuner.observe(observation)
+            if decision is not None and self._auto:
+                settings = decision.settings
+                self._batcher.configure(max_batch_size=settings.max_batch_size, deadline_ms=settings.deadline_ms)
+
     def _snapshot(self) -> Snapshot:
         """The stats since the previous snapshot, and gauges of every stage."""
         return self._stats.take(
@@ -302,6 +350,10 @@ class Learner:
                 "learner/paused": float(self._trainer.paused),
                 "train/skipped_nonfinite": float(self._trainer.skipped_nonfinite),
                 "learner/learning_rate": self.agent.current_learning_rate,
+                "batching/auto": float(self._auto),
+                "batching/target_ms": float(self.config.batching.latency_target_ms or math.nan),
+                "batching/max_batch_size": float(self._batcher.active.max_batch_size),
+                "batching/deadline_ms": self._batcher.active.deadline_ms,
                 "actors/auth_refused": float(self.auth_refused),
                 **self._stages.inference.metrics(),
                 **self._service.metrics(),

@@ -26,8 +26,8 @@ async def test_auto_mode_moves_the_settings_and_a_manual_change_turns_it_off(run
             await until(lambda: learner.settings()["max_batch_size"] > 1, "the tuner to raise the batch size", 3000)
             settings = learner.settings()
             assert settings["auto"]["enabled"] and "batch" in settings["auto"]["reason"]  # e.g. "took batch 2, ..."
-            await until(lambda: learner.metrics().get("batching/auto") == 1.0, "the metrics to say auto")
-            assert learner.metrics()["batching/max_batch_size"] > 1
+            await until(lambda: learner.metrics().get("batching/max_batch_size", 0) > 1, "the metrics to show the tuner's choice")
+            assert learner.metrics()["batching/auto"] == 1.0
             learner.configure_batcher(max_batch_size=8, deadline_ms=1.0)
             assert not learner.batching_auto and learner.settings()["auto"]["reason"] == "off"
             await asyncio.sleep(2.0)  # several tuner intervals: nothing moves the manual setting
