@@ -16,7 +16,12 @@ const CHARTS = [
   {
     title: "batch fill and action latency (ms)",
     series: [["batcher/fill_ms_p50", "fill p50"], ["batcher/fill_ms_p99", "fill p99"],
-             ["inference/latency_ms_p50", "action p50"], ["inference/latency_ms_p99", "action p99"]],
+             ["inference/latency_ms_p50", "action p50"], ["inference/latency_ms_p99", "action p99"],
+             ["batching/target_ms", "p99 target (auto)"]],
+  },
+  {
+    title: "batching settings",
+    series: [["batching/max_batch_size", "max batch size"], ["batching/deadline_ms", "deadline ms"]],
   },
   { title: "unroll queue depth", series: [["queue/depth", "depth"], ["queue/capacity", "capacity"]] },
   { title: "policy lag (updates)", series: [["learner/policy_lag", "lag"]] },
@@ -89,6 +94,13 @@ function showState(state) {
     `in effect: ${s.max_batch_size} rows, ${s.deadline_ms} ms` +
     (staged.max_batch_size !== s.max_batch_size || staged.deadline_ms !== s.deadline_ms
       ? ` · next batch: ${staged.max_batch_size} rows, ${staged.deadline_ms} ms` : "");
+  const auto = s.auto || {};
+  if (s.auto) {
+    document.getElementById("auto").checked = Boolean(auto.enabled);
+    document.getElementById("auto-reason").textContent = auto.enabled
+      ? `auto (p99 target ${auto.latency_target_ms ?? "none"} ms): ${auto.reason}`
+      : `auto ${auto.reason}`;
+  }
   for (const [id, value] of [["max_batch_size", staged.max_batch_size], ["deadline_ms", staged.deadline_ms], ["learning_rate", s.learning_rate]]) {
     const input = document.getElementById(id);
     if (value !== undefined && document.activeElement !== input && !input.dataset.dirty) {
@@ -133,7 +145,7 @@ async function control(path, body) {
   return response.ok;
 }
 
-for (const input of document.querySelectorAll("input")) input.oninput = () => (input.dataset.dirty = "1");
+for (const input of document.querySelectorAll("input[type=number]")) input.oninput = () => (input.dataset.dirty = "1");
 
 document.getElementById("batching").onsubmit = async (event) => {
   event.preventDefault();
@@ -143,6 +155,7 @@ document.getElementById("batching").onsubmit = async (event) => {
   });
   if (ok) for (const id of ["max_batch_size", "deadline_ms"]) delete document.getElementById(id).dataset.dirty;
 };
+document.getElementById("auto").onchange = (event) => control("/api/settings", { auto: event.target.checked });
 document.getElementById("optimiser").onsubmit = async (event) => {
   event.preventDefault();
   if (await control("/api/settings", { learning_rate: Number(document.getElementById("learning_rate").value) })) {

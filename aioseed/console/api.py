@@ -130,8 +130,8 @@ def _short(value: Any) -> str:
 def validate_settings(body: Any) -> dict[str, Any]:
     """The requested changes, all checked before any is applied; BadRequest says what is wrong."""
     if not isinstance(body, dict) or not body:
-        raise BadRequest("expected a JSON object with max_batch_size, deadline_ms and/or learning_rate")
-    unknown = sorted(set(body) - {"max_batch_size", "deadline_ms", "learning_rate"})
+        raise BadRequest("expected a JSON object with max_batch_size, deadline_ms, auto and/or learning_rate")
+    unknown = sorted(set(body) - {"max_batch_size", "deadline_ms", "auto", "learning_rate"})
     if unknown:
         names = ", ".join(unknown)
         raise BadRequest(f"unknown field(s): {names if len(names) <= 80 else names[:77] + '...'}")
@@ -146,6 +146,10 @@ def validate_settings(body: Any) -> dict[str, Any]:
         if not 0 <= deadline <= MAX_DEADLINE_MS:
             raise BadRequest(f"deadline_ms must be in [0, {MAX_DEADLINE_MS:g}], got {_short(body['deadline_ms'])}")
         changes["deadline_ms"] = deadline
+    if "auto" in body:
+        if not isinstance(body["auto"], bool):
+            raise BadRequest(f"auto must be true or false, got {_short(body['auto'])}")
+        changes["auto"] = body["auto"]
     rate = _number(body, "learning_rate")
     if rate is not None:
         if not 0 < rate <= 1:
@@ -158,7 +162,9 @@ async def post_settings(request: web.Request) -> web.Response:
     changes = validate_settings(await read_json(request))
     control = request.app[CONTROL]
     if "max_batch_size" in changes or "deadline_ms" in changes:
-        control.configure_batcher(changes.get("max_batch_size"), changes.get("deadline_ms"))
+        control.configure_batcher(changes.get("max_batch_size"), changes.get("deadline_ms"))  # auto goes off
+    if "auto" in changes:  # after the settings: the tuner starts from them
+        control.set_batching_auto(changes["auto"], "turned off from the console")
     if "learning_rate" in changes:
         await control.set_learning_rate(changes["learning_rate"])  # applies between train steps
     return _json(control.settings())

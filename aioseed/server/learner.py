@@ -108,6 +108,8 @@ class Learner:
         self._last_checkpoint = time.monotonic()
         self._tuner = BatchTuner(config.batching, config.batcher)
         self._auto = config.batching.auto
+        self._auto_off = "not enabled"
+        """Why the tuner is off."""
 
     # ---- reading ---------------------------------------------------------------------------
     @property
@@ -187,7 +189,7 @@ class Learner:
             "staged": {"max_batch_size": self._batcher.config.max_batch_size, "deadline_ms": self._batcher.config.deadline_ms},
             "auto": {
                 "enabled": self._auto,
-                "reason": self._tuner.reason if self._auto else "off",
+                "reason": self._tuner.reason if self._auto else f"off: {self._auto_off}",
                 "latency_target_ms": self.config.batching.latency_target_ms,
             },
         }
@@ -210,6 +212,8 @@ class Learner:
         if enabled and not self._auto:
             self._tuner = BatchTuner(self.config.batching, self._batcher.config)
         self._auto = enabled
+        if not enabled:
+            self._auto_off = why
         log.info("batching_auto", enabled=enabled, reason=why)
 
     def pause(self) -> None:

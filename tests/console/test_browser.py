@@ -148,3 +148,47 @@ def _text_contains(page: Page, selector: str, text: str):
 
 
 pytestmark = pytest.mark.e2e
+
+
+async def test_the_auto_tuner_at_work_and_a_manual_change_turning_it_off(running_learner, tmp_path) -> None:
+    config = small_config(
+        tmp_path,
+        metrics_every_s=0.2,
+        batcher={"max_batch_size": 1, "deadline_ms": 0.1},
+        batching={"auto": True, "hold_s": 0.6, "settle_s": 0.2, "latency_target_ms": 50.0},
+    )
+    async with running_learner(config) as learner, async_playwright() as playwright:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=1))
+        task = asyncio.create_task(actor.run())
+        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1400, "height": 1700})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.goto(learner.console_url)
+            # The switch is on, the page says what the tuner does and why, and its choices are charted.
+            await until(page.locator("#auto").is_checked, "the auto switch to show on")
+            await until(_text_contains(page, "#auto-reason", "p99 target 50 ms"), "the tuner's target on the page")
+            await until(lambda: learner.settings()["max_batch_size"] > 1, "the tuner to raise the batch size", 3000)
+            await until(lambda: _last_value_at_least(page, "batching settings", 0, 2), "the chart to show its choice")
+            assert (await chart(page, "batch fill and action latency (ms)"))[1][-1] == 50.0  # the target line
+            SCREENSHOTS.mkdir(exist_ok=True)
+            await page.screenshot(path=str(SCREENSHOTS / "console-autotune.png"), full_page=True)
+            # A manual change turns auto off, and the page says so (whatever deadline the tuner left in the form).
+            await page.fill("#max_batch_size", "8")
+            await page.click("#apply-batching")
+            await until(_text_contains(page, "#auto-reason", "auto off: a manual change"), "the page to say auto is off")
+            assert not learner.batching_auto and not await page.locator("#auto").is_checked()
+            # The switch turns it back on.
+            await page.click("#auto")
+            await until(lambda: learner.batching_auto, "auto on again")
+            assert errors == []
+        finally:
+            await browser.close()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+async def _last_value_at_least(page: Page, title: str, series: int, value: float) -> bool:
+    values = (await chart(page, title))[1]
+    return bool(values) and values[series] is not None and values[series] >= value

@@ -29,7 +29,7 @@ async def test_auto_mode_moves_the_settings_and_a_manual_change_turns_it_off(run
             await until(lambda: learner.metrics().get("batching/max_batch_size", 0) > 1, "the metrics to show the tuner's choice")
             assert learner.metrics()["batching/auto"] == 1.0
             learner.configure_batcher(max_batch_size=8, deadline_ms=1.0)
-            assert not learner.batching_auto and learner.settings()["auto"]["reason"] == "off"
+            assert not learner.batching_auto and learner.settings()["auto"]["reason"] == "off: a manual change"
             await asyncio.sleep(2.0)  # several tuner intervals: nothing moves the manual setting
             assert (learner.settings()["max_batch_size"], learner.settings()["deadline_ms"]) == (8, 1.0)
         finally:
