@@ -89,10 +89,12 @@ def measure(bench: ArchitecturesBench, workload: str) -> list[dict[str, object]]
             if run.learner.env not in ("CartPole-v1", "aioseed/Catch-v0"):
                 continue  # Anakin needs the env in TensorFlow
             training = dataclasses.replace(run.learner.training, batch_size=bench.anakin_batch_size)
-            anakin = dataclasses.replace(run, learner=dataclasses.replace(run.learner, training=training))
-            updates = run.num_actors * run.envs_per_actor // bench.anakin_batch_size
+            learner = dataclasses.replace(run.learner, training=training)
+            anakin = dataclasses.replace(run, learner=learner, num_actors=1, envs_per_actor=bench.anakin_envs)
+            updates = bench.anakin_envs // bench.anakin_batch_size
             rows.append({
                 "architecture": "anakin",
+                "envs": bench.anakin_envs,
                 "frames_per_s": round(anakin_rate(anakin, bench.warmup_s, bench.seconds)),
                 "policy_lag": (updates - 1) / 2,  # the k-th batch of a rollout trains after k updates
                 "wire_bytes_per_step": 0.0,
