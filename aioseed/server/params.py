@@ -44,11 +44,11 @@ class ParamsPublisher:
 
     def publish(self, version: int) -> None:
         """Snapshots the weights as ``version``; call it where no update runs (the train thread)."""
-        arrays = [np.asarray(variable.numpy()) for variable in self._variables()]
+        variables = self._variables()
+        arrays = [np.asarray(variable.numpy()) for variable in variables]
         arrays = [a.astype(a.dtype.newbyteorder("<"), copy=False) for a in arrays]
         manifest = tuple(
-            pb.TensorInfo(name=variable.name, dtype=a.dtype.name, shape=a.shape)
-            for variable, a in zip(self._variables(), arrays, strict=True)
+            pb.TensorInfo(name=variable.name, dtype=a.dtype.name, shape=a.shape) for variable, a in zip(variables, arrays, strict=True)
         )
         self._latest = Published(version, manifest, b"".join(np.ascontiguousarray(a).tobytes() for a in arrays))
 
