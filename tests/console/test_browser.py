@@ -155,7 +155,9 @@ async def test_the_auto_tuner_at_work_and_a_manual_change_turning_it_off(running
         tmp_path,
         metrics_every_s=0.2,
         batcher={"max_batch_size": 1, "deadline_ms": 0.1},
-        batching={"auto": True, "hold_s": 0.6, "settle_s": 0.2, "latency_target_ms": 50.0},
+        # A target that a loaded CI machine meets too: with every setting over it, the tuner on main ranks
+        # settings by p99 alone and may rightly stay at batch 1 (see the closing note).
+        batching={"auto": True, "hold_s": 0.6, "settle_s": 0.2, "latency_target_ms": 1000.0},
     )
     async with running_learner(config) as learner, async_playwright() as playwright:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=1))
@@ -168,10 +170,10 @@ async def test_the_auto_tuner_at_work_and_a_manual_change_turning_it_off(running
             await page.goto(learner.console_url)
             # The switch is on, the page says what the tuner does and why, and its choices are charted.
             await until(page.locator("#auto").is_checked, "the auto switch to show on")
-            await until(_text_contains(page, "#auto-reason", "p99 target 50 ms"), "the tuner's target on the page")
+            await until(_text_contains(page, "#auto-reason", "p99 target 1000 ms"), "the tuner's target on the page")
             await until(lambda: learner.settings()["max_batch_size"] > 1, "the tuner to raise the batch size", 3000)
             await until(lambda: _last_value_at_least(page, "batching settings", 0, 2), "the chart to show its choice")
-            assert (await chart(page, "batch fill and action latency (ms)"))[1][-1] == 50.0  # the target line
+            assert (await chart(page, "batch fill and action latency (ms)"))[1][-1] == 1000.0  # the target line
             SCREENSHOTS.mkdir(exist_ok=True)
             await page.screenshot(path=str(SCREENSHOTS / "console-autotune.png"), full_page=True)
             # A manual change turns auto off, and the page says so (whatever deadline the tuner left in the form).
