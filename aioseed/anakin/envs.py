@@ -2,8 +2,9 @@
 and Catch (``aioseed/Catch-v0``'s rules and frames).
 
 An env is a few functions of an explicit state (a dict of tensors): ``reset`` makes ``batch`` fresh
-states, ``observe`` draws them, and ``step`` applies ``<int32>[B]`` actions and resets the envs whose
-episode ended, as gymnasium's autoreset does, so that a rollout never leaves the graph.
+states, ``observe`` draws them, and ``transition`` applies ``<int32>[B]`` actions. ``step`` then resets
+the envs whose episode ended, as gymnasium's autoreset does, so that a rollout never leaves the graph;
+it also returns the states the episodes ended in (a truncated episode's value is bootstrapped from there).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import numpy as np
 import tensorflow as tf
 
 State = dict[str, tf.Tensor]
+Transition = tuple[State, tf.Tensor, tf.Tensor, tf.Tensor]
 
 
 class TFEnv(Protocol):
     observation_shape: tuple[int, ...]
     observation_dtype: str
     num_actions: int
+    truncates: bool
+    """Whether episodes can end on a time limit (then the learner bootstraps from their last state)."""
 
     def reset(self, batch: int, seed: tf.Tensor) -> State:
         """``batch`` fresh episodes; ``seed``: <int32>[2] a stateless random seed."""
@@ -30,17 +34,23 @@ class TFEnv(Protocol):
         """<observation_dtype>[B, *observation_shape]."""
         ...
 
-    def step(self, state: State, action: tf.Tensor, seed: tf.Tensor) -> tuple[State, tf.Tensor, tf.Tensor, tf.Tensor]:
-        """(next state, <float32>[B] reward, <bool>[B] terminated, <bool>[B] truncated); ended envs are reset."""
+    def transition(self, state: State, action: tf.Tensor) -> Transition:
+        """(next state, <float32>[B] reward, <bool>[B] terminated, <bool>[B] truncated); no reset."""
         ...
 
 
-def _where(ended: tf.Tensor, reset: State, state: State) -> State:
-    def pick(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
-        mask = tf.reshape(ended, [-1] + [1] * (len(a.shape) - 1))
-        return tf.where(mask, a, b)
+def step(env: TFEnv, state: State, action: tf.Tensor, seed: tf.Tensor) -> tuple[State, tf.Tensor, tf.Tensor, tf.Tensor, State]:
+    """``env.transition``, then the ended envs reset from ``seed``: (next state, reward, terminated,
+    truncated, the states before the reset)."""
+    moved, reward, terminated, truncated = env.transition(state, action)
+    ended = terminated | truncated
+    fresh = env.reset(tf.shape(ended)[0], seed)
 
-    return {name: pick(reset[name], state[name]) for name in state}
+    def pick(name: str) -> tf.Tensor:
+        mask = tf.reshape(ended, [-1] + [1] * (len(moved[name].shape) - 1))
+        return tf.where(mask, fresh[name], moved[name])
+
+    return {name: pick(name) for name in moved}, reward, terminated, truncated, moved
 
 
 class CartPole:
@@ -50,6 +60,7 @@ class CartPole:
     observation_shape = (4,)
     observation_dtype = "float32"
     num_actions = 2
+    truncates = True
     gravity, masscart, masspole, length, force_mag, tau = 9.8, 1.0, 0.1, 0.5, 10.0, 0.02
     x_threshold, theta_threshold = 2.4, 12 * 2 * math.pi / 360
 
@@ -81,15 +92,14 @@ class CartPole:
             axis=-1,
         )
 
-    def step(self, state: State, action: tf.Tensor, seed: tf.Tensor) -> tuple[State, tf.Tensor, tf.Tensor, tf.Tensor]:
+    def transition(self, state: State, action: tf.Tensor) -> Transition:
         physics = self.dynamics(state["physics"], action)
         x, theta = physics[:, 0], physics[:, 2]
         terminated = (tf.abs(x) > self.x_threshold) | (tf.abs(theta) > self.theta_threshold)
         steps = state["steps"] + 1
         truncated = ~terminated & (steps >= self.max_steps)
         reward = tf.ones_like(x, tf.float32)  # gymnasium pays 1 on the terminating step too
-        moved = {"physics": physics, "steps": steps}
-        return _where(terminated | truncated, self.reset(tf.shape(x)[0], seed), moved), reward, terminated, truncated
+        return {"physics": physics, "steps": steps}, reward, terminated, truncated
 
 
 class Catch:
@@ -98,6 +108,7 @@ class Catch:
 
     observation_dtype = "uint8"
     num_actions = 3
+    truncates = False
 
     def __init__(self, rows: int = 10, columns: int = 5, size: int = 84) -> None:
         self.rows, self.columns, self.size = rows, columns, size
@@ -123,15 +134,14 @@ class Catch:
         lit = cell(state["ball_row"], state["ball_column"]) | cell(bottom, state["paddle"])
         return tf.cast(lit, tf.uint8)[:, None] * 255
 
-    def step(self, state: State, action: tf.Tensor, seed: tf.Tensor) -> tuple[State, tf.Tensor, tf.Tensor, tf.Tensor]:
+    def transition(self, state: State, action: tf.Tensor) -> Transition:
         paddle = tf.clip_by_value(state["paddle"] + action - 1, 0, self.columns - 1)
         ball_row = state["ball_row"] + 1
         terminated = ball_row == self.rows - 1
         caught = tf.where(state["ball_column"] == paddle, 1.0, -1.0)
         reward = tf.where(terminated, caught, 0.0)
         moved = {"ball_row": ball_row, "ball_column": state["ball_column"], "paddle": paddle}
-        ended = terminated
-        return _where(ended, self.reset(tf.shape(paddle)[0], seed), moved), reward, terminated, tf.zeros_like(terminated)
+        return moved, reward, terminated, tf.zeros_like(terminated)
 
 
 ENVS = {"CartPole-v1": CartPole, "aioseed/Catch-v0": Catch}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aioseed.anakin.envs import CartPole, Catch
+from aioseed.anakin.envs import CartPole, Catch, step
 from aioseed.envs.catch import Catch as GymCatch
 
 SEED = tf.constant([7, 0], tf.int64)
@@ -22,13 +22,13 @@ def test_cartpole_follows_gymnasium_step_for_step(episode_seed: int) -> None:
     state = {"physics": tf.constant(reference.state[None], tf.float64), "steps": tf.zeros([1], tf.int32)}
     np.testing.assert_array_equal(env.observe(state).numpy()[0], observation)
     rng = np.random.default_rng(episode_seed)
-    for step in range(500):
+    for t in range(500):
         action = int(rng.integers(2))
         observation, reward, terminated, truncated, _ = reference.step(action)
         physics = env.dynamics(state["physics"], tf.constant([action]))
         np.testing.assert_allclose(physics.numpy()[0], reference.state, rtol=0, atol=1e-12)
-        state, tf_reward, tf_terminated, tf_truncated = env.step(state, tf.constant([action]), SEED)
-        assert (bool(tf_terminated[0]), float(tf_reward[0])) == (terminated, reward), step
+        state, tf_reward, tf_terminated, tf_truncated, _ = step(env, state, tf.constant([action]), SEED)
+        assert (bool(tf_terminated[0]), float(tf_reward[0])) == (terminated, reward), t
         if terminated:
             assert int(state["steps"][0]) == 0 and np.abs(state["physics"].numpy()).max() <= 0.05  # reset in the step
             break
@@ -41,10 +41,11 @@ def test_cartpole_truncates_at_max_steps_and_resets() -> None:
     state = env.reset(4, SEED)
     ended = []
     for _ in range(3):
-        state, _, terminated, truncated = env.step(state, tf.constant([0, 1, 0, 1]), SEED)
+        state, _, terminated, truncated, final = step(env, state, tf.constant([0, 1, 0, 1]), SEED)
         ended.append(truncated.numpy() | terminated.numpy())
     assert ended[-1].all() and not ended[0].any()
     assert (state["steps"].numpy() == 0).all()
+    assert (final["steps"].numpy() == 3).all()  # the states the episodes ended in, for the bootstrap
 
 
 def test_catch_draws_and_pays_as_aioseeds_catch() -> None:
@@ -59,6 +60,6 @@ def test_catch_draws_and_pays_as_aioseeds_catch() -> None:
             np.testing.assert_array_equal(env.observe(state).numpy()[0], reference._observation())
             action = int(rng.integers(3))
             _, reward, terminated, _, _ = reference.step(np.int64(action))
-            state, tf_reward, tf_terminated, _ = env.step(state, tf.constant([action]), SEED)
+            state, tf_reward, tf_terminated, _, _ = step(env, state, tf.constant([action]), SEED)
             assert (float(tf_reward[0]), bool(tf_terminated[0])) == (reward, terminated)
         assert terminated and int(state["ball_row"][0]) == 0  # the next episode has begun

@@ -1,0 +1,44 @@
+"""Anakin's compiled rollout: the learner's unroll layout, and a truncated episode's last reward
+carries the bootstrap ``discount * V(final observation)`` while a terminated one's does not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from aioseed.algos.impala.agent import ImpalaAgent
+from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.anakin.envs import CartPole, Catch
+from aioseed.anakin.loop import Anakin
+from aioseed.spec import EnvSpec
+
+SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)
+
+
+def test_a_truncated_episode_learns_its_bootstrap_value_and_reports_the_env_return() -> None:
+    config = ImpalaConfig(hidden_sizes=(16,), discount=0.9)
+    agent = ImpalaAgent(SPEC, config, seed=0)
+    anakin = Anakin(CartPole(max_steps=3), agent, envs=4, unroll_length=3, batch_size=4, seed=0, window=4)
+    rollout, episodes = anakin.act()
+    assert rollout["observation"].shape == (4, 4, 4) and float(episodes) == 4.0
+    # No random policy ends CartPole within 3 steps: every episode is truncated after its third step,
+    # in the state the third step reached; its value there is bootstrapped into that step's reward.
+    np.testing.assert_array_equal(rollout["done"].numpy()[1:].T, [[False, False, True]] * 4)
+    last = rollout["observation"].numpy()[2]
+    actions = rollout["action"].numpy()[2]
+    final = CartPole().dynamics(tf.constant(last, tf.float64), tf.constant(actions))
+    _, value, _ = agent.network.step(tf.cast(final, tf.float32), {}, None)
+    assert np.abs(value.numpy()).min() > 1e-3  # the check below tells a bootstrap from none
+    np.testing.assert_allclose(rollout["reward"].numpy()[3], 1.0 + 0.9 * value.numpy(), rtol=1e-5)
+    np.testing.assert_array_equal(rollout["reward"].numpy()[1:3], np.ones((2, 4)))
+    assert anakin.mean_return() == 3.0  # what the env paid, without the bootstrap
+
+
+def test_reward_clipping_with_a_truncating_env_is_refused() -> None:
+    agent = ImpalaAgent(SPEC, ImpalaConfig(hidden_sizes=(16,), reward_clipping="abs"), seed=0)
+    with pytest.raises(ValueError, match="reward clipping would clip it"):
+        Anakin(CartPole(), agent, envs=4, unroll_length=3, batch_size=4)
+    catch = Catch()
+    spec = EnvSpec(observation_shape=catch.observation_shape, observation_dtype="uint8", num_actions=3)
+    Anakin(catch, ImpalaAgent(spec, ImpalaConfig(reward_clipping="abs"), seed=0), envs=4, unroll_length=3, batch_size=4)
