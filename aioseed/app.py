@@ -95,10 +95,12 @@ def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:
 def build(config: LearnerConfig) -> Learner:
     """Devices, spec from the env, the agent, checkpoints, then ``assemble``."""
     replicas = place(config.devices, config.inference_devices)  # first: logical CPUs precede TensorFlow's start
-    import tensorflow as tf
+    import keras
 
     if config.seed is not None:
-        tf.random.set_seed(config.seed)
+        # Keras 3 initializers draw from Python's and NumPy's generators: tf.random.set_seed alone
+        # left the weights, and so the first policy, different on every run.
+        keras.utils.set_random_seed(config.seed)
     spec, seen = learner_specs(config)
     agent = build_agent(config, seen, replicas)
     checkpointer = None

@@ -30,14 +30,14 @@ def build(config: LearnerConfig, envs: int) -> tuple[Anakin, Checkpointer | None
     """The env's TensorFlow twin, the learner's agent on its one device (``--learner.devices``), and
     checkpoints in the learner's format (``aioseed eval`` reads them)."""
     replicas = place(config.devices)  # before TensorFlow starts: /CPU:k needs logical devices
-    import tensorflow as tf
+    import keras
 
     if replicas.count > 1:
         raise ValueError(f"--architecture anakin runs on one device; --learner.devices names {list(replicas.training)}")
     if config.agent != "impala":
         raise ValueError("--architecture anakin trains IMPALA (V-trace)")
     if config.seed is not None:
-        tf.random.set_seed(config.seed)
+        keras.utils.set_random_seed(config.seed)  # as aioseed.app.build
     env = tf_env(config.env)
     spec = EnvSpec(observation_shape=env.observation_shape, observation_dtype=env.observation_dtype, num_actions=env.num_actions)
     agent = ImpalaAgent(spec, config.impala, replicas, seed=config.seed)

@@ -6,7 +6,7 @@ import re
 
 from tests.processes import Process
 
-FRAME_BUDGET = 300_000  # runs here solve it (mean >= 195 over 20 episodes) after ~55K frames
+FRAME_BUDGET = 300_000  # runs here solve it (mean >= 195 over 20 episodes) after ~86K frames (median of 10)
 
 
 async def test_r2d2_learns_cartpole_through_learner_and_actor_processes(tmp_path) -> None:
@@ -38,6 +38,10 @@ async def test_r2d2_learns_cartpole_through_learner_and_actor_processes(tmp_path
     finished = re.search(r"stop_condition frames=(\d+) mean_return=([\d.]+) reason=return", log)
     assert finished, log
     assert float(finished.group(2)) >= 195.0 and int(finished.group(1)) < FRAME_BUDGET
+    # Learned, not found: seed 1's initial network (seeded: the same every run) returns ~10 acting
+    # greedily, and some other seeds' untrained networks averaged 195 over 20 episodes.
+    train_steps = int(re.search(r"learner_stopping frames=\d+ train_steps=(\d+)", log).group(1))
+    assert train_steps >= 50, log
     assert learner.errors() == [], log
     # The evaluation envs' episodes are reported apart (and never learned from: see tests/server).
     assert re.search(r"progress .*eval_return=\d", log), log
