@@ -297,6 +297,7 @@ class Learner:
                 await stages.endpoint.drain(self.config.server.shutdown_grace_s)
                 for task in tasks:
                     task.cancel()
+            await self._reporter.final()
         finally:
             await stages.endpoint.stop()
             if stages.checkpointer is not None:

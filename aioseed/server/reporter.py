@@ -35,7 +35,7 @@ def progress_fields(snapshot: Snapshot, fps: float) -> dict[str, float | int]:
 
 
 class Reporter:
-    """Verb: ``run`` (a task). Every ``every_s`` it takes a snapshot into ``history``; every
+    """Verbs: ``run`` (a task), ``final``. Every ``every_s`` it takes a snapshot into ``history``; every
     ``log_every_s`` it logs a progress line and hands the snapshot to ``write`` (TensorBoard)."""
 
     def __init__(
@@ -53,18 +53,28 @@ class Reporter:
         self._every_s = every_s
         self._log_every_s = log_every_s
         self._write = write
+        self._logged_at, self._logged_frames = time.monotonic(), frames()
 
     async def run(self) -> None:
-        logged_at, logged_frames = time.monotonic(), self._frames()
+        self._logged_at, self._logged_frames = time.monotonic(), self._frames()
         while True:
             await asyncio.sleep(self._every_s)
             snapshot = self._sample()
             self._history.append(snapshot)
-            now = time.monotonic()
-            if now - logged_at < self._log_every_s:
-                continue
-            frames = self._frames()
-            log.info("progress", **progress_fields(snapshot, (frames - logged_frames) / (now - logged_at)))
-            logged_at, logged_frames = now, frames
-            if self._write is not None:
-                await self._write(snapshot)
+            if time.monotonic() - self._logged_at >= self._log_every_s:
+                await self._report(snapshot)
+
+    async def final(self) -> None:
+        """The figures at the stop: a last snapshot, progress line and summary (the periodic ones can
+        miss everything since the last interval, such as the training that reached the target)."""
+        snapshot = self._sample()
+        self._history.append(snapshot)
+        await self._report(snapshot)
+
+    async def _report(self, snapshot: Snapshot) -> None:
+        now, frames = time.monotonic(), self._frames()
+        fps = (frames - self._logged_frames) / max(now - self._logged_at, 1e-9)
+        log.info("progress", **progress_fields(snapshot, fps))
+        self._logged_at, self._logged_frames = now, frames
+        if self._write is not None:
+            await self._write(snapshot)
