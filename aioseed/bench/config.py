@@ -224,6 +224,30 @@ class ArchitecturesBench:
 
 
 @dataclasses.dataclass(frozen=True)
+class AutotuneBench:
+    """The batching auto-tuner against a grid search of fixed settings, per workload, in one learner's life:
+    the grid's best setting that meets the latency target, then the tuner from a bad start (batch 1,
+    deadline 0.1 ms) for the grid's total time."""
+
+    workloads: tuple[str, ...] = ("cartpole-64", "cartpole-1024", "pong")
+    """cartpole-64: 64 streams at K=1; cartpole-1024: 1,024 streams at K=1; pong: Nature CNN, 2 x 32 envs at K=32."""
+    batch_sizes: tuple[int, ...] = (8, 32, 128, 512, 1024)
+    """Grid: max_batch_size values."""
+    deadlines_ms: tuple[float, ...] = (0.5, 2.0, 8.0, 32.0)
+    """Grid: deadline_ms values."""
+    settle_s: float = 2.0
+    """Seconds after each change before measuring."""
+    measure_s: float = 6.0
+    """Measured seconds per grid point."""
+    warmup_s: float = 20.0
+    """Seconds of traffic before the first grid point (start-up, tracing)."""
+    latency_target_ms: float = 50.0
+    """Action latency p99 the grid's best and the tuner must meet."""
+    json: bool = False
+    """Print one JSON object per workload."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Bench:
     """Benchmarks that print their figures next to a baseline measured in the same run."""
 
@@ -236,4 +260,5 @@ class Bench:
         | Annotated[FootballBench, tyro.conf.subcommand("football")]
         | Annotated[DevicesBench, tyro.conf.subcommand("devices")]
         | Annotated[ArchitecturesBench, tyro.conf.subcommand("architectures")]
+        | Annotated[AutotuneBench, tyro.conf.subcommand("autotune")]
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aioseed.bench.config import (
     ArchitecturesBench,
     AtariBench,
+    AutotuneBench,
     CartpoleBench,
     DevicesBench,
     FootballBench,
@@ -13,7 +14,10 @@ from aioseed.bench.config import (
     TransportBench,
 )
 
-Command = TransportBench | CartpoleBench | AtariBench | LearningCurveBench | StreamsBench | FootballBench | DevicesBench | ArchitecturesBench
+Command = (
+    TransportBench | CartpoleBench | AtariBench | LearningCurveBench | StreamsBench | FootballBench | DevicesBench
+    | ArchitecturesBench | AutotuneBench
+)
 
 
 def run_bench(command: Command) -> int:
@@ -31,6 +35,8 @@ def run_bench(command: Command) -> int:
         from aioseed.bench.devices import main
     elif isinstance(command, ArchitecturesBench):
         from aioseed.bench.architectures import main
+    elif isinstance(command, AutotuneBench):
+        from aioseed.bench.autotune import main
     else:
         from aioseed.bench.cartpole import main
     return main(command)

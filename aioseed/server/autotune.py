@@ -1,15 +1,20 @@
 """Inference batching that tunes itself: the most env steps/s with action latency p99 under a target.
 
-Method: hill climbing on a log grid of (``max_batch_size``, ``deadline_ms``), one grid step at a
-time. Each setting is held for ``hold_s`` after ``settle_s`` of settling and scored by the env
-steps/s measured over the hold; a setting whose latency p99 misses the target scores below every
-setting that meets it. From the current setting the tuner tries one neighbour (one axis, one
-step), moves there if it scores better by ``margin``, else goes back and tries the next; the last
-direction that paid is tried first (momentum). When no neighbour pays it holds, and explores again
-after ``reprobe_s``, or at once when the connected env rows change by a quarter (actors join or
-leave) or throughput falls by ``drift`` against what the setting scored (the train step competing
-for the CPU). Batch sizes above the connected rows are never tried: a batch closes when every
-connected row waits anyway. One step per hold keeps it from oscillating.
+Method: a pattern search on a log grid of (``max_batch_size``, ``deadline_ms``), chosen by
+measurement (``aioseed bench autotune``). Each setting is held ``hold_s`` after ``settle_s`` and
+scored by the env steps/s over the hold; a setting whose latency p99 misses the target scores below
+every setting that meets it (among those that all miss it, by steps/s x target/p99). From home the
+tuner tries one grid step along both axes together, then along each (batch and deadline often pay
+only together: a bigger batch needs time to gather; measured on CartPole with 64 streams, batch 1 or
+a sub-ms deadline give ~770 steps/s whatever the other axis). A candidate becomes home when it beats
+it by ``margin`` and by twice the two measurements' standard error; a direction that changed nothing
+(within ``PLATEAU``) is tried two and then four steps out, until a move has paid (a plateau crossed;
+climbing is single steps). The direction that last paid is tried first. When no candidate pays it
+holds, re-probes the one-step neighbours after ``reprobe_s``, searches again with long steps when
+the connected env rows change by a quarter (actors join or leave), and with single steps when the
+throughput falls ``drift`` below its score (the train step competing for the CPU). Batch sizes above
+the connected rows are never tried: a batch closes when every connected row waits anyway. One change
+per hold keeps it from oscillating.
 
 The tuner is pure Python: the learner feeds it one ``Observation`` per metrics interval and applies
 the settings it returns; tests drive it with simulated observations.
@@ -26,9 +31,17 @@ from aioseed.server.batcher import BatcherConfig
 
 log = structlog.get_logger()
 
+INFEASIBLE = 1e12
+"""Subtracted from the score of settings that miss the latency target (any that meets it scores higher)."""
 BATCH_SIZES = tuple(2**k for k in range(13))
 """1 .. 4096 rows."""
 DEADLINES_MS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+PATTERN = (1, 2, 4)
+"""Grid steps a candidate may lie from the setting a search starts at: a direction whose candidate
+scored within PLATEAU of it is tried twice as far. Once a move has paid, and in re-probes and after a
+drift, the steps are single (long steps across a broad optimum would land in its poor surroundings)."""
+PLATEAU = 0.1
+"""A candidate scoring less than this fraction below home leaves its direction flat (nothing measurable changed)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +58,9 @@ class BatchingConfig:
     """Seconds after a change that are not measured (batches of the old setting drain)."""
     margin: float = 0.03
     """A neighbour must beat the current setting by this fraction to be taken (measurement noise)."""
-    reprobe_s: float = 60.0
-    """Seconds a converged setting is kept before its neighbours are tried again."""
+    reprobe_s: float = 120.0
+    """Seconds a converged setting is kept before its six neighbours are tried again (each for
+    settle_s + hold_s: at 120 s, about 3% of the time at a peak's slightly worse neighbours)."""
     drift: float = 0.2
     """A converged setting whose throughput falls this fraction below its score is explored again."""
 
@@ -78,16 +92,28 @@ class _Measure:
     seconds: float = 0.0
     steps: float = 0.0
     p99: float = 0.0
+    rates: list[float] = dataclasses.field(default_factory=list)
+    """Steps/s of each interval, for the noise of the mean."""
 
     def add(self, observation: Observation) -> None:
         self.seconds += observation.seconds
         self.steps += observation.steps_per_s * observation.seconds
+        self.rates.append(observation.steps_per_s)
         if not math.isnan(observation.latency_p99_ms):
             self.p99 = max(self.p99, observation.latency_p99_ms)
 
     @property
     def steps_per_s(self) -> float:
         return self.steps / self.seconds if self.seconds else 0.0
+
+    @property
+    def relative_error(self) -> float:
+        """Standard error of the mean rate over the mean (0 with fewer than two intervals)."""
+        n, mean = len(self.rates), self.steps_per_s
+        if n < 2 or mean <= 0:
+            return 0.0
+        variance = sum((r - mean) ** 2 for r in self.rates) / (n - 1)
+        return math.sqrt(variance / n) / mean
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,13 +132,19 @@ class BatchTuner:
         self._home: tuple[int, int] | None = None
         """The best setting so far while a neighbour is measured."""
         self._home_score = -math.inf
-        self._candidates: list[tuple[int, int]] = []
+        self._candidates: list[tuple[tuple[int, int], tuple[int, int], int]] = []
+        """(setting, direction, grid steps) still to try from home."""
+        self._trying: list = [(0, 0), 0]
         self._momentum: tuple[int, int] | None = None
         self._measure = _Measure()
         self._settling = config.settle_s
         self._converged_for = 0.0
         self._score = -math.inf
         self._rows = 0
+        self._lengths = PATTERN
+        self._error = self._home_error = 0.0
+        self._latency_s = 0.0
+        """The last action latency p99 measured, in seconds."""
         self.reason = "starting: measuring the initial setting"
 
     @property
@@ -134,37 +166,62 @@ class BatchTuner:
             self._settling -= observation.seconds
             return None
         self._measure.add(observation)
+        if not math.isnan(observation.latency_p99_ms):
+            self._latency_s = observation.latency_p99_ms / 1000
         if self.converged:
             return self._watch(observation)
         if self._measure.seconds < self.config.hold_s:
             return None
+        self._error = self._measure.relative_error
         return self._step(self._scored(self._measure))
 
     def _scored(self, measure: _Measure) -> float:
-        """Steps/s, or for a setting that misses the latency target a negative score that prefers lower p99."""
+        """Steps/s when the latency target is met; otherwise a negative score, so that any setting that
+        meets it wins: steps/s scaled by target / p99, shifted below zero. Among settings that all miss
+        it (the train step, not the batching, may set the p99), throughput still counts."""
         target = self.config.latency_target_ms
         if target is not None and measure.p99 > target:
-            return -measure.p99
+            return measure.steps_per_s * target / measure.p99 - INFEASIBLE
         return measure.steps_per_s
 
     def _step(self, score: float) -> Decision | None:
         here = (self._b, self._d)
         if self._home is None:  # measured the current setting itself
             self._score = score
-            self._home, self._home_score = here, score
+            self._home, self._home_score, self._home_error = here, score, self._error
             self._candidates = self._neighbours(here)
         elif self._better(score, self._home_score):
-            self._momentum = (here[0] - self._home[0], here[1] - self._home[1])
-            self._home, self._home_score = here, score
+            self._momentum = self._trying[0]
+            self._home, self._home_score, self._home_error = here, score, self._error
+            self._lengths = (1,)  # climbing a slope now, not crossing a plateau
             self._candidates = self._neighbours(here)
             self.reason = f"took {self._describe(here)}: {self._describe_score(score)}"
+        elif self._shifted(score) >= self._shifted(self._home_score) * (1 - PLATEAU):
+            self._extend(*self._trying)  # nothing measurable changed this way: look further along it
         if not self._candidates:
             return self._settle_home()
-        return self._go(self._candidates.pop(0), f"trying a neighbour of {self._describe(self._home)}")
+        setting, *self._trying = self._candidates.pop(0)
+        return self._go(setting, f"trying a neighbour of {self._describe(self._home)}")
+
+    def _extend(self, direction: tuple[int, int], length: int) -> None:
+        """Tries next the candidate twice as far along a direction that was flat (a pattern search's
+        expanding step), up to the longest of the current lengths."""
+        longer = [n for n in self._lengths if n > length]
+        if longer:
+            self._candidates[:0] = self._along([direction], longer[0])
+
+    @staticmethod
+    def _shifted(score: float) -> float:
+        """Scores of settings that miss the target back on their own (positive) scale."""
+        return score + INFEASIBLE if score < 0 else score
 
     def _better(self, score: float, than: float) -> bool:
-        """By the margin when both meet the target; any gain in p99 (or meeting it) otherwise."""
-        return score > than * (1 + self.config.margin) if than > 0 else score > than
+        """Meeting the latency target beats missing it; on the same side, by the margin and by twice
+        the two measurements' combined standard error (a noisy machine's luck is not a gain)."""
+        if (score < 0) != (than < 0) or math.isinf(than):
+            return score > than
+        noise = 2 * math.hypot(self._error, self._home_error)
+        return self._shifted(score) - self._shifted(than) > max(self.config.margin, noise) * self._shifted(than)
 
     def _settle_home(self) -> Decision | None:
         home, score = self._home, self._home_score
@@ -181,14 +238,18 @@ class BatchTuner:
         if self._measure.seconds >= self.config.hold_s:
             now = self._scored(self._measure)
             self._measure = _Measure()
-            if self._score > 0 and now < self._score * (1 - self.config.drift):
-                return self._restart(f"throughput fell to {self._describe_score(now)} from {self._describe_score(self._score)}")
+            if self._score >= 0 and now < self._score * (1 - self.config.drift):
+                why = f"throughput fell to {self._describe_score(now)} from {self._describe_score(self._score)}"
+                return self._restart(why, lengths=(1,))
         if self._converged_for >= self.config.reprobe_s:
-            return self._restart("re-probing the neighbours")
+            return self._restart("re-probing the neighbours", lengths=(1,))
         return None
 
-    def _restart(self, why: str) -> Decision | None:
+    def _restart(self, why: str, lengths: tuple[int, ...] = PATTERN) -> Decision | None:
+        """Searches again from the current setting: after a start or a change of connected rows with
+        the pattern's long steps, after a re-probe or a drift one grid step around it."""
         self._home, self._home_score, self._candidates, self._score = None, -math.inf, [], -math.inf
+        self._lengths = lengths
         self._measure, self._settling = _Measure(), self.config.settle_s
         self.reason = f"{why}: measuring {self._describe((self._b, self._d))}"
         log.info("batching_exploring", reason=why)
@@ -198,25 +259,35 @@ class BatchTuner:
 
     def _go(self, setting: tuple[int, int], reason: str, measure: bool = True) -> Decision:
         self._b, self._d = setting
-        self._measure, self._settling = _Measure(), self.config.settle_s
+        # Rows queued under the old setting are answered within about its latency (Little's law):
+        # until then the p99 is the old setting's, so the settling lasts at least that long.
+        self._measure, self._settling = _Measure(), max(self.config.settle_s, 1.5 * self._latency_s)
         if measure:
             self.reason = f"{reason}: measuring {self._describe(setting)}"
         decision = Decision(self.settings, self.reason)
         log.info("batching_decision", max_batch_size=decision.settings.max_batch_size, deadline_ms=decision.settings.deadline_ms, reason=self.reason)
         return decision
 
-    def _neighbours(self, here: tuple[int, int]) -> list[tuple[int, int]]:
-        """One grid step along each axis, the direction that last paid first; batch sizes up to the
-        connected rows."""
-        steps = [(1, 0), (0, 1), (-1, 0), (0, -1)]
-        if self._momentum in steps:
-            steps.remove(self._momentum)
-            steps.insert(0, self._momentum)
+    def _neighbours(self, here: tuple[int, int]) -> list[tuple[tuple[int, int], tuple[int, int], int]]:
+        """One grid step along both axes together (batch and deadline often pay only together: more
+        rows need more time to gather), then along each; the direction that last paid first."""
+        directions = [(1, 1), (1, 0), (0, 1), (-1, 0), (0, -1), (-1, -1)]
+        if self._momentum in directions:
+            directions.remove(self._momentum)
+            directions.insert(0, self._momentum)
+        return self._along(directions, 1, here)
+
+    def _along(
+        self, directions: list[tuple[int, int]], length: int, here: tuple[int, int] | None = None
+    ) -> list[tuple[tuple[int, int], tuple[int, int], int]]:
+        """(setting, direction, length) ``length`` steps from ``here`` (home) along each direction, on
+        the grid and with batch sizes up to the connected rows."""
+        b0, d0 = here or self._home
         out = []
-        for db, dd in steps:
-            b, d = here[0] + db, here[1] + dd
+        for db, dd in directions:
+            b, d = b0 + db * length, d0 + dd * length
             if 0 <= b < len(BATCH_SIZES) and 0 <= d < len(DEADLINES_MS) and BATCH_SIZES[b] <= self._max_batch():
-                out.append((b, d))
+                out.append(((b, d), (db, dd), length))
         return out
 
     def _max_batch(self) -> int:
@@ -227,7 +298,9 @@ class BatchTuner:
         return f"batch {BATCH_SIZES[setting[0]]}, deadline {DEADLINES_MS[setting[1]]:g} ms"
 
     def _describe_score(self, score: float) -> str:
-        return f"p99 {-score:.1f} ms over the target" if score < 0 else f"{score:.0f} steps/s"
+        if score < 0:
+            return f"over the latency target ({score + INFEASIBLE:.0f} steps/s x target/p99)"
+        return f"{score:.0f} steps/s"
 
 
 def _nearest(grid: tuple[float, ...], value: float) -> int:

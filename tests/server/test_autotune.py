@@ -48,12 +48,16 @@ def test_it_climbs_from_a_bad_start_to_the_optimum_and_stays() -> None:
 
 
 def test_re_probing_visits_the_neighbours_and_comes_back() -> None:
-    tuner = BatchTuner(BatchingConfig(latency_target_ms=None, reprobe_s=60.0), BAD_START)
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=None), BAD_START)  # re-probes every 120 s
     run(tuner, peaked(64, 4.0), rows=1024, seconds=300)
-    trace = run(tuner, peaked(64, 4.0), rows=1024, seconds=120)
-    assert len(set(trace)) > 1 and trace[-1] == BatcherConfig(64, 4.0)
-    away = sum(s != BatcherConfig(64, 4.0) for s in trace)
-    assert away <= 0.3 * len(trace)  # exploring costs at most ~30% of the time at neighbouring settings
+    trace = run(tuner, peaked(64, 4.0), rows=1024, seconds=480)
+    home = BatcherConfig(64, 4.0)
+    visits = [s for i, s in enumerate(trace) if s != home and (i == 0 or trace[i - 1] == home)]
+    returns = [i for i in range(1, len(trace)) if trace[i] == home and trace[i - 1] != home]
+    assert visits and len(returns) >= len(visits) - 1  # every probe came back home (but one still running)
+    model = peaked(64, 4.0)
+    mean = sum(model(s.max_batch_size, s.deadline_ms)[0] for s in trace) / len(trace)
+    assert mean >= 0.97 * model(64, 4.0)[0]  # exploring costs under 3% of the throughput
 
 
 def test_it_meets_the_latency_target_at_the_best_setting_that_does() -> None:
@@ -62,7 +66,7 @@ def test_it_meets_the_latency_target_at_the_best_setting_that_does() -> None:
     model = peaked(256, 16.0)
     tuner = BatchTuner(BatchingConfig(latency_target_ms=20.0), BAD_START)
     trace = run(tuner, model, rows=1024, seconds=600)
-    final = trace[-1]
+    final = max(set(trace[-200:]), key=trace[-200:].count)  # where it stays between re-probes
     steps, p99 = model(final.max_batch_size, final.deadline_ms)
     assert p99 <= 20.0
     feasible = [model(b, d)[0] for b in BATCH_SIZES for d in DEADLINES_MS if model(b, d)[1] <= 20.0]
@@ -70,7 +74,7 @@ def test_it_meets_the_latency_target_at_the_best_setting_that_does() -> None:
 
 
 def test_it_explores_again_when_actors_join_and_the_optimum_moves() -> None:
-    tuner = BatchTuner(BatchingConfig(latency_target_ms=None), BAD_START)
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=None, reprobe_s=1e9), BAD_START)
     run(tuner, peaked(16, 2.0), rows=16, seconds=300)
     assert tuner.settings.max_batch_size == 16
     trace = run(tuner, peaked(256, 2.0), rows=512, seconds=300)
@@ -93,14 +97,70 @@ def test_a_throughput_drop_at_the_same_setting_starts_a_new_search() -> None:
     assert (trace[-1].max_batch_size, trace[-1].deadline_ms) == (64, 8.0)
 
 
-def test_each_change_is_one_grid_step_and_held_at_least_the_hold_time() -> None:
-    config = BatchingConfig(latency_target_ms=None, hold_s=3.0, settle_s=1.0)
+def test_each_change_is_held_and_re_probes_try_only_the_next_grid_steps() -> None:
+    config = BatchingConfig(latency_target_ms=None, hold_s=3.0, settle_s=1.0, reprobe_s=30.0)
     tuner = BatchTuner(config, BAD_START)
-    trace = run(tuner, peaked(64, 4.0), rows=1024, seconds=300, noise=0.05)
+    trace = run(tuner, peaked(64, 4.0), rows=1024, seconds=300, noise=0.02)
     changes = [i for i in range(1, len(trace)) if trace[i] != trace[i - 1]]
     assert all(b - a >= config.hold_s + config.settle_s for a, b in zip(changes, changes[1:]))
-    for i in changes:
+    for i in changes:  # at most 4 grid steps from home, so at most 8 between two candidates
         before, after = trace[i - 1], trace[i]
         db = abs(BATCH_SIZES.index(after.max_batch_size) - BATCH_SIZES.index(before.max_batch_size))
         dd = abs(DEADLINES_MS.index(after.deadline_ms) - DEADLINES_MS.index(before.deadline_ms))
-        assert db + dd <= 2  # a neighbour, or back from one neighbour to the next
+        assert max(db, dd) <= 8
+    # Converged at (64, 4 ms): from here on, re-probes visit the four one-step neighbours only.
+    home = (BATCH_SIZES.index(64), DEADLINES_MS.index(4.0))
+    visited = {(BATCH_SIZES.index(s.max_batch_size), DEADLINES_MS.index(s.deadline_ms)) for s in trace[-100:]}
+    assert home in visited and len(visited) > 1
+    assert all(max(abs(b - home[0]), abs(d - home[1])) <= 1 for b, d in visited)
+
+
+def test_a_plateau_of_deadlines_below_the_inference_time_is_crossed() -> None:
+    # Inference takes 1 ms: deadlines under it change nothing, so one or two steps from 0.1 ms find no gain.
+    base = peaked(64, 8.0)
+
+    def model(batch: int, deadline: float) -> tuple[float, float]:
+        return base(batch, max(deadline, 1.0))
+
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=None, reprobe_s=1e9), BatcherConfig(64, 0.1))
+    trace = run(tuner, model, rows=1024, seconds=300)
+    assert (trace[-1].max_batch_size, trace[-1].deadline_ms) == (64, 8.0)
+
+
+def test_when_no_setting_meets_the_target_it_still_climbs_throughput() -> None:
+    # The train step sets the p99 (80 ms at every setting): the target is out of reach, throughput still counts.
+    base = peaked(64, 4.0)
+
+    def model(batch: int, deadline: float) -> tuple[float, float]:
+        return base(batch, deadline)[0], 80.0
+
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=50.0, reprobe_s=1e9), BAD_START)
+    trace = run(tuner, model, rows=1024, seconds=400)
+    assert (trace[-1].max_batch_size, trace[-1].deadline_ms) == (64, 4.0)
+
+
+def test_from_a_bad_start_where_only_both_axes_together_pay_it_is_near_the_best_within_60_s() -> None:
+    # As CartPole with 64 streams measured here: batch 1 or a deadline under 1 ms gives ~770 steps/s
+    # (p99 ~90 ms) whatever the other axis; larger batches with longer deadlines give up to ~3,500.
+    best = peaked(128, 32.0, peak=3_500.0)
+
+    def model(batch: int, deadline: float) -> tuple[float, float]:
+        if batch <= 2 or deadline <= 0.5:
+            return 770.0, 90.0
+        return best(batch, deadline)[0], 20.0
+
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=50.0), BAD_START)
+    trace = run(tuner, model, rows=64, seconds=160, noise=0.03)
+    top = max(model(b, d)[0] for b in BATCH_SIZES if b <= 64 for d in DEADLINES_MS if model(b, d)[1] <= 50.0)
+    reached = next(i for i, s in enumerate(trace) if model(s.max_batch_size, s.deadline_ms)[0] >= 0.95 * top)
+    assert reached <= 60
+    late = trace[80:]
+    assert sum(model(s.max_batch_size, s.deadline_ms)[0] for s in late) / len(late) >= 0.95 * top
+
+
+def test_after_a_change_it_waits_out_the_old_settings_latency_before_measuring() -> None:
+    # 1,024 closed-loop rows at batch 1: a 3 s p99. Rows queued then are answered over the next ~3 s,
+    # and would charge their latency to the new setting.
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=None, hold_s=3.0, settle_s=1.0), BAD_START)
+    changes = [t for t in range(60) if tuner.observe(Observation(1.0, 100.0, 3000.0, 1024)) is not None]
+    assert len(changes) >= 2 and all(b - a >= 1.5 * 3.0 + 3.0 for a, b in zip(changes, changes[1:]))

@@ -1,0 +1,154 @@
+"""``aioseed bench autotune``: the batching auto-tuner against the best fixed setting of a grid.
+
+Each workload runs in a fresh spawned process: one learner with its local actors (processes on
+loopback). After the warm-up, every grid point (max_batch_size x deadline_ms) is staged in turn and
+measured after ``settle_s``; the best point whose action latency p99 meets the target is the
+baseline. Then the learner is set to batch 1 and deadline 0.1 ms, the tuner is switched on and runs
+for as long as the whole grid took, and the best grid point is measured once more. Figures: the
+tuner's steps/s over the second half of its run, the best grid point's (from the grid, and again
+after the tuner), the ratios, the seconds until the tuner's throughput stayed within 5% of its
+final level, and whether its p99 met the target there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import math
+import multiprocessing
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from aioseed.bench.config import AutotuneBench, atari_run, cartpole_run
+from aioseed.launch import RunConfig
+from aioseed.server.autotune import BatchingConfig
+from aioseed.server.config import StopConfig
+
+BAD_START = (1, 0.1)
+
+
+def workload(name: str) -> RunConfig:
+    """The run of a named workload, with the auto-tuner off (the bench switches it on)."""
+    if name == "pong":
+        return atari_run()
+    streams = {"cartpole-64": 64, "cartpole-1024": 1024}[name]
+    run = cartpole_run()
+    return dataclasses.replace(run, num_actors=2, envs_per_actor=streams // 2, envs_per_message=1)
+
+
+def window(series: list[dict[str, float]], since: float, frames_per_step: int) -> dict[str, float]:
+    """Steps/s (env rows) and the worst action latency p99 over the snapshots after ``since``."""
+    points = [p for p in series if p["time"] > since]
+    if len(points) < 2:
+        return {"steps_per_s": math.nan, "p99_ms": math.nan}
+    steps = float(np.mean([p["charts/frames_per_s"] for p in points])) / frames_per_step
+    p99s = [p["inference/latency_ms_p99"] for p in points if not math.isnan(p["inference/latency_ms_p99"])]
+    return {"steps_per_s": steps, "p99_ms": max(p99s) if p99s else math.nan}
+
+
+def settle_time(times: list[float], rates: list[float], final: float, tolerance: float = 0.05) -> float:
+    """Seconds from the start until the 10-point (10 s) rolling mean of ``rates`` stays within
+    ``tolerance`` of ``final`` (single seconds swing more than 5% on a shared machine)."""
+    rolling = [float(np.mean(rates[max(0, i - 9) : i + 1])) for i in range(len(rates))]
+    inside = [abs(r - final) <= tolerance * final for r in rolling]
+    for i in range(len(inside)):
+        if all(inside[i:]):
+            return times[i]
+    return math.nan
+
+
+async def measure(run: RunConfig, bench: AutotuneBench) -> dict[str, Any]:
+    from aioseed.app import build
+    from aioseed.launch import launch_actors
+
+    batching = BatchingConfig(auto=False, latency_target_ms=bench.latency_target_ms)
+    config = dataclasses.replace(run.served_learner, batching=batching, stop=StopConfig(), metrics_every_s=1.0)
+    learner = build(config)
+    port = await learner.start()
+    fps = learner.spec.frames_per_step
+    result: dict[str, Any] = {}
+    async with asyncio.TaskGroup() as group:
+        serving = group.create_task(learner.run(), name="learner")
+        stop_actors = await launch_actors(run, run.actor_configs(port), learner, group)
+        try:
+            await asyncio.sleep(bench.warmup_s)
+            grid = []
+            started = time.time()
+            for size in bench.batch_sizes:
+                for deadline in bench.deadlines_ms:
+                    learner.configure_batcher(size, deadline)
+                    await asyncio.sleep(bench.settle_s)
+                    since = time.time()
+                    await asyncio.sleep(bench.measure_s)
+                    grid.append({"max_batch_size": size, "deadline_ms": deadline, **window(learner.series(since), since, fps)})
+            grid_s = time.time() - started
+            feasible = [g for g in grid if g["p99_ms"] <= bench.latency_target_ms]
+            best = max(feasible or grid, key=lambda g: g["steps_per_s"])
+            learner.configure_batcher(*BAD_START)
+            learner.set_batching_auto(True, "bench")
+            start = time.time()
+            await asyncio.sleep(grid_s)
+            series = [p for p in learner.series(start)]
+            # The best grid point again, now: the learner's load drifts as it learns (longer episodes,
+            # more train steps), so the grid's figure from minutes earlier is a biased yardstick.
+            learner.set_batching_auto(False, "bench")
+            learner.configure_batcher(best["max_batch_size"], best["deadline_ms"])
+            await asyncio.sleep(bench.settle_s)
+            since = time.time()
+            await asyncio.sleep(bench.measure_s)
+            again = window(learner.series(since), since, fps)
+            times = [p["time"] - start for p in series]
+            rates = [p["charts/frames_per_s"] / fps for p in series]
+            final = window(series, start + grid_s / 2, fps)
+            result = {
+                "auto_steps_per_s": round(final["steps_per_s"]),
+                "best_grid_steps_per_s": round(best["steps_per_s"]),
+                "ratio_vs_best_grid": round(final["steps_per_s"] / best["steps_per_s"], 3),
+                "best_grid_again_steps_per_s": round(again["steps_per_s"]),
+                "ratio_vs_best_grid_again": round(final["steps_per_s"] / again["steps_per_s"], 3),
+                "seconds_to_within_5pct": round(settle_time(times, rates, final["steps_per_s"]), 1),
+                "auto_p99_ms": round(final["p99_ms"], 1),
+                "auto_p99_met": bool(final["p99_ms"] <= bench.latency_target_ms),
+                "auto_final_setting": learner.settings()["max_batch_size"], "auto_final_deadline_ms": learner.settings()["deadline_ms"],
+                "best_grid": {k: best[k] for k in ("max_batch_size", "deadline_ms")} | {"p99_ms": round(best["p99_ms"], 1)},
+                "best_grid_met_target": bool(feasible),
+                "auto_trace": [  # seconds, max_batch_size, deadline_ms, steps/s, p99 ms per metrics snapshot
+                    [round(p["time"] - start, 1), int(p["batching/max_batch_size"]), p["batching/deadline_ms"],
+                     round(p["charts/frames_per_s"] / fps), round(p["inference/latency_ms_p99"], 1)]
+                    for p in series
+                ],
+                "grid_points": len(grid),
+                "seconds_each": grid_s,
+                "grid": [{k: (round(v, 1) if isinstance(v, float) else v) for k, v in g.items()} for g in grid],
+            }
+        finally:
+            learner.request_stop()
+            await stop_actors()
+            await serving
+    return result
+
+
+def _measure_in_process(name: str, bench: AutotuneBench, results: multiprocessing.Queue) -> None:
+    import uvloop
+
+    from aioseed import log as logging_setup
+
+    logging_setup.configure("warning")
+    results.put(uvloop.run(measure(workload(name), bench)))
+
+
+def main(bench: AutotuneBench) -> int:
+    context = multiprocessing.get_context("spawn")
+    for name in bench.workloads:
+        results = context.Queue()
+        process = context.Process(target=_measure_in_process, args=(name, bench, results), name=f"autotune-{name}")
+        process.start()
+        points = len(bench.batch_sizes) * len(bench.deadlines_ms)
+        row = {"workload": name, "latency_target_ms": bench.latency_target_ms, **results.get(timeout=bench.warmup_s + 3 * points * (bench.settle_s + bench.measure_s) + 600)}
+        process.join(60)
+        sys.stdout.write((json.dumps(row) if bench.json else json.dumps(row, indent=2)) + "\n")
+    return 0

@@ -1,0 +1,34 @@
+"""`bench autotune`'s workloads and figures: the issue's three set-ups, throughput and worst p99 over
+a window of snapshots, and the settling time on a rolling mean."""
+
+from __future__ import annotations
+
+import math
+
+from aioseed.bench.autotune import settle_time, window, workload
+
+
+def test_the_workloads_are_64_and_1024_streams_at_k1_and_pong_at_k32() -> None:
+    for name, streams in (("cartpole-64", 64), ("cartpole-1024", 1024)):
+        run = workload(name)
+        assert run.num_actors * run.envs_per_actor == streams and run.envs_per_message == 1
+        assert not run.learner.batching.auto  # the bench turns it on after the grid
+    pong = workload("pong")
+    assert pong.envs_per_message == 32 and pong.num_actors * pong.envs_per_actor == 64
+
+
+def test_window_reads_rows_per_second_and_the_worst_p99_after_a_time() -> None:
+    series = [
+        {"time": t, "charts/frames_per_s": 400.0 * t, "inference/latency_ms_p99": p99}
+        for t, p99 in ((1.0, 90.0), (2.0, 10.0), (3.0, math.nan), (4.0, 30.0))
+    ]
+    figures = window(series, since=1.5, frames_per_step=4)
+    assert figures == {"steps_per_s": (800 + 1200 + 1600) / 3 / 4, "p99_ms": 30.0}
+    assert math.isnan(window(series, since=3.5, frames_per_step=4)["steps_per_s"])  # one point is no rate
+
+
+def test_settle_time_is_when_the_rolling_mean_stays_within_5_percent() -> None:
+    times = [float(t) for t in range(30)]
+    rates = [100.0] * 10 + [1000.0] * 20
+    assert settle_time(times, rates, final=1000.0) == 19.0  # the 10 s mean reaches 955 at t=19
+    assert math.isnan(settle_time(times, [100.0] * 30, final=1000.0))
