@@ -94,8 +94,8 @@ function showState(state) {
     `in effect: ${s.max_batch_size} rows, ${s.deadline_ms} ms` +
     (staged.max_batch_size !== s.max_batch_size || staged.deadline_ms !== s.deadline_ms
       ? ` · next batch: ${staged.max_batch_size} rows, ${staged.deadline_ms} ms` : "");
-  const auto = s.auto || {};
-  if (s.auto) {
+  const auto = s.auto;
+  if (auto) {
     document.getElementById("auto").checked = Boolean(auto.enabled);
     document.getElementById("auto-reason").textContent = auto.enabled
       ? `auto (p99 target ${auto.latency_target_ms ?? "none"} ms): ${auto.reason}`

@@ -92,7 +92,7 @@ async def measure(run: RunConfig, bench: AutotuneBench) -> dict[str, Any]:
             learner.set_batching_auto(True, "bench")
             start = time.time()
             await asyncio.sleep(grid_s)
-            series = [p for p in learner.series(start)]
+            series = learner.series(start)
             # The best grid point again, now: the learner's load drifts as it learns (longer episodes,
             # more train steps), so the grid's figure from minutes earlier is a biased yardstick.
             learner.set_batching_auto(False, "bench")

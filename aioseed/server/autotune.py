@@ -134,7 +134,8 @@ class BatchTuner:
         self._home_score = -math.inf
         self._candidates: list[tuple[tuple[int, int], tuple[int, int], int]] = []
         """(setting, direction, grid steps) still to try from home."""
-        self._trying: list = [(0, 0), 0]
+        self._trying: tuple[tuple[int, int], int] = ((0, 0), 0)
+        """(direction, grid steps) of the candidate being measured."""
         self._momentum: tuple[int, int] | None = None
         self._measure = _Measure()
         self._settling = config.settle_s
@@ -142,7 +143,7 @@ class BatchTuner:
         self._score = -math.inf
         self._rows = 0
         self._lengths = PATTERN
-        self._error = self._home_error = 0.0
+        self._home_error = 0.0
         self._latency_s = 0.0
         """The last action latency p99 measured, in seconds."""
         self.reason = "starting: measuring the initial setting"
@@ -172,8 +173,7 @@ class BatchTuner:
             return self._watch(observation)
         if self._measure.seconds < self.config.hold_s:
             return None
-        self._error = self._measure.relative_error
-        return self._step(self._scored(self._measure))
+        return self._step(self._scored(self._measure), self._measure.relative_error)
 
     def _scored(self, measure: _Measure) -> float:
         """Steps/s when the latency target is met; otherwise a negative score, so that any setting that
@@ -184,23 +184,24 @@ class BatchTuner:
             return measure.steps_per_s * target / measure.p99 - INFEASIBLE
         return measure.steps_per_s
 
-    def _step(self, score: float) -> Decision | None:
+    def _step(self, score: float, error: float) -> Decision | None:
         here = (self._b, self._d)
         if self._home is None:  # measured the current setting itself
             self._score = score
-            self._home, self._home_score, self._home_error = here, score, self._error
-            self._candidates = self._neighbours(here)
-        elif self._better(score, self._home_score):
+            self._home, self._home_score, self._home_error = here, score, error
+            self._candidates = self._neighbours()
+        elif self._better(score, self._home_score, error):
             self._momentum = self._trying[0]
-            self._home, self._home_score, self._home_error = here, score, self._error
+            self._home, self._home_score, self._home_error = here, score, error
             self._lengths = (1,)  # climbing a slope now, not crossing a plateau
-            self._candidates = self._neighbours(here)
+            self._candidates = self._neighbours()
             self.reason = f"took {self._describe(here)}: {self._describe_score(score)}"
         elif self._shifted(score) >= self._shifted(self._home_score) * (1 - PLATEAU):
             self._extend(*self._trying)  # nothing measurable changed this way: look further along it
         if not self._candidates:
             return self._settle_home()
-        setting, *self._trying = self._candidates.pop(0)
+        setting, direction, length = self._candidates.pop(0)
+        self._trying = (direction, length)
         return self._go(setting, f"trying a neighbour of {self._describe(self._home)}")
 
     def _extend(self, direction: tuple[int, int], length: int) -> None:
@@ -215,12 +216,12 @@ class BatchTuner:
         """Scores of settings that miss the target back on their own (positive) scale."""
         return score + INFEASIBLE if score < 0 else score
 
-    def _better(self, score: float, than: float) -> bool:
+    def _better(self, score: float, than: float, error: float) -> bool:
         """Meeting the latency target beats missing it; on the same side, by the margin and by twice
         the two measurements' combined standard error (a noisy machine's luck is not a gain)."""
         if (score < 0) != (than < 0) or math.isinf(than):
             return score > than
-        noise = 2 * math.hypot(self._error, self._home_error)
+        noise = 2 * math.hypot(error, self._home_error)
         return self._shifted(score) - self._shifted(than) > max(self.config.margin, noise) * self._shifted(than)
 
     def _settle_home(self) -> Decision | None:
@@ -268,21 +269,19 @@ class BatchTuner:
         log.info("batching_decision", max_batch_size=decision.settings.max_batch_size, deadline_ms=decision.settings.deadline_ms, reason=self.reason)
         return decision
 
-    def _neighbours(self, here: tuple[int, int]) -> list[tuple[tuple[int, int], tuple[int, int], int]]:
+    def _neighbours(self) -> list[tuple[tuple[int, int], tuple[int, int], int]]:
         """One grid step along both axes together (batch and deadline often pay only together: more
         rows need more time to gather), then along each; the direction that last paid first."""
         directions = [(1, 1), (1, 0), (0, 1), (-1, 0), (0, -1), (-1, -1)]
         if self._momentum in directions:
             directions.remove(self._momentum)
             directions.insert(0, self._momentum)
-        return self._along(directions, 1, here)
+        return self._along(directions, 1)
 
-    def _along(
-        self, directions: list[tuple[int, int]], length: int, here: tuple[int, int] | None = None
-    ) -> list[tuple[tuple[int, int], tuple[int, int], int]]:
-        """(setting, direction, length) ``length`` steps from ``here`` (home) along each direction, on
-        the grid and with batch sizes up to the connected rows."""
-        b0, d0 = here or self._home
+    def _along(self, directions: list[tuple[int, int]], length: int) -> list[tuple[tuple[int, int], tuple[int, int], int]]:
+        """(setting, direction, length) ``length`` steps from home along each direction, on the grid
+        and with batch sizes up to the connected rows."""
+        b0, d0 = self._home
         out = []
         for db, dd in directions:
             b, d = b0 + db * length, d0 + dd * length

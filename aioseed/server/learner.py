@@ -101,6 +101,7 @@ class Learner:
             config.metrics_every_s,
             config.log_every_s,
             None if write is None else lambda snapshot: self._trainer.run_between_steps(lambda: write(snapshot, self.frames)),
+            self._tune,
         )
         self.console = console(self) if console is not None else None
         self.console_url: str | None = None
@@ -110,6 +111,8 @@ class Learner:
         self._auto = config.batching.auto
         self._auto_off = "not enabled"
         """Why the tuner is off."""
+        self._tuned_at = 0.0
+        """time of the last snapshot the tuner saw."""
 
     # ---- reading ---------------------------------------------------------------------------
     @property
@@ -290,7 +293,6 @@ class Learner:
                     group.create_task(self._reporter.run(), name="report"),
                     group.create_task(self._checkpoint_periodically(), name="checkpoints"),
                     group.create_task(self.stopping.timer(), name="timer"),
-                    group.create_task(self._autotune(), name="autotune"),
                 ]
                 await self.stopping.wait()
                 log.info("learner_stopping", frames=self.frames, train_steps=self.train_steps)
@@ -324,28 +326,22 @@ class Learner:
             except CheckpointRefused:  # logged; tried again after the next interval
                 self._last_checkpoint = time.monotonic()
 
-    async def _autotune(self) -> None:
-        """Feeds each new metrics snapshot to the tuner while auto is on, and stages what it decides."""
-        frames_per_step = self.spec.frames_per_step
-        seen = 0.0
-        while True:
-            await asyncio.sleep(self.config.metrics_every_s)
-            snapshot = self._history.latest
-            if not snapshot or snapshot["time"] <= seen:
-                continue
-            seconds, seen = (snapshot["time"] - seen if seen else self.config.metrics_every_s), snapshot["time"]
-            if not self._auto:
-                continue
-            observation = Observation(
+    def _tune(self, snapshot: Snapshot) -> None:
+        """Each metrics snapshot, while auto is on: the tuner observes it and the batcher stages what it decides."""
+        seconds = snapshot["time"] - self._tuned_at if self._tuned_at else self.config.metrics_every_s
+        self._tuned_at = snapshot["time"]
+        if not self._auto:
+            return
+        decision = self._tuner.observe(
+            Observation(
                 seconds=seconds,
-                steps_per_s=snapshot["charts/frames_per_s"] / frames_per_step,
+                steps_per_s=snapshot["charts/frames_per_s"] / self.spec.frames_per_step,
                 latency_p99_ms=snapshot["inference/latency_ms_p99"],
                 connected_rows=self.connected_envs,
             )
-            decision = self._tuner.observe(observation)
-            if decision is not None and self._auto:
-                settings = decision.settings
-                self._batcher.configure(max_batch_size=settings.max_batch_size, deadline_ms=settings.deadline_ms)
+        )
+        if decision is not None:
+            self._batcher.configure(max_batch_size=decision.settings.max_batch_size, deadline_ms=decision.settings.deadline_ms)
 
     def _snapshot(self) -> Snapshot:
         """The stats since the previous snapshot, and gauges of every stage."""

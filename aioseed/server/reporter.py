@@ -35,8 +35,9 @@ def progress_fields(snapshot: Snapshot, fps: float) -> dict[str, float | int]:
 
 
 class Reporter:
-    """Verbs: ``run`` (a task), ``final``. Every ``every_s`` it takes a snapshot into ``history``; every
-    ``log_every_s`` it logs a progress line and hands the snapshot to ``write`` (TensorBoard)."""
+    """Verbs: ``run`` (a task), ``final``. Every ``every_s`` it takes a snapshot into ``history`` and
+    hands it to ``observe`` (the batching tuner); every ``log_every_s`` it logs a progress line and
+    hands the snapshot to ``write`` (TensorBoard)."""
 
     def __init__(
         self,
@@ -46,6 +47,7 @@ class Reporter:
         every_s: float,
         log_every_s: float,
         write: Callable[[Snapshot], Awaitable[object]] | None = None,
+        observe: Callable[[Snapshot], None] | None = None,
     ) -> None:
         self._sample = sample
         self._frames = frames
@@ -53,6 +55,7 @@ class Reporter:
         self._every_s = every_s
         self._log_every_s = log_every_s
         self._write = write
+        self._observe = observe
         self._logged_at, self._logged_frames = time.monotonic(), frames()
 
     async def run(self) -> None:
@@ -61,6 +64,8 @@ class Reporter:
             await asyncio.sleep(self._every_s)
             snapshot = self._sample()
             self._history.append(snapshot)
+            if self._observe is not None:
+                self._observe(snapshot)
             if time.monotonic() - self._logged_at >= self._log_every_s:
                 await self._report(snapshot)
 
