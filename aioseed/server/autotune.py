@@ -1,14 +1,16 @@
 """Inference batching that tunes itself: the most env steps/s with action latency p99 under a target.
 
 Method: a pattern search on a log grid of (``max_batch_size``, ``deadline_ms``), chosen by
-measurement (``aioseed bench autotune``). Each setting is held ``hold_s`` after ``settle_s`` and
-scored by the env steps/s over the hold; a setting whose latency p99 misses the target scores below
+measurement (``aioseed bench autotune``). Each setting is held at least ``hold_s`` after ``settle_s``
+and scored by the env steps/s over the hold (a candidate that looks better but not yet surely so is
+held longer, up to ``max_hold_s``: a sequential test); a setting whose latency p99 misses the target scores below
 every setting that meets it (among those that all miss it, by steps/s x target/p99). From home the
 tuner tries one grid step along both axes together, then along each (batch and deadline often pay
 only together: a bigger batch needs time to gather; measured on CartPole with 64 streams, batch 1 or
 a sub-ms deadline give ~770 steps/s whatever the other axis). A candidate becomes home when it beats
-it by ``margin`` and by twice the two measurements' standard error; a direction that changed nothing
-(within ``PLATEAU``) is tried two and then four steps out, until a move has paid (a plateau crossed;
+it by ``margin`` and by twice the standard error of the difference (from the per-interval noise
+pooled over every setting measured: on shared cores it swings by more than the gains judged); a
+direction that changed nothing (within ``PLATEAU`` or the noise) is tried two and then four steps out, until a move has paid (a plateau crossed;
 climbing is single steps). The direction that last paid is tried first. When no candidate pays it
 holds, re-probes the one-step neighbours after ``reprobe_s``, searches again with long steps when
 the connected env rows change by a quarter (actors join or leave), and with single steps when the
@@ -42,6 +44,8 @@ scored within PLATEAU of it is tried twice as far. Once a move has paid, and in 
 drift, the steps are single (long steps across a broad optimum would land in its poor surroundings)."""
 PLATEAU = 0.1
 """A candidate scoring less than this fraction below home leaves its direction flat (nothing measurable changed)."""
+PRIOR_NOISE, PRIOR_DOF = 0.05, 4
+"""Relative noise of one interval's steps/s assumed before any is measured, and its weight in intervals."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +57,9 @@ class BatchingConfig:
     latency_target_ms: float | None = 50.0
     """Action latency p99 to stay under (None: pure throughput)."""
     hold_s: float = 3.0
-    """Seconds each setting is measured, after settle_s."""
+    """Seconds each setting is measured at least, after settle_s."""
+    max_hold_s: float = 10.0
+    """Seconds a candidate that looks better, but not yet surely so, is measured at most."""
     settle_s: float = 1.0
     """Seconds after a change that are not measured (batches of the old setting drain)."""
     margin: float = 0.03
@@ -67,8 +73,8 @@ class BatchingConfig:
     def __post_init__(self) -> None:
         if self.latency_target_ms is not None and not self.latency_target_ms > 0:
             raise ValueError(f"latency_target_ms must be positive or None, got {self.latency_target_ms}")
-        if not (self.hold_s > 0 and self.settle_s >= 0 and self.reprobe_s > 0):
-            raise ValueError("hold_s and reprobe_s must be positive, settle_s >= 0")
+        if not (0 < self.hold_s <= self.max_hold_s and self.settle_s >= 0 and self.reprobe_s > 0):
+            raise ValueError("hold_s and reprobe_s must be positive, max_hold_s >= hold_s, settle_s >= 0")
         if not (0 <= self.margin < 1 and 0 < self.drift < 1):
             raise ValueError("margin must be in [0, 1) and drift in (0, 1)")
 
@@ -106,14 +112,26 @@ class _Measure:
     def steps_per_s(self) -> float:
         return self.steps / self.seconds if self.seconds else 0.0
 
-    @property
-    def relative_error(self) -> float:
-        """Standard error of the mean rate over the mean (0 with fewer than two intervals)."""
-        n, mean = len(self.rates), self.steps_per_s
-        if n < 2 or mean <= 0:
-            return 0.0
-        variance = sum((r - mean) ** 2 for r in self.rates) / (n - 1)
-        return math.sqrt(variance / n) / mean
+
+
+@dataclasses.dataclass
+class _Noise:
+    """The relative spread of one interval's steps/s around its setting's mean, pooled over every
+    setting measured (a property of the host more than of the setting; three intervals alone would
+    give a standard error that is itself too noisy to trust)."""
+
+    squares: float = PRIOR_NOISE**2 * PRIOR_DOF
+    dof: float = PRIOR_DOF
+
+    def add(self, measure: _Measure) -> None:
+        mean = measure.steps_per_s
+        if len(measure.rates) >= 2 and mean > 0:
+            self.squares += sum(((r - mean) / mean) ** 2 for r in measure.rates)
+            self.dof += len(measure.rates) - 1
+
+    def relative_error(self, *counts: int) -> float:
+        """Standard error, relative to the mean, of the difference of means over these many intervals."""
+        return math.sqrt(self.squares / self.dof * sum(1 / max(n, 1) for n in counts))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +161,9 @@ class BatchTuner:
         self._score = -math.inf
         self._rows = 0
         self._lengths = PATTERN
-        self._home_error = 0.0
+        self._home_count = 0
+        """Intervals the home setting was measured over."""
+        self._noise = _Noise()
         self._latency_s = 0.0
         """The last action latency p99 measured, in seconds."""
         self.reason = "starting: measuring the initial setting"
@@ -173,7 +193,7 @@ class BatchTuner:
             return self._watch(observation)
         if self._measure.seconds < self.config.hold_s:
             return None
-        return self._step(self._scored(self._measure), self._measure.relative_error)
+        return self._step(self._measure)
 
     def _scored(self, measure: _Measure) -> float:
         """Steps/s when the latency target is met; otherwise a negative score, so that any setting that
@@ -184,20 +204,25 @@ class BatchTuner:
             return measure.steps_per_s * target / measure.p99 - INFEASIBLE
         return measure.steps_per_s
 
-    def _step(self, score: float, error: float) -> Decision | None:
-        here = (self._b, self._d)
+    def _step(self, measure: _Measure) -> Decision | None:
+        here, score, count = (self._b, self._d), self._scored(measure), len(measure.rates)
         if self._home is None:  # measured the current setting itself
             self._score = score
-            self._home, self._home_score, self._home_error = here, score, error
+            self._home, self._home_score, self._home_count = here, score, count
             self._candidates = self._neighbours()
-        elif self._better(score, self._home_score, error):
-            self._momentum = self._trying[0]
-            self._home, self._home_score, self._home_error = here, score, error
-            self._lengths = (1,)  # climbing a slope now, not crossing a plateau
-            self._candidates = self._neighbours()
-            self.reason = f"took {self._describe(here)}: {self._describe_score(score)}"
-        elif self._shifted(score) >= self._shifted(self._home_score) * (1 - PLATEAU):
-            self._extend(*self._trying)  # nothing measurable changed this way: look further along it
+        else:
+            gain, noise = self._gain(score, count)
+            if gain > max(self.config.margin, noise):
+                self._momentum = self._trying[0]
+                self._home, self._home_score, self._home_count = here, score, count
+                self._lengths = (1,)  # climbing a slope now, not crossing a plateau
+                self._candidates = self._neighbours()
+                self.reason = f"took {self._describe(here)}: {self._describe_score(score)}"
+            elif gain > 0 and measure.seconds < self.config.max_hold_s:
+                return None  # looks better, not yet surely: measure it longer
+            elif abs(gain) < max(PLATEAU, noise):
+                self._extend(*self._trying)  # nothing measurable changed this way: look further along it
+        self._noise.add(measure)
         if not self._candidates:
             return self._settle_home()
         setting, direction, length = self._candidates.pop(0)
@@ -216,13 +241,16 @@ class BatchTuner:
         """Scores of settings that miss the target back on their own (positive) scale."""
         return score + INFEASIBLE if score < 0 else score
 
-    def _better(self, score: float, than: float, error: float) -> bool:
-        """Meeting the latency target beats missing it; on the same side, by the margin and by twice
-        the two measurements' combined standard error (a noisy machine's luck is not a gain)."""
-        if (score < 0) != (than < 0) or math.isinf(than):
-            return score > than
-        noise = 2 * math.hypot(error, self._home_error)
-        return self._shifted(score) - self._shifted(than) > max(self.config.margin, noise) * self._shifted(than)
+    def _gain(self, score: float, count: int) -> tuple[float, float]:
+        """The candidate's gain over home as a fraction of home's score, and twice its standard error
+        (a gain under that is a noisy machine's luck). Meeting the latency target beats missing it
+        whatever the throughput; among settings that miss it the score goes as steps/s squared
+        (Little's law: p99 ~ rows / steps/s), so its noise doubles."""
+        home = self._home_score
+        if (score < 0) != (home < 0) or math.isinf(home):
+            return (math.inf if score > home else -math.inf), 0.0
+        noise = 2 * self._noise.relative_error(count, self._home_count) * (2 if score < 0 else 1)
+        return self._shifted(score) / self._shifted(home) - 1, noise
 
     def _settle_home(self) -> Decision | None:
         home, score = self._home, self._home_score
@@ -237,11 +265,12 @@ class BatchTuner:
         """A converged setting: explore again after ``reprobe_s`` or when its throughput drifts."""
         self._converged_for += observation.seconds
         if self._measure.seconds >= self.config.hold_s:
-            now = self._scored(self._measure)
+            now, measure = self._scored(self._measure), self._measure
             self._measure = _Measure()
             if self._score >= 0 and now < self._score * (1 - self.config.drift):
                 why = f"throughput fell to {self._describe_score(now)} from {self._describe_score(self._score)}"
-                return self._restart(why, lengths=(1,))
+                return self._restart(why, lengths=(1,))  # a step in the load, not the host's noise
+            self._noise.add(measure)
         if self._converged_for >= self.config.reprobe_s:
             return self._restart("re-probing the neighbours", lengths=(1,))
         return None

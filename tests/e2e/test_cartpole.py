@@ -19,12 +19,15 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
 
     export = tmp_path / "policy"
     evaluation = await Process(
-        ["eval", "--logdir", str(logdir), "--episodes", "5", "--greedy", "--export", str(export)]
+        ["eval", "--logdir", str(logdir), "--episodes", "10", "--greedy", "--export", str(export)]
     ).start()
     assert await evaluation.wait(timeout_s=120) == 0, evaluation.log
     result = json.loads(await evaluation.stdout())
-    assert result["episodes"] == 5 and result["env"] == "CartPole-v1"
-    assert result["mean_return"] >= 150.0, result  # a random policy averages ~22; greedy here ~400
+    assert result["episodes"] == 10 and result["env"] == "CartPole-v1"
+    # The trained weights were loaded: a random policy averages ~22. The run stops when a sampled
+    # 20-episode mean first crosses 195, and the greedy policy of that snapshot varies: 290-440 over
+    # 20 episodes in 6 seeds here, but 145 once in CI; how well it learned is the assertion above.
+    assert result["mean_return"] >= 100.0, result
     assert result["train_steps"] > 0
 
     # The SavedModel loads with plain TensorFlow, without aioseed.
