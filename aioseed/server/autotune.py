@@ -44,6 +44,9 @@ scored within PLATEAU of it is tried twice as far. Once a move has paid, and in 
 drift, the steps are single (long steps across a broad optimum would land in its poor surroundings)."""
 PLATEAU = 0.1
 """A candidate scoring less than this fraction below home leaves its direction flat (nothing measurable changed)."""
+EARLY = 1.25
+"""A gain taken at the first look must clear this many times the usual noise bound (two looks at the
+same candidate would otherwise take a noisy machine's luck about twice as often)."""
 PRIOR_NOISE, PRIOR_DOF = 0.05, 4
 """Relative noise of one interval's steps/s assumed before any is measured, and its weight in intervals."""
 
@@ -112,6 +115,14 @@ class _Measure:
     def steps_per_s(self) -> float:
         return self.steps / self.seconds if self.seconds else 0.0
 
+    @classmethod
+    def merged(cls, measures: list[_Measure]) -> _Measure:
+        out = cls()
+        for measure in measures:
+            out.seconds, out.steps, out.p99 = out.seconds + measure.seconds, out.steps + measure.steps, max(out.p99, measure.p99)
+            out.rates += measure.rates
+        return out
+
 
 
 @dataclasses.dataclass
@@ -158,6 +169,12 @@ class BatchTuner:
         self._measure = _Measure()
         self._settling = config.settle_s
         self._converged_for = 0.0
+        self._low = 0
+        self._recent: list[_Measure] = []
+        """The last holds of a converged setting, up to max_hold_s of them (its score at a re-probe)."""
+        self._longer = False
+        """The candidate is measured up to max_hold_s (its first look could not decide)."""
+        """Consecutive holds of a converged setting that scored ``drift`` below its score."""
         self._score = -math.inf
         self._rows = 0
         self._lengths = PATTERN
@@ -191,7 +208,7 @@ class BatchTuner:
             self._latency_s = observation.latency_p99_ms / 1000
         if self.converged:
             return self._watch(observation)
-        if self._measure.seconds < self.config.hold_s:
+        if self._measure.seconds < (self.config.max_hold_s if self._longer else self.config.hold_s):
             return None
         return self._step(self._measure)
 
@@ -204,7 +221,7 @@ class BatchTuner:
             return measure.steps_per_s * target / measure.p99 - INFEASIBLE
         return measure.steps_per_s
 
-    def _step(self, measure: _Measure) -> Decision | None:
+    def _step(self, measure: _Measure, pooled: bool = False) -> Decision | None:
         here, score, count = (self._b, self._d), self._scored(measure), len(measure.rates)
         if self._home is None:  # measured the current setting itself
             self._score = score
@@ -212,17 +229,20 @@ class BatchTuner:
             self._candidates = self._neighbours()
         else:
             gain, noise = self._gain(score, count)
-            if gain > max(self.config.margin, noise):
+            final, self._longer = self._longer, False
+            if gain > max(self.config.margin, noise if final else EARLY * noise):
                 self._momentum = self._trying[0]
                 self._home, self._home_score, self._home_count = here, score, count
                 self._lengths = (1,)  # climbing a slope now, not crossing a plateau
                 self._candidates = self._neighbours()
                 self.reason = f"took {self._describe(here)}: {self._describe_score(score)}"
-            elif gain > 0 and measure.seconds < self.config.max_hold_s:
-                return None  # looks better, not yet surely: measure it longer
+            elif not final and gain > self._undecided(noise):
+                self._longer = True  # could be better, not yet surely: measure it until max_hold_s
+                return None
             elif abs(gain) < max(PLATEAU, noise):
                 self._extend(*self._trying)  # nothing measurable changed this way: look further along it
-        self._noise.add(measure)
+        if not pooled:
+            self._noise.add(measure)
         if not self._candidates:
             return self._settle_home()
         setting, direction, length = self._candidates.pop(0)
@@ -241,6 +261,12 @@ class BatchTuner:
         """Scores of settings that miss the target back on their own (positive) scale."""
         return score + INFEASIBLE if score < 0 else score
 
+    def _undecided(self, noise: float) -> float:
+        """The gain above which a candidate is measured longer: any while climbing near the top (single
+        steps: the gains there are small beside the noise, and a real one measured low once would be
+        lost), a positive one while crossing a plateau with long steps."""
+        return -noise / 2 if self._lengths == (1,) else 0.0
+
     def _gain(self, score: float, count: int) -> tuple[float, float]:
         """The candidate's gain over home as a fraction of home's score, and twice its standard error
         (a gain under that is a noisy machine's luck). Meeting the latency target beats missing it
@@ -254,7 +280,7 @@ class BatchTuner:
 
     def _settle_home(self) -> Decision | None:
         home, score = self._home, self._home_score
-        self._home, self._score, self._converged_for = None, score, 0.0
+        self._home, self._score, self._converged_for, self._low, self._recent = None, score, 0.0, 0, []
         self.reason = f"converged on {self._describe(home)}: {self._describe_score(score)}"
         log.info("batching_converged", max_batch_size=BATCH_SIZES[home[0]], deadline_ms=DEADLINES_MS[home[1]], score=round(score, 1))
         if home == (self._b, self._d):
@@ -267,12 +293,21 @@ class BatchTuner:
         if self._measure.seconds >= self.config.hold_s:
             now, measure = self._scored(self._measure), self._measure
             self._measure = _Measure()
-            if self._score >= 0 and now < self._score * (1 - self.config.drift):
+            self._low = self._low + 1 if self._score >= 0 and now < self._score * (1 - self.config.drift) else 0
+            if self._low >= 2:  # two holds in a row: a step in the load, not a passing slowdown of the host
                 why = f"throughput fell to {self._describe_score(now)} from {self._describe_score(self._score)}"
-                return self._restart(why, lengths=(1,))  # a step in the load, not the host's noise
-            self._noise.add(measure)
+                return self._restart(why, lengths=(1,))
+            if not self._low:
+                self._noise.add(measure)
+                self._recent = [*self._recent, measure][-math.ceil(self.config.max_hold_s / self.config.hold_s) :]
         if self._converged_for >= self.config.reprobe_s:
-            return self._restart("re-probing the neighbours", lengths=(1,))
+            recent = _Measure.merged(self._recent)
+            decision = self._restart("re-probing the neighbours", lengths=(1,))
+            if decision is None and recent.seconds >= self.config.hold_s:
+                # Home's last holds measure it already (and longer than one hold: the neighbours' small
+                # gains are judged against a steadier figure): on to the neighbours.
+                return self._step(recent, pooled=True)
+            return decision
         return None
 
     def _restart(self, why: str, lengths: tuple[int, ...] = PATTERN) -> Decision | None:
@@ -280,7 +315,7 @@ class BatchTuner:
         the pattern's long steps, after a re-probe or a drift one grid step around it."""
         self._home, self._home_score, self._candidates, self._score = None, -math.inf, [], -math.inf
         self._lengths = lengths
-        self._measure, self._settling = _Measure(), self.config.settle_s
+        self._measure, self._settling, self._longer = _Measure(), self.config.settle_s, False
         self.reason = f"{why}: measuring {self._describe((self._b, self._d))}"
         log.info("batching_exploring", reason=why)
         if BATCH_SIZES[self._b] > self._max_batch():
@@ -292,6 +327,7 @@ class BatchTuner:
         # Rows queued under the old setting are answered within about its latency (Little's law):
         # until then the p99 is the old setting's, so the settling lasts at least that long.
         self._measure, self._settling = _Measure(), max(self.config.settle_s, 1.5 * self._latency_s)
+        self._longer = False
         if measure:
             self.reason = f"{reason}: measuring {self._describe(setting)}"
         decision = Decision(self.settings, self.reason)

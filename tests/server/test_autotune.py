@@ -164,3 +164,35 @@ def test_after_a_change_it_waits_out_the_old_settings_latency_before_measuring()
     tuner = BatchTuner(BatchingConfig(latency_target_ms=None, hold_s=3.0, settle_s=1.0), BAD_START)
     changes = [t for t in range(60) if tuner.observe(Observation(1.0, 100.0, 3000.0, 1024)) is not None]
     assert len(changes) >= 2 and all(b - a >= 1.5 * 3.0 + 3.0 for a, b in zip(changes, changes[1:]))
+
+
+def test_a_passing_slowdown_of_the_host_does_not_start_a_new_search() -> None:
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=None, reprobe_s=1e9), BAD_START)
+    model = peaked(32, 2.0)
+    run(tuner, model, rows=64, seconds=300)
+    assert tuner.converged
+    settled = tuner.settings
+    for second in range(60):  # 3 s at half speed (another tenant), then as before
+        steps, p99 = model(settled.max_batch_size, settled.deadline_ms)
+        assert tuner.observe(Observation(1.0, steps * (0.5 if 20 <= second < 23 else 1.0), p99, 64)) is None
+    assert tuner.converged and tuner.settings == settled
+
+
+def test_under_noise_a_small_real_gain_near_the_top_is_still_taken() -> None:
+    # Per-second rates swing 6% (as on 2 shared cores); the neighbour (128, 16 ms) is 8% better than the
+    # start, every other setting 10% worse. One 3 s hold often measures such a gain below zero.
+    def model(batch: int, deadline: float) -> tuple[float, float]:
+        return {(64, 8.0): 1000.0, (128, 16.0): 1080.0}.get((batch, deadline), 900.0), 20.0
+
+    found = 0
+    for seed in range(20):
+        tuner = BatchTuner(BatchingConfig(latency_target_ms=None), BatcherConfig(64, 8.0))  # re-probes every 120 s
+        rng = random.Random(seed)
+        settings, trace = tuner.settings, []
+        for _ in range(300):
+            steps, p99 = model(settings.max_batch_size, settings.deadline_ms)
+            decision = tuner.observe(Observation(1.0, steps * (1 + rng.gauss(0, 0.06)), p99, 1024))
+            settings = decision.settings if decision else settings
+            trace.append((settings.max_batch_size, settings.deadline_ms))
+        found += max(set(trace[-100:]), key=trace[-100:].count) == (128, 16.0)  # where it stays
+    assert found >= 18
