@@ -1,22 +1,28 @@
 """Inference batching that tunes itself: the most env steps/s with action latency p99 under a target.
 
-Method: a pattern search on a log grid of (``max_batch_size``, ``deadline_ms``), chosen by
-measurement (``aioseed bench autotune``). Each setting is held at least ``hold_s`` after ``settle_s``
-and scored by the env steps/s over the hold (a candidate that looks better but not yet surely so is
-held longer, up to ``max_hold_s``: a sequential test); a setting whose latency p99 misses the target scores below
-every setting that meets it (among those that all miss it, by steps/s x target/p99). From home the
-tuner tries one grid step along both axes together, then along each (batch and deadline often pay
-only together: a bigger batch needs time to gather; measured on CartPole with 64 streams, batch 1 or
-a sub-ms deadline give ~770 steps/s whatever the other axis). A candidate becomes home when it beats
-it by ``margin`` and by twice the standard error of the difference (from the per-interval noise
-pooled over every setting measured: on shared cores it swings by more than the gains judged); a
-direction that changed nothing (within ``PLATEAU`` or the noise) is tried two and then four steps out, until a move has paid (a plateau crossed;
-climbing is single steps). The direction that last paid is tried first. When no candidate pays it
-holds, re-probes the one-step neighbours after ``reprobe_s``, searches again with long steps when
-the connected env rows change by a quarter (actors join or leave), and with single steps when the
-throughput falls ``drift`` below its score (the train step competing for the CPU). Batch sizes above
-the connected rows are never tried: a batch closes when every connected row waits anyway. One change
-per hold keeps it from oscillating.
+Method, chosen by measurement (``aioseed bench autotune``): a pattern search on a log grid of
+(``max_batch_size``, ``deadline_ms``).
+
+* Scoring. A setting is measured after ``settle_s`` (or 1.5x the old setting's p99: rows queued under
+  it are answered meanwhile) and scored by its env steps/s. One that misses the latency target scores
+  below any that meets it; among settings that all miss it, steps/s x target/p99 ranks them.
+* Moves. From home the tuner tries one grid step along both axes together, then along each: batch and
+  deadline often pay only together (on CartPole with 64 streams, batch 1 or a sub-ms deadline give ~770
+  steps/s whatever the other axis). The direction that last paid goes first. A direction that changed
+  nothing (within ``PLATEAU`` or the noise) is tried two and then four steps out, until a move has paid
+  (a plateau crossed); after that, steps are single. Batch sizes above the connected rows are never
+  tried.
+* Noise. A candidate becomes home when it beats it by ``margin`` and by twice the standard error of the
+  difference, from the per-interval noise pooled over every setting measured (on shared cores the rate
+  swings by more than the gains judged). Each candidate gets ``hold_s``; one that is not clearly worse
+  near the top, or looks better while crossing a plateau, is held to ``max_hold_s`` for one final look
+  (a first-look win must clear 1.25x the bound). A move near the top (gaining under ``STEEP``) holds the
+  new home to ``max_hold_s`` before its neighbours: a figure from a few seconds could not tell their
+  small gains from the noise.
+* Holding. When no candidate pays it stays; it re-probes the one-step neighbours after ``reprobe_s``
+  (scoring home from its last holds), searches again with long steps when the connected env rows change
+  by a quarter (actors join or leave), and with single steps when two holds in a row fall ``drift`` below
+  its score (the train step competing for the CPU; one slow hold is the host's noise).
 
 The tuner is pure Python: the learner feeds it one ``Observation`` per metrics interval and applies
 the settings it returns; tests drive it with simulated observations.
@@ -47,6 +53,8 @@ PLATEAU = 0.1
 EARLY = 1.25
 """A gain taken at the first look must clear this many times the usual noise bound (two looks at the
 same candidate would otherwise take a noisy machine's luck about twice as often)."""
+STEEP = 0.2
+"""A move that gained less than this is near the top: the new home is measured to max_hold_s."""
 PRIOR_NOISE, PRIOR_DOF = 0.05, 4
 """Relative noise of one interval's steps/s assumed before any is measured, and its weight in intervals."""
 
@@ -223,19 +231,24 @@ class BatchTuner:
 
     def _step(self, measure: _Measure, pooled: bool = False) -> Decision | None:
         here, score, count = (self._b, self._d), self._scored(measure), len(measure.rates)
-        if self._home is None:  # measured the current setting itself
+        final, self._longer = self._longer, False
+        if self._home is None or self._home == here:  # measured the current setting itself (or longer)
             self._score = score
             self._home, self._home_score, self._home_count = here, score, count
             self._candidates = self._neighbours()
         else:
             gain, noise = self._gain(score, count)
-            final, self._longer = self._longer, False
             if gain > max(self.config.margin, noise if final else EARLY * noise):
                 self._momentum = self._trying[0]
                 self._home, self._home_score, self._home_count = here, score, count
                 self._lengths = (1,)  # climbing a slope now, not crossing a plateau
-                self._candidates = self._neighbours()
                 self.reason = f"took {self._describe(here)}: {self._describe_score(score)}"
+                if not final and gain < STEEP:
+                    # Taken at the first look, near the top: its figure rests on a few seconds and the next
+                    # gains will be small; measure the new home on, to max_hold_s, before its neighbours.
+                    self._longer = True
+                    return None
+                self._candidates = self._neighbours()
             elif not final and gain > self._undecided(noise):
                 self._longer = True  # could be better, not yet surely: measure it until max_hold_s
                 return None
