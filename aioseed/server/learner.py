@@ -338,6 +338,7 @@ class Learner:
                 steps_per_s=snapshot["charts/frames_per_s"] / self.spec.frames_per_step,
                 latency_p99_ms=snapshot["inference/latency_ms_p99"],
                 connected_rows=self.connected_envs,
+                message_rows=self._service.largest_stream,
             )
         )
         if decision is not None:

@@ -130,6 +130,11 @@ class LearnerService(pb_grpc.LearnerServicer):
     def connected_envs(self) -> int:
         return self._slots.connected
 
+    @property
+    def largest_stream(self) -> int:
+        """Env rows of the connected stream with the most (its rows per message)."""
+        return max((len(info.slots) for info in self.streams.values()), default=0)
+
     def metrics(self) -> dict[str, float]:
         """Gauges for the metrics snapshot; also moves each stream's steps_per_s on (one call per interval)."""
         now = time.time()

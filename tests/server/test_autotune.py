@@ -196,3 +196,17 @@ def test_under_noise_a_small_real_gain_near_the_top_is_still_taken() -> None:
             trace.append((settings.max_batch_size, settings.deadline_ms))
         found += max(set(trace[-100:]), key=trace[-100:].count) == (128, 16.0)  # where it stays
     assert found >= 18
+
+
+def test_batches_never_split_a_message() -> None:
+    # Pong's actors send 32 rows a message: a batch of 2 splits each into 16 and answers it after the last.
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=None), BAD_START)
+    model = peaked(64, 2.0)
+    settings, trace = tuner.settings, []
+    for _ in range(200):
+        steps, p99 = model(settings.max_batch_size, settings.deadline_ms)
+        decision = tuner.observe(Observation(1.0, steps, p99, connected_rows=64, message_rows=32))
+        settings = decision.settings if decision else settings
+        trace.append(settings)
+    assert trace[0].max_batch_size == 32  # moved off the bad start at once
+    assert min(s.max_batch_size for s in trace) == 32 and trace[-1].max_batch_size == 64
