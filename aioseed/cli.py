@@ -49,8 +49,14 @@ def upgrade_flags(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["--version"], ["-V"]):
+        from aioseed import __version__
+
+        sys.stdout.write(f"aioseed {__version__}\n")
+        return 0
     logging_setup.configure()
-    return dispatch(parse(sys.argv[1:] if argv is None else argv))
+    return dispatch(parse(argv))
 
 
 def parse(argv: list[str]) -> object:
@@ -86,6 +92,10 @@ def dispatch(command: object) -> int:
     import uvloop
 
     from aioseed import launch
+    from aioseed.tf_start import start_tensorflow
+
+    if not isinstance(command, (ActorConfig, FleetConfig)) or getattr(command, "architecture", "seed") == "impala":
+        start_tensorflow()
 
     match command:
         case LearnerConfig():

@@ -113,6 +113,10 @@ def _actor_process(config: ActorConfig, parent: int, level: str) -> None:
     from aioseed import log as logging_setup
 
     logging_setup.configure(level)
+    if config.architecture == "impala":  # the actor runs the policy itself
+        from aioseed.tf_start import start_tensorflow
+
+        start_tensorflow()
 
     async def main() -> int:
         async def watch_parent() -> None:

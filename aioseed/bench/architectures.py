@@ -63,7 +63,10 @@ def _anakin(config, envs: int, results: multiprocessing.Queue) -> None:
     from aioseed import log as logging_setup
     from aioseed.anakin.run import train
 
+    from aioseed.tf_start import start_tensorflow
+
     logging_setup.configure("warning")
+    start_tensorflow()
     results.put(train(config, envs))
 
 

@@ -13,7 +13,10 @@ def _one_run(config: RunConfig, results: multiprocessing.Queue) -> None:
     from aioseed import log as logging_setup
     from aioseed.launch import train_locally
 
+    from aioseed.tf_start import start_tensorflow
+
     logging_setup.configure("warning")
+    start_tensorflow()
     results.put(uvloop.run(train_locally(config)))
 
 

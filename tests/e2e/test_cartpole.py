@@ -15,6 +15,7 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
         ["--learner.logdir", str(logdir), *CARTPOLE_TO_195, "--learner.log-every-s", "2"]
     )
     assert mean_return >= 195.0, log
+    assert "cuInit" not in log and "cudart_stub" not in log  # TensorFlow started quietly (no GPU here)
     assert frames < CARTPOLE_FRAME_BUDGET
 
     export = tmp_path / "policy"
