@@ -20,7 +20,7 @@ from aioseed.algos.agent import Agent
 from aioseed.console.server import ConsoleServer
 from aioseed.devices import place
 from aioseed.envs.atari import is_atari
-from aioseed.envs.registry import env_spec
+from aioseed.envs.registry import env_kwargs, env_spec
 from aioseed.server.acting import StepResult, acting_for, unroll_columns
 from aioseed.server.batcher import Batch, Batcher
 from aioseed.server.checkpoint import Checkpointer
@@ -60,7 +60,7 @@ def learner_specs(config: LearnerConfig) -> tuple[EnvSpec, EnvSpec]:
     """(what actors send, what the policy sees): they differ with learner-side frame stacking."""
     stack = config.learner_frame_stack
     if stack == 1:
-        spec = env_spec(config.env, config.atari, config.football)
+        spec = env_spec(config.env, config.atari, config.football, env_kwargs(config.env_kwargs))
         return spec, spec
     if not is_atari(config.env):
         raise ValueError(f"learner_frame_stack needs an ALE/ env, got {config.env}")

@@ -43,7 +43,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     from aioseed.algos.impala.agent import ImpalaAgent
     from aioseed.envs.atari import AtariConfig
     from aioseed.envs.football import FootballConfig
-    from aioseed.envs.registry import make_vector_env, vector_env_spec
+    from aioseed.envs.registry import env_kwargs, make_vector_env, vector_env_spec
     from aioseed.devices import place
     from aioseed.server.checkpoint import Checkpointer
 
@@ -56,7 +56,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     if saved.get("learner_frame_stack", 1) > 1:  # the policy saw the learner's stacks
         atari = dataclasses.replace(atari, stack=saved["learner_frame_stack"])
     football = FootballConfig(**saved.get("football", {}))
-    env = make_vector_env(env_id, 1, atari, football)  # the preprocessing the policy was trained on
+    env = make_vector_env(env_id, 1, atari, football, env_kwargs(saved.get("env_kwargs", "{}")))  # as trained
     spec = vector_env_spec(env_id, env, atari)
     agent = ImpalaAgent(spec, agent_config, place(config.device))
     progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()

@@ -84,6 +84,7 @@ class RunConfig:
         return ActorConfig(
             learner=f"127.0.0.1:{port}",
             env=self.learner.env,
+            env_kwargs=self.learner.env_kwargs,
             num_envs=envs,
             envs_per_message=min(self.envs_per_message, envs),
             evaluation=evaluation,

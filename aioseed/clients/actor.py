@@ -27,7 +27,7 @@ import tenacity
 from aioseed.envs.atari import AtariConfig
 from aioseed.clients.env_group import EnvGroup
 from aioseed.envs.football import FootballConfig
-from aioseed.envs.registry import make_vector_env, vector_env_spec
+from aioseed.envs.registry import env_kwargs, make_vector_env, vector_env_spec
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.spec import EnvSpec
@@ -52,7 +52,10 @@ class ActorConfig:
     learner: str = "127.0.0.1:8686"
     """HOST:PORT of the learner."""
     env: str = "CartPole-v1"
-    """Gymnasium id of the environment, ALE/<Game>-v5 for Atari, or football:<scenario> (gfootball)."""
+    """Gymnasium id of the environment, ALE/<Game>-v5 for Atari, football:<scenario> (gfootball), or
+    my_pkg.envs:MyEnv-v0 (imports my_pkg.envs, which registers MyEnv-v0)."""
+    env_kwargs: str = "{}"
+    """JSON object of keyword arguments for the env's constructor (gymnasium ids), e.g. '{"size": 8}'."""
     num_envs: int = 8
     """Environments in this process (N)."""
     envs_per_message: int = 8
@@ -88,6 +91,7 @@ class ActorConfig:
     """IMPALA mode: CPU threads TensorFlow may use for the policy (0: its default, every core)."""
 
     def __post_init__(self) -> None:
+        env_kwargs(self.env_kwargs)  # JSON object, or a clear ValueError now
         if self.num_envs < 1 or self.envs_per_message < 1:
             raise ValueError("num_envs and envs_per_message must be >= 1")
         if self.architecture == "impala" and self.evaluation:
@@ -118,7 +122,8 @@ def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]
     """The actor's envs in groups of ``envs_per_message``: (spec, each env's run_id, the groups)."""
     k = config.envs_per_message
     sizes = [min(k, config.num_envs - start) for start in range(0, config.num_envs, k)]
-    vector_envs = [make_vector_env(config.env, size, config.atari, config.football) for size in sizes]
+    kwargs = env_kwargs(config.env_kwargs)
+    vector_envs = [make_vector_env(config.env, size, config.atari, config.football, kwargs) for size in sizes]
     spec = vector_env_spec(config.env, vector_envs[0], config.atari)
     # Drawn once per process: the same across reconnects, new after a restart.
     run_ids = np.array([secrets.randbits(64) | 1 for _ in range(config.num_envs)], np.uint64)

@@ -12,6 +12,7 @@ from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig
+from aioseed.envs.registry import env_kwargs
 from aioseed.server.autotune import BatchingConfig
 from aioseed.server.batcher import BatcherConfig
 from aioseed.server.training import TrainingConfig
@@ -127,7 +128,10 @@ class LearnerConfig:
 
     env: str = "CartPole-v1"
     """Gymnasium id of the environment the actors run (ALE/<Game>-v5 for Atari, football:<scenario> for
-    Google Research Football); defines the spec the learner serves."""
+    Google Research Football, my_pkg.envs:MyEnv-v0 to import the module that registers MyEnv-v0 first);
+    defines the spec the learner serves."""
+    env_kwargs: str = "{}"
+    """JSON object of keyword arguments for the env's constructor (gymnasium ids), e.g. '{"size": 8}'."""
     logdir: pathlib.Path | None = pathlib.Path("logs/cartpole")
     """Checkpoints, TensorBoard summaries and config.json go here (None: keep nothing)."""
     devices: str = "auto"
@@ -180,6 +184,7 @@ class LearnerConfig:
     """Episodes averaged for the mean return (charts/return and stop.at_return)."""
 
     def __post_init__(self) -> None:
+        env_kwargs(self.env_kwargs)  # JSON object, or a clear ValueError now
         if self.architecture == "impala" and (self.agent != "impala" or self.learner_frame_stack != 1):
             raise ValueError("architecture impala trains V-trace (agent impala) on the actors' observations (learner_frame_stack 1)")
         if self.learner_frame_stack < 1:

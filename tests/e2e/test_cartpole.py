@@ -1,10 +1,13 @@
-"""`aioseed run` learns CartPole end to end; `aioseed eval` runs and exports the result."""
+"""`aioseed run` learns CartPole end to end; `aioseed eval` runs and exports the result; TensorBoard
+reads what the README promises."""
 
 from __future__ import annotations
 
 import json
+import pathlib
 
 import numpy as np
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from tests.processes import CARTPOLE_FRAME_BUDGET, CARTPOLE_TO_195, Process, run_to_return
 
@@ -16,6 +19,7 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
     )
     assert mean_return >= 195.0, log
     assert "cuInit" not in log and "cudart_stub" not in log  # TensorFlow started quietly (no GPU here)
+    check_tensorboard(logdir / "tensorboard", frames)
     assert frames < CARTPOLE_FRAME_BUDGET
 
     export = tmp_path / "policy"
@@ -38,3 +42,27 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
     out = policy.signatures["greedy"](observations=tf.zeros([3, 4], tf.float32))
     assert out["action"].shape == (3,) and out["logits"].shape == (3, 2)
     assert set(np.unique(out["action"].numpy())) <= {0, 1}
+
+
+PROMISED = (  # README, "TensorBoard"
+    "charts/return", "charts/episode_length", "charts/episodes", "charts/frames_per_s",
+    "losses/total", "losses/pg", "losses/baseline", "losses/entropy", "losses/grad_norm",
+    "learner/train_steps", "learner/policy_lag", "learner/learning_rate",
+    "inference/latency_ms_p99", "batcher/batch_size", "queue/depth", "actors/envs",
+)
+
+
+def check_tensorboard(directory: pathlib.Path, frames: int) -> None:
+    """The event files, read by TensorBoard's own reader: every promised scalar, at env-frame steps."""
+    events = EventAccumulator(str(directory), size_guidance={"scalars": 0})
+    events.Reload()
+    assert set(PROMISED) <= set(events.Tags()["scalars"]), sorted(events.Tags()["scalars"])
+    returns = events.Scalars("charts/return")
+    steps = [e.step for e in returns]
+    assert steps == sorted(steps) and 0 < steps[-1] <= frames  # x axis: env frames
+    assert max(e.value for e in returns) >= 195.0  # what the run stopped on
+    assert all(8.0 <= e.value <= 500.0 for e in returns)  # CartPole-v1's bounds
+    assert [e.value for e in events.Scalars("actors/envs")][-1] == 256  # 2 actors x 128 envs
+    train_steps = [e.value for e in events.Scalars("learner/train_steps")]
+    assert train_steps == sorted(train_steps) and train_steps[-1] > 0
+    assert events.Scalars("learner/learning_rate")[-1].value > 0
