@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import structlog
 
+from aioseed import config_file
 from aioseed.algos.agent import Agent
 from aioseed.console.server import ConsoleServer
 from aioseed.devices import place
@@ -46,14 +47,6 @@ if TYPE_CHECKING:
     from aioseed.algos.replicas import Replicas
 
 log = structlog.get_logger()
-
-
-def save_run_config(config: LearnerConfig) -> None:
-    """Writes logdir/config.json so that ``aioseed eval`` can rebuild the agent."""
-    if config.logdir is None:
-        return
-    config.logdir.mkdir(parents=True, exist_ok=True)
-    (config.logdir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2, default=str))
 
 
 def learner_specs(config: LearnerConfig) -> tuple[EnvSpec, EnvSpec]:
@@ -92,8 +85,9 @@ def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:
         )
 
 
-def build(config: LearnerConfig) -> Learner:
-    """Devices, spec from the env, the agent, checkpoints, then ``assemble``."""
+def build(config: LearnerConfig, run: object | None = None) -> Learner:
+    """Devices, spec from the env, the agent, checkpoints, then ``assemble``. logdir/config.toml gets
+    ``run`` (the ``aioseed run`` config this learner serves) if given, else ``config``."""
     replicas = place(config.devices, config.inference_devices)  # first: logical CPUs precede TensorFlow's start
     import keras
 
@@ -105,7 +99,7 @@ def build(config: LearnerConfig) -> Learner:
     agent = build_agent(config, seen, replicas)
     checkpointer = None
     if config.logdir is not None:
-        save_run_config(config)
+        config_file.save(config.logdir, run or config, "learner" if run is None else "run")
         checkpointer = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects())
     log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
     return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference))

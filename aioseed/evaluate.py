@@ -10,8 +10,7 @@ import sys
 import numpy as np
 import structlog
 
-from aioseed.algos.impala.config import ImpalaConfig
-from aioseed.launch import load_run_config
+from aioseed import config_file
 
 log = structlog.get_logger()
 
@@ -41,22 +40,19 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
 
     from aioseed.algos.agent import zero_state
     from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.envs.atari import AtariConfig
-    from aioseed.envs.football import FootballConfig
     from aioseed.envs.registry import env_kwargs, make_vector_env, vector_env_spec
     from aioseed.devices import place
     from aioseed.server.checkpoint import Checkpointer
 
-    saved = load_run_config(config.logdir)
-    if saved.get("agent", "impala") not in ("impala", "vtrace"):  # "vtrace": older config.json files
-        raise ValueError(f"aioseed eval runs IMPALA (V-trace) policies; {config.logdir} trained {saved['agent']}")
-    agent_config = ImpalaConfig.from_dict(saved.get("impala", saved.get("vtrace", {})))
-    env_id = config.env or saved["env"]
-    atari = AtariConfig(**saved.get("atari", {}))
-    if saved.get("learner_frame_stack", 1) > 1:  # the policy saw the learner's stacks
-        atari = dataclasses.replace(atari, stack=saved["learner_frame_stack"])
-    football = FootballConfig(**saved.get("football", {}))
-    env = make_vector_env(env_id, 1, atari, football, env_kwargs(saved.get("env_kwargs", "{}")))  # as trained
+    saved = config_file.saved_learner(config.logdir)
+    if saved.agent != "impala":
+        raise ValueError(f"aioseed eval runs IMPALA (V-trace) policies; {config.logdir} trained {saved.agent}")
+    agent_config = saved.impala
+    env_id = config.env or saved.env
+    atari = saved.atari
+    if saved.learner_frame_stack > 1:  # the policy saw the learner's stacks
+        atari = dataclasses.replace(atari, stack=saved.learner_frame_stack)
+    env = make_vector_env(env_id, 1, atari, saved.football, env_kwargs(saved.env_kwargs))  # as trained
     spec = vector_env_spec(env_id, env, atari)
     agent = ImpalaAgent(spec, agent_config, place(config.device))
     progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()

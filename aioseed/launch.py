@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import multiprocessing
 import os
-import pathlib
 import signal
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import structlog
 
@@ -22,8 +20,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
-PresetName = Literal["none", "atari", "catch", "football-academy", "football-academy-smm"]
-"""The names of ``aioseed.presets.PRESETS``."""
+PresetName = Literal["none", "atari", "catch", "football-academy", "football-academy-smm", "r2d2-cartpole"]
+"""The presets: aioseed/presets/NAME.toml (a test checks that each file is named here and the other way round)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,11 +29,11 @@ class RunConfig:
     """A learner plus local actor processes over loopback, in one command."""
 
     preset: PresetName = "none"
-    """Start from a named preset; every other flag given overrides the preset's value. atari: V-trace with
-    the Nature CNN on ALE/Pong-v5 (any ALE/ id with --learner.env); catch: the same network on
-    aioseed/Catch-v0; football-academy: V-trace on Google Research Football's academy_empty_goal_close
-    from the simple115v2 state (MLP); football-academy-smm: the same from the stacked Super Mini Map with
-    SEED's Football ResNet."""
+    """Start from a named preset (aioseed/presets/NAME.toml); every other flag given overrides the preset's
+    value. atari: V-trace with the Nature CNN on ALE/Pong-v5 (any ALE/ id with --learner.env); catch: the
+    same network on aioseed/Catch-v0; football-academy: V-trace on Google Research Football's
+    academy_empty_goal_close from the simple115v2 state (MLP); football-academy-smm: the same from the
+    stacked Super Mini Map with SEED's Football ResNet; r2d2-cartpole: R2D2 sized for CartPole-v1."""
     learner: LearnerConfig = LearnerConfig(server=ServerConfig(host="127.0.0.1", port=0), stop=StopConfig(at_return=475.0))
     num_actors: int = 2
     """Actor processes to spawn."""
@@ -223,7 +221,7 @@ class RunSummary:
 async def train_locally(config: RunConfig) -> RunSummary:
     """A learner and ``num_actors`` actors (processes on loopback, Ray actors, or Sebulba's threads in
     this process), until a stop condition or signal."""
-    learner = _build(config.served_learner)
+    learner = _build(config.served_learner, run=config)
     port = await learner.start()
     _stop_on_signals(learner.request_stop)
     async with asyncio.TaskGroup() as group:
@@ -251,7 +249,7 @@ def run_anakin(config: RunConfig) -> int:
     """``aioseed run --architecture anakin``."""
     from aioseed.anakin.run import train
 
-    result = train(config.served_learner, config.num_actors * config.envs_per_actor)
+    result = train(config.served_learner, config.num_actors * config.envs_per_actor, run=config)
     log.info("run_finished", frames=result["frames"], mean_return=round(result["mean_return"], 1), logdir=str(config.learner.logdir))
     return 0
 
@@ -275,15 +273,8 @@ def _stop_on_signals(stop: Callable[[], None]) -> None:
         loop.add_signal_handler(sig, stop)
 
 
-def load_run_config(logdir: pathlib.Path) -> dict[str, Any]:
-    path = logdir / "config.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: is {logdir} a learner's logdir?")
-    return json.loads(path.read_text())
-
-
-def _build(config: LearnerConfig) -> Learner:
+def _build(config: LearnerConfig, run: RunConfig | None = None) -> Learner:
     """``aioseed.app.build``, imported when needed: actor processes never load TensorFlow."""
     from aioseed.app import build
 
-    return build(config)
+    return build(config, run)

@@ -6,8 +6,6 @@ import dataclasses
 import pathlib
 from typing import Literal
 
-import tyro
-
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.envs.atari import AtariConfig
@@ -16,12 +14,6 @@ from aioseed.envs.registry import env_kwargs
 from aioseed.server.autotune import BatchingConfig
 from aioseed.server.batcher import BatcherConfig
 from aioseed.server.training import TrainingConfig
-
-
-R2D2Presets = tyro.extras.subcommand_type_from_defaults(
-    {"atari": R2D2Config.atari(), "cartpole": R2D2Config.cartpole()},
-    descriptions={"atari": "SEED RL's Atari settings.", "cartpole": "Learns CartPole-v1 here in well under a minute."},
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,9 +152,8 @@ class LearnerConfig:
     agent: Literal["impala", "r2d2"] = "impala"
     """The algorithm: IMPALA (V-trace) from a bounded unroll queue, or R2D2 from prioritized replay."""
     impala: ImpalaConfig = ImpalaConfig()
-    r2d2: R2D2Presets = R2D2Config.atari()
-    """R2D2's settings: SEED's Atari preset by default; choose r2d2:cartpole as the last argument
-    (after the other flags), then override single fields with --r2d2.*."""
+    r2d2: R2D2Config = R2D2Config()
+    """R2D2's settings: SEED's Atari ones by default; --preset r2d2-cartpole sizes them for CartPole-v1."""
 
     atari: AtariConfig = AtariConfig()
     """Preprocessing of ALE/ ids: defines the spec served (aioseed run's actors use it too)."""

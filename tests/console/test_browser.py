@@ -106,9 +106,9 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
 
 
 async def test_r2d2_learner_shows_its_replay(running_learner, tmp_path) -> None:
-    from aioseed.algos.r2d2.config import R2D2Config
+    from aioseed.presets import preset
 
-    r2d2 = R2D2Config.cartpole()
+    r2d2 = preset("r2d2-cartpole").learner.r2d2
     config = small_config(tmp_path, metrics_every_s=0.2, agent="r2d2", r2d2=r2d2)
     async with running_learner(config) as learner, async_playwright() as playwright:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16))

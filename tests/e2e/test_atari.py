@@ -25,7 +25,7 @@ def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None
         (["--learner-frame-stack", "4", "--impala.lstm-size", "32"], ["--atari.stack", "1"], "obs uint8[1,84,84]"),
         (
             ["--agent", "r2d2", "--learner-frame-stack", "4",
-             "r2d2:atari", "--r2d2.burn-in", "2", "--r2d2.min-replay-size", "4", "--r2d2.lstm-size", "32"],
+             "--r2d2.burn-in", "2", "--r2d2.min-replay-size", "4", "--r2d2.lstm-size", "32"],
             ["--atari.stack", "1"],
             "obs uint8[1,84,84]",
         ),

@@ -15,7 +15,7 @@ async def test_r2d2_learns_cartpole_through_learner_and_actor_processes(tmp_path
         ["learner", "--env", "CartPole-v1", "--agent", "r2d2", "--server.host", "127.0.0.1", "--server.port", "0",
          "--console.port", "0", "--logdir", str(tmp_path), "--log-every-s", "2", "--seed", "1",
          "--return-window", "20", "--stop.at-return", str(TARGET), "--stop.after-frames", str(FRAME_BUDGET),
-         "r2d2:cartpole", "--r2d2.epsilon-envs", "32"]
+         "--preset", "r2d2-cartpole", "--r2d2.epsilon-envs", "32"]
     ).start()
     actor = evaluator = None
     try:

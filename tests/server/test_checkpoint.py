@@ -15,9 +15,9 @@ from aioseed.clients.actor import Actor, ActorConfig
 
 @pytest.mark.parametrize("agent", ["impala", "r2d2"])
 async def test_restart_restores_step_counter_and_parameters(running_learner, tmp_path, agent) -> None:
-    from aioseed.algos.r2d2.config import R2D2Config
+    from aioseed.presets import preset
 
-    config = small_config(tmp_path, checkpoint_every_s=0.5, agent=agent, r2d2=R2D2Config.cartpole())
+    config = small_config(tmp_path, checkpoint_every_s=0.5, agent=agent, r2d2=preset("r2d2-cartpole").learner.r2d2)
     async with running_learner(config) as learner:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=8, envs_per_message=8))
         task = asyncio.create_task(actor.run())
