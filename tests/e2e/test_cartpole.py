@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 
+import imageio_ffmpeg
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -34,6 +36,22 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
     # 20 episodes in 6 seeds here, but 145 once in CI; how well it learned is the assertion above.
     assert result["mean_return"] >= 100.0, result
     assert result["train_steps"] > 0
+    assert result["min_return"] <= result["mean_return"] <= result["max_return"] and result["policy"] == "greedy"
+
+    # Two sampled episodes as a table and an MP4 of the env's own 600 x 400 frames, one per step and
+    # the first and last.
+    video = tmp_path / "eval.mp4"
+    evaluation = await Process(
+        ["eval", "--config", str(logdir / "config.toml"), "--episodes", "2", "--video", str(video),
+         "--video-episodes", "2", "--format", "table"]
+    ).start()
+    assert await evaluation.wait(timeout_s=120) == 0, evaluation.log
+    printed = await evaluation.stdout()
+    assert re.search(r"^return +mean [\d.]+  std [\d.]+  min [\d.]+  max [\d.]+$", printed, re.M), printed
+    length = float(re.search(r"^length +mean ([\d.]+) steps$", printed, re.M).group(1))
+    frames = imageio_ffmpeg.read_frames(str(video))
+    assert next(frames)["size"] == (600, 400)
+    assert sum(1 for _ in frames) == round(2 * length) + 2
 
     # The SavedModel loads with plain TensorFlow, without aioseed.
     import tensorflow as tf
