@@ -24,7 +24,7 @@ from aioseed.envs.atari import is_atari
 from aioseed.envs.registry import env_kwargs, env_spec
 from aioseed.server.acting import StepResult, acting_for, unroll_columns
 from aioseed.server.batcher import Batch, Batcher
-from aioseed.server.checkpoint import Checkpointer
+from aioseed.server.checkpoint import Checkpointer, WarmStart
 from aioseed.server.config import LearnerConfig
 from aioseed.server.endpoint import GrpcEndpoint, server_options
 from aioseed.server.inference import InferenceLoop
@@ -85,6 +85,14 @@ def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:
         )
 
 
+def warm_start(config: LearnerConfig) -> WarmStart | None:
+    """What ``--init-checkpoint`` loads: the networks, and with ``--init-optimizer`` the optimizer."""
+    if config.init_checkpoint is None:
+        return None
+    optimizer = ("optimizer",) if config.init_optimizer else ()
+    return WarmStart(config.init_checkpoint, ("network", "target_network", *optimizer))
+
+
 def build(config: LearnerConfig, run: object | None = None) -> Learner:
     """Devices, spec from the env, the agent, checkpoints, then ``assemble``. logdir/config.toml gets
     ``run`` (the ``aioseed run`` config this learner serves) if given, else ``config``."""
@@ -100,7 +108,7 @@ def build(config: LearnerConfig, run: object | None = None) -> Learner:
     checkpointer = None
     if config.logdir is not None:
         config_file.save(config.logdir, run or config, "learner" if run is None else "run")
-        checkpointer = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects())
+        checkpointer = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects(), warm_start=warm_start(config))
     log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
     return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference))
 

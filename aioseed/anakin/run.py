@@ -49,7 +49,9 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
         from aioseed import config_file
 
         config_file.save(config.logdir, run or config, "learner" if run is None else "run")
-        checkpointer = Checkpointer(config.logdir / "checkpoints", anakin.checkpoint_objects())
+        from aioseed.app import warm_start
+
+        checkpointer = Checkpointer(config.logdir / "checkpoints", anakin.checkpoint_objects(), warm_start=warm_start(config))
     return anakin, checkpointer
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 from typing import Any
 
@@ -30,15 +31,40 @@ def non_finite_variables(objects: dict[str, Any]) -> list[str]:
     return bad
 
 
-class Checkpointer:
-    """Verbs: ``restore`` the latest, ``save`` now. Call both from the train thread."""
+@dataclasses.dataclass(frozen=True)
+class WarmStart:
+    """Weights of another run, loaded where a run's own logdir holds no checkpoint yet."""
 
-    def __init__(self, directory: pathlib.Path, objects: dict[str, Any], max_to_keep: int = 3) -> None:
+    source: pathlib.Path
+    """A run's logdir, its checkpoints/ directory, or one checkpoint (logs/x/checkpoints/ckpt-160)."""
+    objects: tuple[str, ...]
+    """Which of the agent's checkpoint objects to load (the networks; the optimizer too if asked)."""
+
+    def checkpoint_path(self) -> str:
+        import tensorflow as tf
+
+        if not self.source.is_dir():
+            if not pathlib.Path(f"{self.source}.index").exists():
+                raise FileNotFoundError(f"init checkpoint: no checkpoint at {self.source} (and no directory)")
+            return str(self.source)
+        for directory in (self.source / "checkpoints", self.source):
+            if latest := tf.train.latest_checkpoint(str(directory)):
+                return latest
+        raise FileNotFoundError(f"init checkpoint: no checkpoint under {self.source}")
+
+
+class Checkpointer:
+    """Verbs: ``restore`` the latest (or warm start), ``save`` now. Call both from the train thread."""
+
+    def __init__(
+        self, directory: pathlib.Path, objects: dict[str, Any], max_to_keep: int = 3, warm_start: WarmStart | None = None
+    ) -> None:
         import tensorflow as tf  # here, so that importing CheckpointRefused loads no TensorFlow
 
         self._train_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._frames = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._objects = objects
+        self._warm_start = warm_start
         self._checkpoint = tf.train.Checkpoint(train_steps=self._train_steps, frames=self._frames, **objects)
         self._manager = tf.train.CheckpointManager(self._checkpoint, str(directory), max_to_keep=max_to_keep)
 
@@ -47,14 +73,29 @@ class Checkpointer:
         return self._manager.latest_checkpoint
 
     def restore(self) -> Progress | None:
-        """Restores the latest checkpoint, if any, and returns its counters."""
+        """Restores the latest checkpoint, if any, and returns its counters; without one, loads the
+        warm start's weights, if any (counters stay at zero: a new run)."""
         path = self._manager.latest_checkpoint
         if path is None:
+            if self._warm_start is not None:
+                self._load_warm_start(self._warm_start)
             return None
         self._checkpoint.restore(path).assert_existing_objects_matched()
         progress = Progress(int(self._train_steps.numpy()), int(self._frames.numpy()))
         log.info("checkpoint_restored", path=path, train_steps=progress.train_steps, frames=progress.frames)
         return progress
+
+    def _load_warm_start(self, warm: WarmStart) -> None:
+        import tensorflow as tf
+
+        path = warm.checkpoint_path()
+        objects = {name: self._objects[name] for name in warm.objects if name in self._objects}
+        try:
+            tf.train.Checkpoint(**objects).restore(path).expect_partial().assert_existing_objects_matched()
+        except (AssertionError, ValueError, tf.errors.OpError) as exc:
+            first = str(exc).strip().splitlines()[0][:300]
+            raise ValueError(f"init checkpoint {path} does not fit this agent ({', '.join(objects)}): {first}") from None
+        log.info("checkpoint_warm_start", path=path, loaded=list(objects))
 
     def save(self, progress: Progress) -> str:
         """Raises CheckpointRefused, keeping the checkpoints already written, when any variable is non-finite."""

@@ -163,6 +163,12 @@ class LearnerConfig:
     """>1: the learner stacks this many frames per env itself and Atari actors send only the newest
     (run them with --atari.stack 1): 4x less traffic, the same observations for the policy."""
 
+    init_checkpoint: pathlib.Path | None = None
+    """Warm start: another run's logdir, its checkpoints/ or one checkpoint (logs/x/checkpoints/ckpt-160).
+    Its network weights (R2D2: and target network) are loaded when this logdir holds no checkpoint yet
+    (a restart resumes from its own); counters start at zero and the optimizer fresh."""
+    init_optimizer: bool = False
+    """With init_checkpoint, load the optimizer's state (Adam's moments and step) too."""
     checkpoint_every_s: float = 600.0
     """Periodic checkpoint interval (0 disables; one is still written at shutdown)."""
     log_every_s: float = 2.0
@@ -176,6 +182,8 @@ class LearnerConfig:
 
     def __post_init__(self) -> None:
         env_kwargs(self.env_kwargs)  # JSON object, or a clear ValueError now
+        if self.init_checkpoint is not None and self.logdir is None:
+            raise ValueError("init_checkpoint needs a logdir (the warm-started run keeps its own checkpoints)")
         if self.architecture == "impala" and (self.agent != "impala" or self.learner_frame_stack != 1):
             raise ValueError("architecture impala trains V-trace (agent impala) on the actors' observations (learner_frame_stack 1)")
         if self.learner_frame_stack < 1:
