@@ -99,9 +99,12 @@ class RunConfig:
 
 async def serve_learner(config: LearnerConfig) -> int:
     """``aioseed learner``: serve until SIGINT/SIGTERM, then stop in order and exit 0."""
+    from aioseed.terminal import showing
+
     learner = _build(config)
     _stop_on_signals(learner.request_stop)
-    await learner.run()
+    async with showing(learner, config.stop, config.env, config.display):
+        await learner.run()
     return 0
 
 
@@ -221,10 +224,13 @@ class RunSummary:
 async def train_locally(config: RunConfig) -> RunSummary:
     """A learner and ``num_actors`` actors (processes on loopback, Ray actors, or Sebulba's threads in
     this process), until a stop condition or signal."""
+    from aioseed.terminal import showing
+
     learner = _build(config.served_learner, run=config)
     port = await learner.start()
     _stop_on_signals(learner.request_stop)
-    async with asyncio.TaskGroup() as group:
+    showing_progress = showing(learner, config.learner.stop, config.learner.env, config.learner.display)
+    async with showing_progress, asyncio.TaskGroup() as group:
         group.create_task(learner.run(), name="learner")
         stop_local_actors = await launch_actors(config, config.actor_configs(port), learner, group)
         try:

@@ -140,7 +140,6 @@ def _measure_in_process(name: str, bench: AutotuneBench, results: multiprocessin
     import uvloop
 
     from aioseed import log as logging_setup
-
     from aioseed.tf_start import start_tensorflow
 
     logging_setup.configure("warning")

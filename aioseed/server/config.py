@@ -171,6 +171,9 @@ class LearnerConfig:
     """With init_checkpoint, load the optimizer's state (Adam's moments and step) too."""
     checkpoint_every_s: float = 600.0
     """Periodic checkpoint interval (0 disables; one is still written at shutdown)."""
+    display: Literal["auto", "live", "lines"] = "auto"
+    """Progress on the terminal: live (a rich display on stdout: figures, stop conditions with bars and
+    ETAs, the console's URL), lines (key=value progress log lines), auto (live when stdout is a terminal)."""
     log_every_s: float = 2.0
     """Interval of progress log lines and TensorBoard summaries."""
     metrics_every_s: float = 1.0
