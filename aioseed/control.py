@@ -29,6 +29,11 @@ class Control(Protocol):
         """The connected actor streams: stream id, actor, address, envs, steps, rates and times."""
         ...
 
+    async def run_info(self) -> dict[str, Any]:
+        """What the run is: env, agent, network, devices, version, logdir, start time, key
+        hyperparameters, and the checkpoints kept (path, train steps, frames, time)."""
+        ...
+
     def settings(self) -> dict[str, Any]:
         """Settings in effect and those staged for the next batch."""
         ...

@@ -1,7 +1,8 @@
 """The console's JSON API and live feed: reads snapshots, writes staged commands.
 
 Reading: ``GET /api/metrics`` (latest snapshot), ``/api/series?since=T``
-(snapshots after time T), ``/api/actors``, ``/api/settings``, and the
+(snapshots after time T), ``/api/actors``, ``/api/settings``, ``/api/run`` (what the
+run is, its key hyperparameters and checkpoints), and the
 WebSocket ``/api/feed`` (one message per metrics interval).
 Control (token required): ``POST /api/settings`` with any of
 ``max_batch_size``, ``deadline_ms``, ``learning_rate``; ``POST /api/pause``,
@@ -75,6 +76,10 @@ async def get_actors(request: web.Request) -> web.Response:
 
 async def get_settings(request: web.Request) -> web.Response:
     return _json(request.app[CONTROL].settings())
+
+
+async def get_run(request: web.Request) -> web.Response:
+    return _json(await request.app[CONTROL].run_info())
 
 
 MAX_BODY_BYTES = 64 * 1024
@@ -241,6 +246,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/series", get_series)
     app.router.add_get("/api/actors", get_actors)
     app.router.add_get("/api/settings", get_settings)
+    app.router.add_get("/api/run", get_run)
     app.router.add_get("/api/feed", feed)
     app.router.add_post("/api/settings", post_settings)
     app.router.add_post("/api/pause", post_pause)

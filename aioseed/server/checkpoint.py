@@ -97,6 +97,22 @@ class Checkpointer:
             raise ValueError(f"init checkpoint {path} does not fit this agent ({', '.join(objects)}): {first}") from None
         log.info("checkpoint_warm_start", path=path, loaded=list(objects))
 
+    def listing(self) -> list[dict[str, Any]]:
+        """The checkpoints kept, oldest first: path, train steps, frames and when written (reads their
+        counters from disk: call it in a thread)."""
+        import tensorflow as tf
+
+        kept = []
+        for path in self._manager.checkpoints:
+            try:
+                frames = int(tf.train.load_variable(path, "frames/.ATTRIBUTES/VARIABLE_VALUE"))
+                steps = int(tf.train.load_variable(path, "train_steps/.ATTRIBUTES/VARIABLE_VALUE"))
+                written = pathlib.Path(f"{path}.index").stat().st_mtime
+            except (tf.errors.OpError, OSError):  # deleted meanwhile (max_to_keep)
+                continue
+            kept.append({"path": path, "train_steps": steps, "frames": frames, "time": written})
+        return kept
+
     def save(self, progress: Progress) -> str:
         """Raises CheckpointRefused, keeping the checkpoints already written, when any variable is non-finite."""
         bad = non_finite_variables(self._objects)

@@ -79,6 +79,13 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
             await until(_text_contains(page, "#status", "training"), "the page to show training")
 
             assert await page.locator("#actors tbody tr").count() == 1
+
+            # The run panel: what runs here, and the checkpoint just taken with its frames.
+            assert await page.inner_text('dd[data-key="environment"]') == "CartPole-v1"
+            await page.click("#checkpoint")
+            await until(_text_contains(page, "#checkpoints tbody", "ckpt-"), "the checkpoint listed")
+            frames = int((await page.inner_text("#checkpoints tbody tr:first-child td:nth-child(3)")).strip())
+            assert 0 < frames <= learner.frames
             assert not await page.locator('.chart[data-chart="replay (unrolls)"]').is_visible()
 
             # Skipped non-finite updates show as an alert: with the reward bound off (config), a stream
