@@ -127,6 +127,8 @@ def assemble(
     batcher = Batcher(config.batcher)
     unrolls: asyncio.Queue[Unroll] = asyncio.Queue(config.training.queue_capacity)
     source = build_source(config, agent, unrolls)
+    if checkpointer is not None and isinstance(source, ReplayFeed) and config.r2d2.checkpoint_replay:
+        checkpointer.attach("replay", source.replay)
     server = config.server
     bounds = RowBounds(server.max_abs_reward, server.max_abs_observation)
     uploads = impala_uploads(config, spec, agent, unrolls, bounds, stats, stopping) if config.architecture == "impala" else None

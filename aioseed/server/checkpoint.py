@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -53,8 +53,17 @@ class WarmStart:
         raise FileNotFoundError(f"init checkpoint: no checkpoint under {self.source}")
 
 
+class Attachment(Protocol):
+    """State saved beside the TensorFlow checkpoint in a directory of its own (R2D2's replay)."""
+
+    def save(self, directory: pathlib.Path) -> int: ...
+
+    def restore(self, directory: pathlib.Path) -> bool: ...
+
+
 class Checkpointer:
-    """Verbs: ``restore`` the latest (or warm start), ``save`` now. Call both from the train thread."""
+    """Verbs: ``attach`` more state, ``restore`` the latest (or warm start), ``save`` now. Call them
+    from the train thread."""
 
     def __init__(
         self, directory: pathlib.Path, objects: dict[str, Any], max_to_keep: int = 3, warm_start: WarmStart | None = None
@@ -65,8 +74,14 @@ class Checkpointer:
         self._frames = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._objects = objects
         self._warm_start = warm_start
+        self._directory = directory
+        self._attachments: dict[str, Attachment] = {}
         self._checkpoint = tf.train.Checkpoint(train_steps=self._train_steps, frames=self._frames, **objects)
         self._manager = tf.train.CheckpointManager(self._checkpoint, str(directory), max_to_keep=max_to_keep)
+
+    def attach(self, name: str, attachment: Attachment) -> None:
+        """Saves ``attachment`` under checkpoints/NAME with every checkpoint, and restores it with one."""
+        self._attachments[name] = attachment
 
     @property
     def latest(self) -> str | None:
@@ -81,6 +96,8 @@ class Checkpointer:
                 self._load_warm_start(self._warm_start)
             return None
         self._checkpoint.restore(path).assert_existing_objects_matched()
+        for name, attachment in self._attachments.items():
+            attachment.restore(self._directory / name)
         progress = Progress(int(self._train_steps.numpy()), int(self._frames.numpy()))
         log.info("checkpoint_restored", path=path, train_steps=progress.train_steps, frames=progress.frames)
         return progress
@@ -124,5 +141,7 @@ class Checkpointer:
         self._train_steps.assign(progress.train_steps)
         self._frames.assign(progress.frames)
         path = self._manager.save(checkpoint_number=progress.train_steps)
+        for name, attachment in self._attachments.items():
+            attachment.save(self._directory / name)
         log.info("checkpoint_saved", path=path, train_steps=progress.train_steps, frames=progress.frames)
         return path

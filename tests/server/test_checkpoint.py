@@ -73,3 +73,25 @@ async def test_an_init_checkpoint_of_another_network_is_a_clear_error(running_le
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):
         async with running_learner(small_config(tmp_path / "c", init_checkpoint=tmp_path / "b" / "nothing")):
             pass
+
+
+async def test_r2d2_replay_is_checkpointed_and_restored_when_asked(running_learner, tmp_path) -> None:
+    import dataclasses
+    import json
+
+    from aioseed.presets import preset
+
+    r2d2 = dataclasses.replace(preset("r2d2-cartpole").learner.r2d2, checkpoint_replay=True)
+    config = small_config(tmp_path, agent="r2d2", r2d2=r2d2, metrics_every_s=0.1)
+    async with running_learner(config) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=8, envs_per_message=8))
+        task = asyncio.create_task(actor.run())
+        await until(lambda: learner.train_steps >= 5, "5 updates", 3000)
+        task.cancel()
+    saved = json.loads((tmp_path / "checkpoints" / "replay" / "meta.json").read_text())
+    assert saved["size"] >= r2d2.min_replay_size  # training had started
+
+    async with running_learner(config) as restarted:  # no actors: nothing new is inserted
+        await until(lambda: "replay/size" in restarted.metrics(), "a snapshot")
+        metrics = restarted.metrics()
+        assert (metrics["replay/size"], metrics["replay/inserted"]) == (saved["size"], saved["inserted"])

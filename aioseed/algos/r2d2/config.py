@@ -46,6 +46,11 @@ class R2D2Config:
     unrolls overlap by burn_in + 1 steps, so every step is learned from once."""
 
     # Prioritized replay
+    checkpoint_replay: bool = False
+    """Save the replay (unrolls, priorities, counters) with every checkpoint, under checkpoints/replay, and
+    restore it on a restart, so training resumes without refilling it. Costs the replay's size on disk and
+    a pause of inserts while it is written (CartPole preset: ~2 MB; Atari with stacked frames: ~3.4 MB an
+    unroll, so ~7 GB at 2048 unrolls)."""
     replay_capacity: int = 2048
     """Unrolls kept; the oldest is evicted first. Atari unrolls of 121 stacked frames are ~3.4 MB each
     (2048 of them: ~7 GB)."""
