@@ -44,7 +44,8 @@ class EvalConfig:
     seed: int | None = 0
     """Seed of the first episode; episode i uses seed + i."""
     video: pathlib.Path | None = None
-    """Record the first video_episodes episodes to this MP4 (the env's full-colour frames; gymnasium ids)."""
+    """Record the first video_episodes episodes to this MP4: the env's full-colour frames (Atari: the
+    210 x 160 screen, not the 84 x 84 input); gymnasium and ALE ids."""
     video_episodes: int = 1
     """Episodes recorded with --video."""
     fps: int = 30
@@ -145,12 +146,16 @@ def _make_env(saved: LearnerConfig, env_id: str, render: bool) -> gym.vector.Vec
     kwargs = env_kwargs(saved.env_kwargs)
     if not render:
         return make_vector_env(env_id, 1, _atari(saved), saved.football, kwargs)
-    if is_atari(env_id) or is_football(env_id):
-        raise ValueError(f"--video records gymnasium envs; {env_id} has no full-colour frames to record here yet")
+    if is_football(env_id):
+        raise ValueError(f"--video records gymnasium and Atari envs; {env_id} renders through OpenGL, not recorded yet")
+    autoreset = gym.vector.AutoresetMode.NEXT_STEP
+    if is_atari(env_id):  # the same 84x84 stacks for the policy, the full-colour screen for the video
+        from aioseed.envs.atari_frames import AtariFrames
+
+        atari = _atari(saved)
+        return gym.vector.SyncVectorEnv([lambda: AtariFrames(env_id, atari)], autoreset_mode=autoreset)
     name = registered_id(env_id)
-    return gym.vector.SyncVectorEnv(
-        [lambda: gym.make(name, render_mode="rgb_array", **kwargs)], autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP
-    )
+    return gym.vector.SyncVectorEnv([lambda: gym.make(name, render_mode="rgb_array", **kwargs)], autoreset_mode=autoreset)
 
 
 def _act(agent: Agent, greedy: bool) -> Act:
