@@ -137,25 +137,13 @@ def _atari(saved: LearnerConfig) -> Any:
 
 def _make_env(saved: LearnerConfig, env_id: str, render: bool) -> gym.vector.VectorEnv:
     """One env as the policy trained on it; with ``render``, one whose frames can be recorded."""
-    import gymnasium as gym
-
-    from aioseed.envs.atari import is_atari
-    from aioseed.envs.football import is_football
-    from aioseed.envs.registry import env_kwargs, make_vector_env, registered_id
+    from aioseed.envs.registry import env_kwargs, make_vector_env
+    from aioseed.envs.rendering import rendering_vector_env
 
     kwargs = env_kwargs(saved.env_kwargs)
-    if not render:
-        return make_vector_env(env_id, 1, _atari(saved), saved.football, kwargs)
-    if is_football(env_id):
-        raise ValueError(f"--video records gymnasium and Atari envs; {env_id} renders through OpenGL, not recorded yet")
-    autoreset = gym.vector.AutoresetMode.NEXT_STEP
-    if is_atari(env_id):  # the same 84x84 stacks for the policy, the full-colour screen for the video
-        from aioseed.envs.atari_frames import AtariFrames
-
-        atari = _atari(saved)
-        return gym.vector.SyncVectorEnv([lambda: AtariFrames(env_id, atari)], autoreset_mode=autoreset)
-    name = registered_id(env_id)
-    return gym.vector.SyncVectorEnv([lambda: gym.make(name, render_mode="rgb_array", **kwargs)], autoreset_mode=autoreset)
+    if render:
+        return rendering_vector_env(env_id, 1, _atari(saved), kwargs)
+    return make_vector_env(env_id, 1, _atari(saved), saved.football, kwargs)
 
 
 def _act(agent: Agent, greedy: bool) -> Act:

@@ -44,6 +44,9 @@ class RunConfig:
     evaluation_envs: int = 0
     """Envs of one more actor process started with --evaluation: never learned from, they report
     charts/eval_return (0: no evaluation actor)."""
+    evaluation_video_every: int = 10
+    """With evaluation envs and a logdir: the evaluation actor records its first episode, then every Nth,
+    to LOGDIR/videos, and the console shows the newest (0: no clips)."""
     architecture: Literal["seed", "impala", "sebulba", "anakin"] = "seed"
     """seed: a learner serving actors over gRPC (here on loopback). impala: the baseline SEED improves on:
     the actors pull the parameters, run the policy on their own CPU and upload finished unrolls. sebulba:
@@ -94,7 +97,14 @@ class RunConfig:
             else self.learner.atari,
             football=self.learner.football,
             architecture="impala" if self.architecture == "impala" else "seed",
+            **self._clips() if evaluation else {},
         )
+
+    def _clips(self) -> dict[str, object]:
+        """The evaluation actor's clips: into the learner's LOGDIR/videos, which its console shows."""
+        if self.learner.logdir is None or not self.evaluation_video_every:
+            return {}
+        return {"video_dir": self.learner.logdir / "videos", "video_every": self.evaluation_video_every}
 
 
 async def serve_learner(config: LearnerConfig) -> int:

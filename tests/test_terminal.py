@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import imageio_ffmpeg
 from rich.console import Console
 
 from aioseed.server.config import StopConfig
@@ -105,7 +106,11 @@ def test_on_a_terminal_run_shows_the_live_display_and_not_the_progress_lines(tmp
 
 
 def test_without_a_terminal_run_writes_key_value_progress_lines(tmp_path) -> None:
-    done = subprocess.run([*RUN, "--learner.logdir", str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=180)
+    # With an evaluation actor, which records its first episode (and every 10th) to LOGDIR/videos.
+    done = subprocess.run([*RUN, "--learner.logdir", str(tmp_path), "--evaluation-envs", "1"], capture_output=True, text=True, env=ENV, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.search(r"progress frames=\d+ fps=\d+ mean_return=", done.stderr), done.stderr[-3000:]
     assert "\x1b[" not in done.stdout + done.stderr and "console http" not in done.stdout
+    (clip,) = (tmp_path / "videos").glob("eval-*-000001.mp4")  # local actors log warnings only
+    frames = imageio_ffmpeg.read_frames(str(clip))
+    assert next(frames)["size"] == (600, 400) and sum(1 for _ in frames) >= 9  # CartPole's shortest episode, + 1

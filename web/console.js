@@ -192,6 +192,22 @@ async function loadRun() {
 loadRun();
 setInterval(loadRun, 30000);
 
+// The newest evaluation clip (evaluation actors record them into LOGDIR/videos).
+async function loadClip() {
+  const response = await fetch("/api/clips", { headers: authHeaders });
+  if (!response.ok) return;
+  const [newest] = await response.json();
+  const video = document.getElementById("clip-video");
+  if (!newest || video.dataset.name === newest.name) return;
+  video.dataset.name = newest.name;
+  video.src = `/api/clips/${encodeURIComponent(newest.name)}${token ? `?token=${encodeURIComponent(token)}` : ""}`;
+  document.getElementById("clip-name").textContent =
+    `${newest.name}, written ${new Date(newest.time * 1000).toLocaleTimeString()}`;
+  document.getElementById("clip").hidden = false;
+}
+loadClip();
+setInterval(loadClip, 5000);
+
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const query = token ? `?token=${encodeURIComponent(token)}` : "";

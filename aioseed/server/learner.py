@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import math
+import pathlib
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -183,6 +184,9 @@ class Learner:
 
     def actors(self) -> list[dict[str, Any]]:
         return self._service.describe_streams()
+
+    def clip_directory(self) -> pathlib.Path | None:
+        return None if self.config.logdir is None else self.config.logdir / "videos"
 
     async def run_info(self) -> dict[str, Any]:
         replicas = self.agent.replicas

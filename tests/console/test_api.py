@@ -151,3 +151,19 @@ async def test_metrics_endpoint_parses_and_the_feed_pushes_updates(running_learn
             for _ in range(2):
                 times.append(json.loads(await ws.receive_str(timeout=5))["metrics"]["time"])
             assert times == sorted(times) and len(set(times)) == 3
+
+
+async def test_evaluation_clips_are_listed_newest_first_and_served(running_learner, tmp_path) -> None:
+    async with console(running_learner, tmp_path) as (learner, client):
+        assert await (await client.get("/api/clips")).json() == []  # no videos directory yet
+        videos = tmp_path / "videos"
+        videos.mkdir()
+        for name in ("eval-100-000001.mp4", "eval-200-000011.mp4", "recording.partial.mp4", "notes.txt"):
+            (videos / name).write_bytes(name.encode())
+        listed = await (await client.get("/api/clips")).json()
+        assert [c["name"] for c in listed] == ["eval-200-000011.mp4", "eval-100-000001.mp4"]  # finished clips only
+        clip = await client.get("/api/clips/eval-200-000011.mp4")
+        assert clip.status == 200 and clip.content_type == "video/mp4" and await clip.read() == b"eval-200-000011.mp4"
+        for name in ("recording.partial.mp4", "notes.txt", "eval-300-000021.mp4", "..%2Fconfig.toml"):
+            missing = await client.get(f"/api/clips/{name}")
+            assert missing.status == 404 and "no clip named" in (await missing.json())["error"], name
