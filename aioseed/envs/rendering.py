@@ -3,6 +3,7 @@ the observations are the ones the policy trained on."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ def rendering_vector_env(
     with ``render_mode="rgb_array"``; ALE ids as ``AtariFrames`` (the 210 x 160 colour screen, the same
     84 x 84 stacks as ale-py's vector env)."""
     autoreset = gym.vector.AutoresetMode.NEXT_STEP
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array frames need no display (pygame probes one)
     if is_football(env_id):
         raise ValueError(f"{env_id}: recording needs a gymnasium or ALE id (gfootball renders through OpenGL)")
     if is_atari(env_id):
