@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import structlog
 
+from aioseed import config_file
 from aioseed.algos.agent import Agent
 from aioseed.console.server import ConsoleServer
 from aioseed.devices import place
 from aioseed.envs.atari import is_atari
-from aioseed.envs.registry import env_spec
+from aioseed.envs.registry import env_kwargs, env_spec
 from aioseed.server.acting import StepResult, acting_for, unroll_columns
 from aioseed.server.batcher import Batch, Batcher
-from aioseed.server.checkpoint import Checkpointer
+from aioseed.server.checkpoint import Checkpointer, WarmStart
 from aioseed.server.config import LearnerConfig
 from aioseed.server.endpoint import GrpcEndpoint, server_options
 from aioseed.server.inference import InferenceLoop
@@ -48,19 +49,11 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 
 
-def save_run_config(config: LearnerConfig) -> None:
-    """Writes logdir/config.json so that ``aioseed eval`` can rebuild the agent."""
-    if config.logdir is None:
-        return
-    config.logdir.mkdir(parents=True, exist_ok=True)
-    (config.logdir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2, default=str))
-
-
 def learner_specs(config: LearnerConfig) -> tuple[EnvSpec, EnvSpec]:
     """(what actors send, what the policy sees): they differ with learner-side frame stacking."""
     stack = config.learner_frame_stack
     if stack == 1:
-        spec = env_spec(config.env, config.atari, config.football)
+        spec = env_spec(config.env, config.atari, config.football, env_kwargs(config.env_kwargs))
         return spec, spec
     if not is_atari(config.env):
         raise ValueError(f"learner_frame_stack needs an ALE/ env, got {config.env}")
@@ -92,8 +85,17 @@ def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:
         )
 
 
-def build(config: LearnerConfig) -> Learner:
-    """Devices, spec from the env, the agent, checkpoints, then ``assemble``."""
+def warm_start(config: LearnerConfig) -> WarmStart | None:
+    """What ``--init-checkpoint`` loads: the networks, and with ``--init-optimizer`` the optimizer."""
+    if config.init_checkpoint is None:
+        return None
+    optimizer = ("optimizer",) if config.init_optimizer else ()
+    return WarmStart(config.init_checkpoint, ("network", "target_network", *optimizer))
+
+
+def build(config: LearnerConfig, run: object | None = None) -> Learner:
+    """Devices, spec from the env, the agent, checkpoints, then ``assemble``. logdir/config.toml gets
+    ``run`` (the ``aioseed run`` config this learner serves) if given, else ``config``."""
     replicas = place(config.devices, config.inference_devices)  # first: logical CPUs precede TensorFlow's start
     import keras
 
@@ -105,8 +107,8 @@ def build(config: LearnerConfig) -> Learner:
     agent = build_agent(config, seen, replicas)
     checkpointer = None
     if config.logdir is not None:
-        save_run_config(config)
-        checkpointer = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects())
+        config_file.save(config.logdir, run or config, "learner" if run is None else "run")
+        checkpointer = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects(), warm_start=warm_start(config))
     log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
     return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference))
 
@@ -125,6 +127,8 @@ def assemble(
     batcher = Batcher(config.batcher)
     unrolls: asyncio.Queue[Unroll] = asyncio.Queue(config.training.queue_capacity)
     source = build_source(config, agent, unrolls)
+    if checkpointer is not None and isinstance(source, ReplayFeed) and config.r2d2.checkpoint_replay:
+        checkpointer.attach("replay", source.replay)
     server = config.server
     bounds = RowBounds(server.max_abs_reward, server.max_abs_observation)
     uploads = impala_uploads(config, spec, agent, unrolls, bounds, stats, stopping) if config.architecture == "impala" else None

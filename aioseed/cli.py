@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pathlib
 import sys
 
 import structlog
 import tyro
 
+from aioseed import config_file
 from aioseed import log as logging_setup
 from aioseed.bench.config import Bench, LearningCurveBench
 from aioseed.clients.actor import ActorConfig
@@ -41,6 +43,11 @@ def upgrade_flags(argv: list[str]) -> list[str]:
         if new is not None:
             log.warning("flag_renamed", old=flag, new=f"--{prefix}{new}")
             arg = f"--{prefix}{new}{eq}{value}"
+        elif arg in (f"{prefix}r2d2:cartpole", f"{prefix}r2d2:atari"):  # R2D2's presets were subcommands
+            preset = ["--preset", "r2d2-cartpole"] if arg.endswith("cartpole") else []
+            log.warning("flag_renamed", old=arg, new=" ".join(preset) or "(the default R2D2 settings)")
+            upgraded += preset
+            continue
         elif (arg == "vtrace" and upgraded and upgraded[-1] == f"--{prefix}agent") or arg == f"--{prefix}agent=vtrace":
             log.warning("flag_renamed", old="--agent vtrace", new="--agent impala")
             arg = arg.replace("vtrace", "impala")
@@ -49,43 +56,90 @@ def upgrade_flags(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["--version"], ["-V"]):
+        from aioseed import __version__
+
+        sys.stdout.write(f"aioseed {__version__}\n")
+        return 0
     logging_setup.configure()
-    return dispatch(parse(sys.argv[1:] if argv is None else argv))
+    return dispatch(parse(argv))
+
+
+COMMANDS = {
+    "learner": LearnerConfig,
+    "actor": ActorConfig,
+    "actors": FleetConfig,
+    "run": RunConfig,
+    "eval": EvalConfig,
+    "bench": Bench,
+}
 
 
 def parse(argv: list[str]) -> object:
-    """The config of the subcommand ``argv`` names; ``run --preset NAME`` starts from that preset."""
+    """The config of the subcommand ``argv`` names. ``--preset NAME`` and ``--config FILE`` stand for
+    the flags in those files, in that order, before the flags given (which win)."""
     argv = upgrade_flags(argv)
-    command = tyro.extras.subcommand_cli_from_dict(
-        {
-            "learner": LearnerConfig,
-            "actor": ActorConfig,
-            "actors": FleetConfig,
-            "run": RunConfig,
-            "eval": EvalConfig,
-            "bench": Bench,
-        },
-        prog="aioseed",
-        args=argv,
-    )
-    # Parse again on top of the preset, so that the flags given override its values.
-    if isinstance(command, RunConfig) and command.preset != "none":
-        from aioseed.presets import preset
+    plain, presets, files = _take_file_flags(argv)
+    command = _parse(plain)
+    config = command.command if isinstance(command, Bench) else command
+    if isinstance(config, LearningCurveBench) and not presets:
+        presets = [config.preset]  # the bench always starts from its preset (default atari)
+    if not presets and not files:
+        return command
+    flags = []
+    for name in presets:
+        flags += _preset_flags(config, name)
+    for path in files:
+        name = next(n for n, cls in COMMANDS.items() if isinstance(config, cls)) if not isinstance(command, Bench) else "bench"
+        table = config_file.command_table(config_file.read(path), name, str(path))
+        flags += config_file.as_flags(table, type(config), str(path))
+    head = 2 if isinstance(command, Bench) else 1
+    return _parse([*plain[:head], *flags, *plain[head:]])
 
-        command = tyro.cli(RunConfig, default=preset(command.preset), args=argv[argv.index("run") + 1 :], prog="aioseed run")
-    elif isinstance(command, Bench) and isinstance(command.command, LearningCurveBench):
-        from aioseed.presets import preset
 
-        default = LearningCurveBench(preset=command.command.preset, run=preset(command.command.preset))
-        args = argv[argv.index("learning-curve") + 1 :]
-        command = Bench(tyro.cli(LearningCurveBench, default=default, args=args, prog="aioseed bench learning-curve"))
-    return command
+def _parse(argv: list[str]) -> object:
+    return tyro.extras.subcommand_cli_from_dict(COMMANDS, prog="aioseed", args=argv)
+
+
+def _take_file_flags(argv: list[str]) -> tuple[list[str], list[str], list[pathlib.Path]]:
+    """(argv without --preset and --config, the presets named, the config files named)."""
+    plain: list[str] = []
+    presets: list[str] = []
+    files: list[pathlib.Path] = []
+    args = iter(argv)
+    for arg in args:
+        flag, eq, value = arg.partition("=")
+        if flag not in ("--preset", "--config"):
+            plain.append(arg)
+            continue
+        value = value if eq else next(args, None)
+        if not value:
+            raise SystemExit(f"aioseed: {flag} needs a value")
+        (presets if flag == "--preset" else files).append(value if flag == "--preset" else pathlib.Path(value))
+    return plain, presets, files
+
+
+def _preset_flags(config: object, name: str) -> list[str]:
+    from aioseed.presets import preset_flags
+
+    if isinstance(config, RunConfig):
+        return preset_flags(name)
+    if isinstance(config, LearnerConfig):
+        return preset_flags(name, command="learner")
+    if isinstance(config, LearningCurveBench):
+        return [*preset_flags(name, prefix="run."), "--preset", name]
+    raise SystemExit("aioseed: --preset applies to run, learner and bench learning-curve")
 
 
 def dispatch(command: object) -> int:
     import uvloop
 
     from aioseed import launch
+    from aioseed.tf_start import start_tensorflow
+
+    if not isinstance(command, (ActorConfig, FleetConfig)) or getattr(command, "architecture", "seed") == "impala":
+        start_tensorflow()
 
     match command:
         case LearnerConfig():

@@ -6,6 +6,7 @@ The learner (``aioseed.server.learner.Learner``) implements ``Control``; the con
 
 from __future__ import annotations
 
+import pathlib
 from typing import Any, Protocol
 
 
@@ -27,6 +28,15 @@ class Control(Protocol):
 
     def actors(self) -> list[dict[str, Any]]:
         """The connected actor streams: stream id, actor, address, envs, steps, rates and times."""
+        ...
+
+    async def run_info(self) -> dict[str, Any]:
+        """What the run is: env, agent, network, devices, version, logdir, start time, key
+        hyperparameters, and the checkpoints kept (path, train steps, frames, time)."""
+        ...
+
+    def clip_directory(self) -> pathlib.Path | None:
+        """Where evaluation clips land (LOGDIR/videos), or None without a logdir."""
         ...
 
     def settings(self) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""``aioseed eval``: run the latest checkpoint locally; optionally export a SavedModel."""
+"""``aioseed eval``: run a learner's latest checkpoint locally (V-trace or R2D2), print return statistics,
+optionally record episodes as MP4 and export a SavedModel."""
 
 from __future__ import annotations
 
@@ -6,14 +7,24 @@ import dataclasses
 import json
 import pathlib
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import structlog
 
-from aioseed.algos.impala.config import ImpalaConfig
-from aioseed.launch import load_run_config
+from aioseed import config_file
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+
+    from aioseed.algos.agent import Agent
+    from aioseed.server.config import LearnerConfig
 
 log = structlog.get_logger()
+
+Act = Callable[[np.ndarray, dict[str, np.ndarray], np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]
+"""(observations [1, ...], recurrent state, the reward that led to them) -> (actions [1], next state)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,83 +32,167 @@ class EvalConfig:
     """Evaluate a learner's latest checkpoint."""
 
     logdir: pathlib.Path = pathlib.Path("logs/cartpole")
-    """The learner's logdir (holds config.json and checkpoints/)."""
+    """The learner's logdir (holds config.toml and checkpoints/)."""
     env: str | None = None
     """Gymnasium id to evaluate on (default: the env the learner trained on)."""
     episodes: int = 10
     """Episodes to run."""
     greedy: bool = False
-    """Take the most likely action instead of sampling."""
+    """V-trace: take the most likely action instead of sampling. R2D2: epsilon 0 instead of epsilon."""
+    epsilon: float = 0.001
+    """R2D2's exploration when not greedy (SEED's evaluation epsilon)."""
     seed: int | None = 0
     """Seed of the first episode; episode i uses seed + i."""
+    video: pathlib.Path | None = None
+    """Record the first video_episodes episodes to this MP4: the env's full-colour frames (Atari: the
+    210 x 160 screen, not the 84 x 84 input); gymnasium and ALE ids."""
+    video_episodes: int = 1
+    """Episodes recorded with --video."""
+    fps: int = 30
+    """Frames per second of the video."""
+    format: Literal["auto", "table", "json"] = "auto"
+    """How the result prints: a table, or one JSON object (auto: a table on a terminal, else JSON)."""
     export: pathlib.Path | None = None
-    """Also write the policy as a TensorFlow SavedModel here (signatures serving_default and greedy)."""
+    """Also write the policy as a TensorFlow SavedModel here (V-trace; signatures serving_default and greedy)."""
     device: str = "auto"
     """TensorFlow device: auto (the first GPU, else the CPU), cpu, gpu or a name such as /GPU:1."""
 
+    def __post_init__(self) -> None:
+        if self.episodes < 1 or self.video_episodes < 1 or self.fps < 1:
+            raise ValueError("episodes, video_episodes and fps must be >= 1")
+        if not 0 <= self.epsilon <= 1:
+            raise ValueError(f"epsilon must be in [0, 1], got {self.epsilon}")
 
-def evaluate(config: EvalConfig) -> dict[str, float]:
-    import tensorflow as tf
 
+def evaluate(config: EvalConfig) -> dict[str, Any]:
     from aioseed.algos.agent import zero_state
-    from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.envs.atari import AtariConfig
-    from aioseed.envs.football import FootballConfig
-    from aioseed.envs.registry import make_vector_env, vector_env_spec
+    from aioseed.app import build_agent
     from aioseed.devices import place
+    from aioseed.envs.registry import vector_env_spec
     from aioseed.server.checkpoint import Checkpointer
 
-    saved = load_run_config(config.logdir)
-    if saved.get("agent", "impala") not in ("impala", "vtrace"):  # "vtrace": older config.json files
-        raise ValueError(f"aioseed eval runs IMPALA (V-trace) policies; {config.logdir} trained {saved['agent']}")
-    agent_config = ImpalaConfig.from_dict(saved.get("impala", saved.get("vtrace", {})))
-    env_id = config.env or saved["env"]
-    atari = AtariConfig(**saved.get("atari", {}))
-    if saved.get("learner_frame_stack", 1) > 1:  # the policy saw the learner's stacks
-        atari = dataclasses.replace(atari, stack=saved["learner_frame_stack"])
-    football = FootballConfig(**saved.get("football", {}))
-    env = make_vector_env(env_id, 1, atari, football)  # the preprocessing the policy was trained on
-    spec = vector_env_spec(env_id, env, atari)
-    agent = ImpalaAgent(spec, agent_config, place(config.device))
+    saved = config_file.saved_learner(config.logdir)
+    env_id = config.env or saved.env
+    env = _make_env(saved, env_id, render=config.video is not None)
+    spec = vector_env_spec(env_id, env, _atari(saved))
+    if saved.agent == "r2d2":  # evaluation envs act at r2d2.eval_epsilon
+        saved = dataclasses.replace(saved, r2d2=dataclasses.replace(saved.r2d2, eval_epsilon=0.0 if config.greedy else config.epsilon))
+    agent = build_agent(saved, spec, place(config.device))
     progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()
     if progress is None:
         raise FileNotFoundError(f"no checkpoint under {config.logdir / 'checkpoints'}")
-    act = agent.policy.greedy if config.greedy else agent.policy.act
-    returns = []
+    act = _act(agent, config.greedy)
+    clip = None
+    if config.video is not None:
+        from aioseed.envs.video import Clip
+
+        clip = Clip(config.video, config.fps)
+    returns, lengths = [], []
     for episode in range(config.episodes):
-        obs, _ = env.reset(seed=None if config.seed is None else config.seed + episode)
-        state = list(zero_state(agent.state_columns(), 1).values())
-        reward_input = [np.zeros(1, np.float32)] if agent_config.previous_action_reward else []
-        total, finished = 0.0, False
+        recording = clip if episode < config.video_episodes else None
+        observations, _ = env.reset(seed=None if config.seed is None else config.seed + episode)
+        state, reward = zero_state(agent.state_columns(), 1), np.zeros(1, np.float32)
+        total, steps, finished = 0.0, 0, False
         while not finished:
-            out = act(obs.astype(spec.dtype), *state, *reward_input)
-            state = [out[name] for name in agent.policy.state_names]
-            obs, reward, terminated, truncated, _ = env.step(out["action"].numpy())
-            reward_input = [reward.astype(np.float32)] if agent_config.previous_action_reward else []
-            total += float(reward[0])
+            if recording is not None:
+                recording.add(env.envs[0].render())
+            actions, state = act(observations.astype(spec.dtype), state, reward)
+            observations, reward, terminated, truncated, _ = env.step(actions)
+            reward = reward.astype(np.float32)
+            total, steps = total + float(reward[0]), steps + 1
             finished = bool(terminated[0] or truncated[0])
+        if recording is not None:
+            recording.add(env.envs[0].render())  # the final frame
         returns.append(total)
+        lengths.append(steps)
     env.close()
-    result = {
+    result: dict[str, Any] = {
         "env": env_id,
+        "agent": saved.agent,
+        "policy": "greedy" if config.greedy else ("epsilon " + f"{config.epsilon:g}" if saved.agent == "r2d2" else "sampled"),
         "episodes": config.episodes,
         "mean_return": float(np.mean(returns)),
         "std_return": float(np.std(returns)),
+        "min_return": float(np.min(returns)),
+        "max_return": float(np.max(returns)),
+        "mean_length": float(np.mean(lengths)),
         "train_steps": progress.train_steps,
         "frames": progress.frames,
     }
+    if clip is not None:
+        clip.close()
+        result["video"] = str(config.video)
+        log.info("video_written", path=str(config.video), frames=clip.frames)
     if config.export is not None:
-        tf.saved_model.save(
-            agent.policy,
-            str(config.export),
-            signatures={"serving_default": agent.policy.act, "greedy": agent.policy.greedy},
-        )
-        log.info("policy_exported", path=str(config.export))
-        result["export"] = str(config.export)
+        result["export"] = str(_export(agent, config.export))
     return result
+
+
+def _atari(saved: LearnerConfig) -> Any:
+    """The Atari preprocessing the policy saw (with learner-side stacking, the learner's stack)."""
+    if saved.learner_frame_stack > 1:
+        return dataclasses.replace(saved.atari, stack=saved.learner_frame_stack)
+    return saved.atari
+
+
+def _make_env(saved: LearnerConfig, env_id: str, render: bool) -> gym.vector.VectorEnv:
+    """One env as the policy trained on it; with ``render``, one whose frames can be recorded."""
+    from aioseed.envs.registry import env_kwargs, make_vector_env
+    from aioseed.envs.rendering import rendering_vector_env
+
+    kwargs = env_kwargs(saved.env_kwargs)
+    if render:
+        return rendering_vector_env(env_id, 1, _atari(saved), kwargs)
+    return make_vector_env(env_id, 1, _atari(saved), saved.football, kwargs)
+
+
+def _act(agent: Agent, greedy: bool) -> Act:
+    """The policy as one function: the agent's own inference (V-trace samples; R2D2 takes epsilon-greedy
+    actions at its evaluation epsilon), or V-trace's most likely action."""
+    evaluation = np.ones(1, bool)
+    if not greedy or agent.uses_replay:
+        return lambda obs, state, reward: _first(agent.infer(obs, state, evaluation=evaluation, rewards=reward))
+    policy = agent.policy  # V-trace, greedy
+
+    def act(obs: np.ndarray, state: dict[str, np.ndarray], reward: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        extras = [reward] if agent.config.previous_action_reward else []
+        out = policy.greedy(obs, *(state[name] for name in policy.state_names), *extras)
+        return out["action"].numpy(), {name: out[name].numpy() for name in policy.state_names}
+
+    return act
+
+
+def _first(result: tuple[dict[str, np.ndarray], dict[str, np.ndarray]]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    outputs, state = result
+    return outputs["action"], state
+
+
+def _export(agent: Agent, path: pathlib.Path) -> pathlib.Path:
+    import tensorflow as tf
+
+    if agent.uses_replay:
+        raise ValueError("--export writes V-trace policies; R2D2's Q-network is not exported yet")
+    tf.saved_model.save(agent.policy, str(path), signatures={"serving_default": agent.policy.act, "greedy": agent.policy.greedy})
+    log.info("policy_exported", path=str(path))
+    return path
+
+
+def table(result: dict[str, Any]) -> str:
+    """The result for a terminal."""
+    rows = [
+        ("env", result["env"]),
+        ("policy", f"{result['agent']}, {result['policy']}"),
+        ("checkpoint", f"{result['train_steps']} train steps, {result['frames']} frames"),
+        ("episodes", str(result["episodes"])),
+        ("return", f"mean {result['mean_return']:.2f}  std {result['std_return']:.2f}  min {result['min_return']:.2f}  max {result['max_return']:.2f}"),
+        ("length", f"mean {result['mean_length']:.1f} steps"),
+        *[(key, result[key]) for key in ("video", "export") if key in result],
+    ]
+    return "\n".join(f"{name:<11}{value}" for name, value in rows) + "\n"
 
 
 def main(config: EvalConfig) -> int:
     result = evaluate(config)
-    sys.stdout.write(json.dumps(result) + "\n")
+    as_table = config.format == "table" or (config.format == "auto" and sys.stdout.isatty())
+    sys.stdout.write(table(result) if as_table else json.dumps(result) + "\n")
     return 0

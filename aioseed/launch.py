@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import multiprocessing
 import os
-import pathlib
 import signal
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import structlog
 
@@ -22,8 +20,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
-PresetName = Literal["none", "atari", "catch", "football-academy", "football-academy-smm"]
-"""The names of ``aioseed.presets.PRESETS``."""
+PresetName = Literal["none", "atari", "catch", "football-academy", "football-academy-smm", "r2d2-cartpole"]
+"""The presets: aioseed/presets/NAME.toml (a test checks that each file is named here and the other way round)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,11 +29,11 @@ class RunConfig:
     """A learner plus local actor processes over loopback, in one command."""
 
     preset: PresetName = "none"
-    """Start from a named preset; every other flag given overrides the preset's value. atari: V-trace with
-    the Nature CNN on ALE/Pong-v5 (any ALE/ id with --learner.env); catch: the same network on
-    aioseed/Catch-v0; football-academy: V-trace on Google Research Football's academy_empty_goal_close
-    from the simple115v2 state (MLP); football-academy-smm: the same from the stacked Super Mini Map with
-    SEED's Football ResNet."""
+    """Start from a named preset (aioseed/presets/NAME.toml); every other flag given overrides the preset's
+    value. atari: V-trace with the Nature CNN on ALE/Pong-v5 (any ALE/ id with --learner.env); catch: the
+    same network on aioseed/Catch-v0; football-academy: V-trace on Google Research Football's
+    academy_empty_goal_close from the simple115v2 state (MLP); football-academy-smm: the same from the
+    stacked Super Mini Map with SEED's Football ResNet; r2d2-cartpole: R2D2 sized for CartPole-v1."""
     learner: LearnerConfig = LearnerConfig(server=ServerConfig(host="127.0.0.1", port=0), stop=StopConfig(at_return=475.0))
     num_actors: int = 2
     """Actor processes to spawn."""
@@ -46,6 +44,9 @@ class RunConfig:
     evaluation_envs: int = 0
     """Envs of one more actor process started with --evaluation: never learned from, they report
     charts/eval_return (0: no evaluation actor)."""
+    evaluation_video_every: int = 10
+    """With evaluation envs and a logdir: the evaluation actor records its first episode, then every Nth,
+    to LOGDIR/videos, and the console shows the newest (0: no clips)."""
     architecture: Literal["seed", "impala", "sebulba", "anakin"] = "seed"
     """seed: a learner serving actors over gRPC (here on loopback). impala: the baseline SEED improves on:
     the actors pull the parameters, run the policy on their own CPU and upload finished unrolls. sebulba:
@@ -84,6 +85,7 @@ class RunConfig:
         return ActorConfig(
             learner=f"127.0.0.1:{port}",
             env=self.learner.env,
+            env_kwargs=self.learner.env_kwargs,
             num_envs=envs,
             envs_per_message=min(self.envs_per_message, envs),
             evaluation=evaluation,
@@ -95,14 +97,24 @@ class RunConfig:
             else self.learner.atari,
             football=self.learner.football,
             architecture="impala" if self.architecture == "impala" else "seed",
+            **self._clips() if evaluation else {},
         )
+
+    def _clips(self) -> dict[str, object]:
+        """The evaluation actor's clips: into the learner's LOGDIR/videos, which its console shows."""
+        if self.learner.logdir is None or not self.evaluation_video_every:
+            return {}
+        return {"video_dir": self.learner.logdir / "videos", "video_every": self.evaluation_video_every}
 
 
 async def serve_learner(config: LearnerConfig) -> int:
     """``aioseed learner``: serve until SIGINT/SIGTERM, then stop in order and exit 0."""
+    from aioseed.terminal import showing
+
     learner = _build(config)
     _stop_on_signals(learner.request_stop)
-    await learner.run()
+    async with showing(learner, config.stop, config.env, config.display):
+        await learner.run()
     return 0
 
 
@@ -113,6 +125,10 @@ def _actor_process(config: ActorConfig, parent: int, level: str) -> None:
     from aioseed import log as logging_setup
 
     logging_setup.configure(level)
+    if config.architecture == "impala":  # the actor runs the policy itself
+        from aioseed.tf_start import start_tensorflow
+
+        start_tensorflow()
 
     async def main() -> int:
         async def watch_parent() -> None:
@@ -218,10 +234,13 @@ class RunSummary:
 async def train_locally(config: RunConfig) -> RunSummary:
     """A learner and ``num_actors`` actors (processes on loopback, Ray actors, or Sebulba's threads in
     this process), until a stop condition or signal."""
-    learner = _build(config.served_learner)
+    from aioseed.terminal import showing
+
+    learner = _build(config.served_learner, run=config)
     port = await learner.start()
     _stop_on_signals(learner.request_stop)
-    async with asyncio.TaskGroup() as group:
+    showing_progress = showing(learner, config.learner.stop, config.learner.env, config.learner.display)
+    async with showing_progress, asyncio.TaskGroup() as group:
         group.create_task(learner.run(), name="learner")
         stop_local_actors = await launch_actors(config, config.actor_configs(port), learner, group)
         try:
@@ -246,7 +265,7 @@ def run_anakin(config: RunConfig) -> int:
     """``aioseed run --architecture anakin``."""
     from aioseed.anakin.run import train
 
-    result = train(config.served_learner, config.num_actors * config.envs_per_actor)
+    result = train(config.served_learner, config.num_actors * config.envs_per_actor, run=config)
     log.info("run_finished", frames=result["frames"], mean_return=round(result["mean_return"], 1), logdir=str(config.learner.logdir))
     return 0
 
@@ -270,15 +289,8 @@ def _stop_on_signals(stop: Callable[[], None]) -> None:
         loop.add_signal_handler(sig, stop)
 
 
-def load_run_config(logdir: pathlib.Path) -> dict[str, Any]:
-    path = logdir / "config.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: is {logdir} a learner's logdir?")
-    return json.loads(path.read_text())
-
-
-def _build(config: LearnerConfig) -> Learner:
+def _build(config: LearnerConfig, run: RunConfig | None = None) -> Learner:
     """``aioseed.app.build``, imported when needed: actor processes never load TensorFlow."""
     from aioseed.app import build
 
-    return build(config)
+    return build(config, run)

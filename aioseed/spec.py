@@ -65,9 +65,14 @@ class EnvSpec:
     @classmethod
     def from_spaces(cls, observation_space: gym.Space, action_space: gym.Space, frames_per_step: int = 1) -> EnvSpec:
         if not isinstance(observation_space, gym.spaces.Box):
-            raise TypeError(f"aioseed needs a Box observation space, got {observation_space}")
+            raise TypeError(
+                f"aioseed serves Box observations, this env has {observation_space} (a Dict, Tuple or Discrete "
+                "space becomes a Box with gymnasium.wrappers.FlattenObservation)"
+            )
         if not isinstance(action_space, gym.spaces.Discrete):
-            raise TypeError(f"aioseed needs a Discrete action space, got {action_space}")
+            raise TypeError(f"aioseed's agents (V-trace, R2D2) act in a Discrete action space, this env has {action_space}")
+        if int(action_space.start) != 0:
+            raise TypeError(f"aioseed sends actions 0..n-1, this env's {action_space} starts at {action_space.start}")
         return cls(
             observation_shape=tuple(int(d) for d in observation_space.shape),
             observation_dtype=np.dtype(observation_space.dtype).name,

@@ -77,3 +77,14 @@ def test_impala_mode_from_the_command_line_and_the_combinations_it_refuses() -> 
     ):
         with pytest.raises((ValueError, SystemExit)):
             parse(bad)
+
+
+def test_version_prints_the_package_version(capsys) -> None:
+    from importlib.metadata import version
+
+    from aioseed import __version__
+    from aioseed.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"aioseed {__version__}\n"
+    assert version("aioseed") == __version__  # the installed metadata reads the same attribute

@@ -164,7 +164,49 @@ document.getElementById("optimiser").onsubmit = async (event) => {
 };
 document.getElementById("pause").onclick = () => control("/api/pause");
 document.getElementById("resume").onclick = () => control("/api/resume");
-document.getElementById("checkpoint").onclick = () => control("/api/checkpoint");
+document.getElementById("checkpoint").onclick = async () => {
+  if (await control("/api/checkpoint")) loadRun();
+};
+
+// The run panel: what the run is, its key hyperparameters and the checkpoints kept.
+async function loadRun() {
+  const response = await fetch("/api/run", { headers: authHeaders });
+  if (!response.ok) return;
+  const run = await response.json();
+  const info = [
+    ["environment", run.env], ["agent", `${run.agent} (${run.architecture})`], ["network", run.network],
+    ["devices", `${run.devices.join(", ")}; inference ${run.inference_devices.join(", ")}`],
+    ["aioseed", run.version], ["logdir", run.logdir ?? "none"], ["started", new Date(run.started).toLocaleString()],
+    ["seed", run.seed ?? "none"],
+  ];
+  document.getElementById("run-info").innerHTML = info
+    .map(([k, v]) => `<dt>${k}</dt><dd data-key="${k}">${escapeHtml(String(v))}</dd>`).join("");
+  document.querySelector("#hyperparameters tbody").innerHTML = Object.entries(run.hyperparameters)
+    .map(([k, v]) => `<tr><td>${escapeHtml(k)}</td><td>${escapeHtml(JSON.stringify(v))}</td></tr>`).join("");
+  document.querySelector("#checkpoints tbody").innerHTML = run.checkpoints.length
+    ? run.checkpoints.slice().reverse().map((c) =>
+        `<tr><td>${escapeHtml(c.path.split("/").pop())}</td><td>${c.train_steps}</td><td>${c.frames}</td>` +
+        `<td>${new Date(c.time * 1000).toLocaleTimeString()}</td></tr>`).join("")
+    : `<tr><td colspan="4">none yet</td></tr>`;
+}
+loadRun();
+setInterval(loadRun, 30000);
+
+// The newest evaluation clip (evaluation actors record them into LOGDIR/videos).
+async function loadClip() {
+  const response = await fetch("/api/clips", { headers: authHeaders });
+  if (!response.ok) return;
+  const [newest] = await response.json();
+  const video = document.getElementById("clip-video");
+  if (!newest || video.dataset.name === newest.name) return;
+  video.dataset.name = newest.name;
+  video.src = `/api/clips/${encodeURIComponent(newest.name)}${token ? `?token=${encodeURIComponent(token)}` : ""}`;
+  document.getElementById("clip-name").textContent =
+    `${newest.name}, written ${new Date(newest.time * 1000).toLocaleTimeString()}`;
+  document.getElementById("clip").hidden = false;
+}
+loadClip();
+setInterval(loadClip, 5000);
 
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from aioseed.spec import EnvSpec
 from aioseed.types import Column
 
+if TYPE_CHECKING:
+    from aioseed.algos.replicas import Replicas
 
 
 def zero_state(columns: Mapping[str, Column], batch: int) -> dict[str, np.ndarray]:
@@ -28,6 +30,8 @@ class Agent(Protocol):
     """Steps at the start of each unroll that only warm up recurrent state; unrolls overlap by burn_in + 1."""
     uses_replay: bool
     """Trains from prioritized replay (R2D2) rather than once on each unroll in order (V-trace)."""
+    replicas: Replicas
+    """Where it trains and infers."""
 
     def output_columns(self) -> Mapping[str, Column]:
         """Per-row inference outputs kept in unrolls (shape without batch, dtype); includes "action"."""

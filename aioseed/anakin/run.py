@@ -26,7 +26,7 @@ def tf_env(env_id: str) -> TFEnv:
     return ENVS[env_id]()
 
 
-def build(config: LearnerConfig, envs: int) -> tuple[Anakin, Checkpointer | None]:
+def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[Anakin, Checkpointer | None]:
     """The env's TensorFlow twin, the learner's agent on its one device (``--learner.devices``), and
     checkpoints in the learner's format (``aioseed eval`` reads them)."""
     replicas = place(config.devices)  # before TensorFlow starts: /CPU:k needs logical devices
@@ -46,17 +46,19 @@ def build(config: LearnerConfig, envs: int) -> tuple[Anakin, Checkpointer | None
     )
     checkpointer = None
     if config.logdir is not None:
-        from aioseed.app import save_run_config
+        from aioseed import config_file
 
-        save_run_config(config)
-        checkpointer = Checkpointer(config.logdir / "checkpoints", anakin.checkpoint_objects())
+        config_file.save(config.logdir, run or config, "learner" if run is None else "run")
+        from aioseed.app import warm_start
+
+        checkpointer = Checkpointer(config.logdir / "checkpoints", anakin.checkpoint_objects(), warm_start=warm_start(config))
     return anakin, checkpointer
 
 
-def train(config: LearnerConfig, envs: int) -> dict[str, Any]:
+def train(config: LearnerConfig, envs: int, run: object | None = None) -> dict[str, Any]:
     """Iterates until a stop condition; returns frames, seconds, mean return, why it stopped, and the
     (seconds, frames) of every progress line."""
-    anakin, checkpointer = build(config, envs)
+    anakin, checkpointer = build(config, envs, run)
     progress = checkpointer.restore() if checkpointer is not None else None
     frames, updates = (progress.frames, progress.train_steps) if progress else (0, 0)
     stop = config.stop

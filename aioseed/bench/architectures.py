@@ -62,8 +62,10 @@ def wire_bytes_per_step(run: RunConfig) -> float:
 def _anakin(config, envs: int, results: multiprocessing.Queue) -> None:
     from aioseed import log as logging_setup
     from aioseed.anakin.run import train
+    from aioseed.tf_start import start_tensorflow
 
     logging_setup.configure("warning")
+    start_tensorflow()
     results.put(train(config, envs))
 
 

@@ -137,8 +137,10 @@ def _measure_in_process(name: str, bench: AutotuneBench, results: multiprocessin
     import uvloop
 
     from aioseed import log as logging_setup
+    from aioseed.tf_start import start_tensorflow
 
     logging_setup.configure("warning")
+    start_tensorflow()
     results.put(uvloop.run(measure(workload(name), bench)))
 
 

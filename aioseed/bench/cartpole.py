@@ -5,7 +5,8 @@ plus local actor processes over loopback), timed from the launch of that
 process, interpreter and TensorFlow start-up included, to the moment the mean
 return over the last ``target_window`` episodes reaches ``target_return``. The
 baseline measured in the same run is the environment's own stepping rate on one
-core, so the end-to-end steps/s can be read against it.
+core, so the end-to-end steps/s can be read against it. It prints only what it
+measured in this run: peers' figures, from other days, are in the README.
 """
 
 from __future__ import annotations
@@ -23,9 +24,6 @@ from aioseed.bench.config import CartpoleBench
 from aioseed.bench.spawned import run_in_process
 from aioseed.server.config import StopConfig
 from aioseed.launch import RunConfig
-
-PEER_REFERENCE = {"cleanrl_ppo_median_s": 40.0, "source": "shared/baselines.md, same machine kind"}
-
 
 def env_steps_per_s(env_id: str, seconds: float = 1.0) -> float:
     """Random-action stepping rate of one env on one core (the env's own speed)."""
@@ -83,7 +81,6 @@ def main(bench: CartpoleBench) -> int:
         "median_env_steps": statistics.median(r["env_steps"] for r in solved) if solved else None,
         "median_steps_per_s": round(statistics.median(r["env_steps"] / r["seconds"] for r in solved)) if solved else None,
         "baseline_env_steps_per_s_one_core": round(baseline),
-        "peer_reference": PEER_REFERENCE,
     }
     sys.stdout.write((json.dumps(result) if bench.json else json.dumps(result, indent=2)) + "\n")
     return 0 if len(solved) == len(runs) else 1

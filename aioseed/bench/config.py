@@ -150,9 +150,9 @@ class LearningCurveBench:
 
 
 def _football_run() -> RunConfig:
-    from aioseed.presets import football_academy
+    from aioseed.presets import preset
 
-    return football_academy()
+    return preset("football-academy")
 
 
 @dataclasses.dataclass(frozen=True)

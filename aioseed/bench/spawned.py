@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 
 from aioseed.launch import RunConfig, RunSummary
@@ -12,9 +13,12 @@ def _one_run(config: RunConfig, results: multiprocessing.Queue) -> None:
 
     from aioseed import log as logging_setup
     from aioseed.launch import train_locally
+    from aioseed.tf_start import start_tensorflow
 
     logging_setup.configure("warning")
-    results.put(uvloop.run(train_locally(config)))
+    start_tensorflow()
+    quiet = dataclasses.replace(config, learner=dataclasses.replace(config.learner, display="lines"))  # the bench prints
+    results.put(uvloop.run(train_locally(quiet)))
 
 
 def run_in_process(config: RunConfig, timeout_s: float) -> RunSummary:

@@ -47,8 +47,10 @@ def _serve(trial: Trial, ready: multiprocessing.Queue, stop: multiprocessing.Eve
     import uvloop
 
     from aioseed import log as logging_setup
+    from aioseed.tf_start import start_tensorflow
 
     logging_setup.configure("warning")
+    start_tensorflow()
     uvloop.run(_serve_async(trial, ready, stop))
 
 

@@ -27,7 +27,7 @@ import tenacity
 from aioseed.envs.atari import AtariConfig
 from aioseed.clients.env_group import EnvGroup
 from aioseed.envs.football import FootballConfig
-from aioseed.envs.registry import make_vector_env, vector_env_spec
+from aioseed.envs.registry import env_kwargs, make_vector_env, vector_env_spec
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.spec import EnvSpec
@@ -52,7 +52,10 @@ class ActorConfig:
     learner: str = "127.0.0.1:8686"
     """HOST:PORT of the learner."""
     env: str = "CartPole-v1"
-    """Gymnasium id of the environment, ALE/<Game>-v5 for Atari, or football:<scenario> (gfootball)."""
+    """Gymnasium id of the environment, ALE/<Game>-v5 for Atari, football:<scenario> (gfootball), or
+    my_pkg.envs:MyEnv-v0 (imports my_pkg.envs, which registers MyEnv-v0)."""
+    env_kwargs: str = "{}"
+    """JSON object of keyword arguments for the env's constructor (gymnasium ids), e.g. '{"size": 8}'."""
     num_envs: int = 8
     """Environments in this process (N)."""
     envs_per_message: int = 8
@@ -80,6 +83,11 @@ class ActorConfig:
     evaluation: bool = False
     """Evaluation envs: the learner acts in evaluation mode (R2D2: epsilon 0.001), never learns from their
     steps and reports their returns as charts/eval_return."""
+    video_dir: pathlib.Path | None = None
+    """Evaluation actors: record episodes of the first env as MP4 clips here (full-colour frames; gymnasium
+    and ALE ids). A learner's console shows the newest clip in its LOGDIR/videos (where aioseed run puts them)."""
+    video_every: int = 10
+    """With video_dir: record the first episode, then every video_every-th."""
     architecture: Literal["seed", "impala"] = "seed"
     """seed: stream every observation; the learner runs the policy. impala: pull the learner's parameters,
     run the policy on this process's CPU (TensorFlow) and upload finished unrolls with their behaviour
@@ -88,10 +96,15 @@ class ActorConfig:
     """IMPALA mode: CPU threads TensorFlow may use for the policy (0: its default, every core)."""
 
     def __post_init__(self) -> None:
+        env_kwargs(self.env_kwargs)  # JSON object, or a clear ValueError now
         if self.num_envs < 1 or self.envs_per_message < 1:
             raise ValueError("num_envs and envs_per_message must be >= 1")
         if self.architecture == "impala" and self.evaluation:
             raise ValueError("IMPALA-mode actors cannot run evaluation envs; evaluate with aioseed eval")
+        if self.video_dir is not None and not self.evaluation:
+            raise ValueError("video_dir records evaluation actors' episodes: add --evaluation")
+        if self.video_every < 1:
+            raise ValueError(f"video_every must be >= 1, got {self.video_every}")
         if self.policy_threads < 0:
             raise ValueError(f"policy_threads must be >= 0, got {self.policy_threads}")
         if self.backoff_initial_s <= 0 or self.backoff_max_s < self.backoff_initial_s:
@@ -118,13 +131,25 @@ def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]
     """The actor's envs in groups of ``envs_per_message``: (spec, each env's run_id, the groups)."""
     k = config.envs_per_message
     sizes = [min(k, config.num_envs - start) for start in range(0, config.num_envs, k)]
-    vector_envs = [make_vector_env(config.env, size, config.atari, config.football) for size in sizes]
+    kwargs = env_kwargs(config.env_kwargs)
+    vector_envs = [make_vector_env(config.env, size, config.atari, config.football, kwargs) for size in sizes]
+    recorder = None
+    if config.video_dir is not None:  # the first group renders, and its env 0 is recorded
+        from aioseed.clients.clips import ClipRecorder
+        from aioseed.envs.rendering import rendering_vector_env
+
+        vector_envs[0].close()
+        vector_envs[0] = rendering_vector_env(config.env, sizes[0], config.atari, kwargs)
+        recorder = ClipRecorder(config.video_dir, config.video_every)
     spec = vector_env_spec(config.env, vector_envs[0], config.atari)
     # Drawn once per process: the same across reconnects, new after a restart.
     run_ids = np.array([secrets.randbits(64) | 1 for _ in range(config.num_envs)], np.uint64)
     offsets = np.cumsum([0, *sizes])
     groups = [
-        EnvGroup(envs, spec, run_ids[offsets[i] : offsets[i + 1]], None if config.seed is None else config.seed + int(offsets[i]))
+        EnvGroup(
+            envs, spec, run_ids[offsets[i] : offsets[i + 1]], None if config.seed is None else config.seed + int(offsets[i]),
+            recorder if i == 0 else None,
+        )
         for i, envs in enumerate(vector_envs)
     ]
     return spec, run_ids, groups

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
+from aioseed.clients.clips import ClipRecorder
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.spec import EnvSpec
 from aioseed.types import FINAL, TERMINATED, TRUNCATED, Rows
-
 
 
 class EnvGroup:
@@ -22,8 +22,12 @@ class EnvGroup:
     is the first observation of the new episode with reward 0.
     """
 
-    def __init__(self, envs: gym.vector.VectorEnv, spec: EnvSpec, run_ids: np.ndarray, seed: int | None = None) -> None:
+    def __init__(
+        self, envs: gym.vector.VectorEnv, spec: EnvSpec, run_ids: np.ndarray, seed: int | None = None, recorder: ClipRecorder | None = None
+    ) -> None:
+        """``recorder``: records env 0's episodes (``envs`` must then render: ``rendering_vector_env``)."""
         self.envs = envs
+        self.recorder = recorder
         self.spec = spec
         self.run_ids = np.asarray(run_ids, "<u8")
         k = envs.num_envs
@@ -35,6 +39,8 @@ class EnvGroup:
         self.flags = np.zeros(k, np.uint8)
         self.steps = 0
         """Env steps executed so far (autoreset steps excluded)."""
+        if recorder is not None:
+            recorder.after_step(0, envs.envs[0].render)  # the first episode's first frame
 
     def __len__(self) -> int:
         return self.envs.num_envs
@@ -66,6 +72,10 @@ class EnvGroup:
         self.rewards = np.asarray(rewards, "<f4")
         ended = terminated | truncated
         self.flags = (terminated * TERMINATED | truncated * TRUNCATED | ended * FINAL).astype(np.uint8)
+        if self.recorder is not None:
+            self.recorder.after_step(int(self.flags[0]), self.envs.envs[0].render)
 
     def close(self) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
         self.envs.close()

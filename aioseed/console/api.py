@@ -1,7 +1,9 @@
 """The console's JSON API and live feed: reads snapshots, writes staged commands.
 
 Reading: ``GET /api/metrics`` (latest snapshot), ``/api/series?since=T``
-(snapshots after time T), ``/api/actors``, ``/api/settings``, and the
+(snapshots after time T), ``/api/actors``, ``/api/settings``, ``/api/run`` (what the
+run is, its key hyperparameters and checkpoints), ``/api/clips`` (evaluation clips, newest
+first) and ``/api/clips/NAME`` (one MP4), and the
 WebSocket ``/api/feed`` (one message per metrics interval).
 Control (token required): ``POST /api/settings`` with any of
 ``max_batch_size``, ``deadline_ms``, ``learning_rate``; ``POST /api/pause``,
@@ -13,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import pathlib
+import re
 from typing import Any
 
 from aiohttp import web
@@ -75,6 +79,38 @@ async def get_actors(request: web.Request) -> web.Response:
 
 async def get_settings(request: web.Request) -> web.Response:
     return _json(request.app[CONTROL].settings())
+
+
+async def get_run(request: web.Request) -> web.Response:
+    return _json(await request.app[CONTROL].run_info())
+
+
+CLIP_NAME = re.compile(r"eval-\d+-\d+\.mp4")
+"""The names ``ClipRecorder`` gives finished clips (anything else is not served)."""
+
+
+def _clips(control: Control) -> list[pathlib.Path]:
+    directory = control.clip_directory()
+    if directory is None or not directory.is_dir():
+        return []
+    return sorted((p for p in directory.iterdir() if CLIP_NAME.fullmatch(p.name)), reverse=True)
+
+
+async def get_clips(request: web.Request) -> web.Response:
+    """Evaluation clips, newest first: name, bytes, time written."""
+    clips = await asyncio.to_thread(_clips, request.app[CONTROL])
+    return _json([{"name": p.name, "bytes": p.stat().st_size, "time": p.stat().st_mtime} for p in clips])
+
+
+async def get_clip(request: web.Request) -> web.FileResponse:
+    name = request.match_info["name"]
+    if not CLIP_NAME.fullmatch(name):
+        raise web.HTTPNotFound(text=_dumps({"error": f"no clip named {name[:40]!r}"}), content_type="application/json")
+    directory = request.app[CONTROL].clip_directory()
+    path = None if directory is None else directory / name
+    if path is None or not path.is_file():
+        raise web.HTTPNotFound(text=_dumps({"error": f"no clip named {name!r} (gone: only the newest are kept)"}), content_type="application/json")
+    return web.FileResponse(path, headers={"Content-Type": "video/mp4"})
 
 
 MAX_BODY_BYTES = 64 * 1024
@@ -241,6 +277,9 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/series", get_series)
     app.router.add_get("/api/actors", get_actors)
     app.router.add_get("/api/settings", get_settings)
+    app.router.add_get("/api/run", get_run)
+    app.router.add_get("/api/clips", get_clips)
+    app.router.add_get("/api/clips/{name}", get_clip)
     app.router.add_get("/api/feed", feed)
     app.router.add_post("/api/settings", post_settings)
     app.router.add_post("/api/pause", post_pause)

@@ -1,7 +1,13 @@
 """Environments the actors step and the spec the learner serves: any gymnasium id (aioseed/ ids are
-registered by this package), as a vector env with next-step autoreset."""
+registered by this package; ``my_pkg.envs:MyEnv-v0`` imports ``my_pkg.envs`` first, which registers
+``MyEnv-v0``, as ``gymnasium.make`` does), as a vector env with next-step autoreset."""
 
 from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from typing import Any
 
 import gymnasium as gym
 
@@ -10,14 +16,40 @@ from aioseed.envs.football import FootballConfig, is_football, make_football_vec
 from aioseed.spec import EnvSpec
 
 
+def env_kwargs(text: str) -> dict[str, Any]:
+    """The JSON object of an ``--env-kwargs`` flag, as keyword arguments."""
+    try:
+        kwargs = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"env_kwargs is not JSON ({exc.msg} at character {exc.pos}): {text[:80]!r}") from None
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"env_kwargs must be a JSON object such as '{{\"size\": 8}}', got {text[:80]!r}")
+    return kwargs
+
+
+def registered_id(env_id: str) -> str:
+    """``env_id`` once its module is imported: ``my_pkg.envs:MyEnv-v0`` imports ``my_pkg.envs`` (which
+    registers ``MyEnv-v0``) and gives ``MyEnv-v0``; other ids are returned as they are."""
+    if is_football(env_id) or ":" not in env_id:
+        return env_id
+    module, _, name = env_id.partition(":")
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"env {env_id}: cannot import {module!r} ({exc}); is it installed on this machine?") from None
+    if name not in gym.registry:
+        raise ValueError(f"env {env_id}: importing {module!r} registered no env named {name!r}")
+    return name
+
+
 def make_vector_env(
     env_id: str,
     num_envs: int,
     atari: AtariConfig = AtariConfig(),
     football: FootballConfig = FootballConfig(),
-    **env_kwargs: object,
+    kwargs: Mapping[str, Any] | None = None,
 ) -> gym.vector.VectorEnv:
-    """``num_envs`` copies of ``env_id`` stepped together (``env_kwargs`` go to the env, e.g. max_episode_steps).
+    """``num_envs`` copies of ``env_id`` stepped together (``kwargs`` go to each env's constructor).
 
     ``ALE/...`` ids run ale-py's vector env with ``atari``; ``football:<scenario>``
     ids run gfootball engines with ``football``.
@@ -27,14 +59,17 @@ def make_vector_env(
     Either way the autoreset mode is gymnasium's default, next-step: the step
     after an episode's final observation resets that env and ignores its action.
     """
+    if (is_atari(env_id) or is_football(env_id)) and kwargs:
+        raise ValueError(f"env_kwargs go to gymnasium envs; {env_id} takes its settings from the atari/football flags")
     if is_atari(env_id):
         return make_atari_vector_env(env_id, num_envs, atari)
     if is_football(env_id):
         return make_football_vector_env(env_id, num_envs, football)
+    env_id = registered_id(env_id)
     spec = gym.spec(env_id)
     mode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"
-    kwargs = {} if mode == "vector_entry_point" else {"vector_kwargs": {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}}
-    envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, **kwargs, **env_kwargs)
+    vector = {} if mode == "vector_entry_point" else {"vector_kwargs": {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}}
+    envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, **vector, **dict(kwargs or {}))
     autoreset = envs.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
     if autoreset != gym.vector.AutoresetMode.NEXT_STEP:
         raise ValueError(f"{env_id}: aioseed needs next-step autoreset, the vector env uses {autoreset}")
@@ -44,12 +79,20 @@ def make_vector_env(
 def vector_env_spec(env_id: str, envs: gym.vector.VectorEnv, atari: AtariConfig = AtariConfig()) -> EnvSpec:
     """The spec of one of ``envs`` (made by ``make_vector_env(env_id, ..., atari)``)."""
     frames_per_step = atari.frameskip if is_atari(env_id) else 1
-    return EnvSpec.from_spaces(envs.single_observation_space, envs.single_action_space, frames_per_step)
+    try:
+        return EnvSpec.from_spaces(envs.single_observation_space, envs.single_action_space, frames_per_step)
+    except TypeError as exc:
+        raise TypeError(f"env {env_id}: {exc}") from None
 
 
-def env_spec(env_id: str, atari: AtariConfig = AtariConfig(), football: FootballConfig = FootballConfig()) -> EnvSpec:
+def env_spec(
+    env_id: str,
+    atari: AtariConfig = AtariConfig(),
+    football: FootballConfig = FootballConfig(),
+    kwargs: Mapping[str, Any] | None = None,
+) -> EnvSpec:
     """The spec actors running ``env_id`` will declare."""
-    envs = make_vector_env(env_id, 1, atari, football)
+    envs = make_vector_env(env_id, 1, atari, football, kwargs)
     try:
         return vector_env_spec(env_id, envs, atari)
     finally:

@@ -6,21 +6,14 @@ import dataclasses
 import pathlib
 from typing import Literal
 
-import tyro
-
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig
+from aioseed.envs.registry import env_kwargs
 from aioseed.server.autotune import BatchingConfig
 from aioseed.server.batcher import BatcherConfig
 from aioseed.server.training import TrainingConfig
-
-
-R2D2Presets = tyro.extras.subcommand_type_from_defaults(
-    {"atari": R2D2Config.atari(), "cartpole": R2D2Config.cartpole()},
-    descriptions={"atari": "SEED RL's Atari settings.", "cartpole": "Learns CartPole-v1 here in well under a minute."},
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,7 +120,10 @@ class LearnerConfig:
 
     env: str = "CartPole-v1"
     """Gymnasium id of the environment the actors run (ALE/<Game>-v5 for Atari, football:<scenario> for
-    Google Research Football); defines the spec the learner serves."""
+    Google Research Football, my_pkg.envs:MyEnv-v0 to import the module that registers MyEnv-v0 first);
+    defines the spec the learner serves."""
+    env_kwargs: str = "{}"
+    """JSON object of keyword arguments for the env's constructor (gymnasium ids), e.g. '{"size": 8}'."""
     logdir: pathlib.Path | None = pathlib.Path("logs/cartpole")
     """Checkpoints, TensorBoard summaries and config.json go here (None: keep nothing)."""
     devices: str = "auto"
@@ -156,9 +152,8 @@ class LearnerConfig:
     agent: Literal["impala", "r2d2"] = "impala"
     """The algorithm: IMPALA (V-trace) from a bounded unroll queue, or R2D2 from prioritized replay."""
     impala: ImpalaConfig = ImpalaConfig()
-    r2d2: R2D2Presets = R2D2Config.atari()
-    """R2D2's settings: SEED's Atari preset by default; choose r2d2:cartpole as the last argument
-    (after the other flags), then override single fields with --r2d2.*."""
+    r2d2: R2D2Config = R2D2Config()
+    """R2D2's settings: SEED's Atari ones by default; --preset r2d2-cartpole sizes them for CartPole-v1."""
 
     atari: AtariConfig = AtariConfig()
     """Preprocessing of ALE/ ids: defines the spec served (aioseed run's actors use it too)."""
@@ -168,8 +163,17 @@ class LearnerConfig:
     """>1: the learner stacks this many frames per env itself and Atari actors send only the newest
     (run them with --atari.stack 1): 4x less traffic, the same observations for the policy."""
 
+    init_checkpoint: pathlib.Path | None = None
+    """Warm start: another run's logdir, its checkpoints/ or one checkpoint (logs/x/checkpoints/ckpt-160).
+    Its network weights (R2D2: and target network) are loaded when this logdir holds no checkpoint yet
+    (a restart resumes from its own); counters start at zero and the optimizer fresh."""
+    init_optimizer: bool = False
+    """With init_checkpoint, load the optimizer's state (Adam's moments and step) too."""
     checkpoint_every_s: float = 600.0
     """Periodic checkpoint interval (0 disables; one is still written at shutdown)."""
+    display: Literal["auto", "live", "lines"] = "auto"
+    """Progress on the terminal: live (a rich display on stdout: figures, stop conditions with bars and
+    ETAs, the console's URL), lines (key=value progress log lines), auto (live when stdout is a terminal)."""
     log_every_s: float = 2.0
     """Interval of progress log lines and TensorBoard summaries."""
     metrics_every_s: float = 1.0
@@ -180,6 +184,9 @@ class LearnerConfig:
     """Episodes averaged for the mean return (charts/return and stop.at_return)."""
 
     def __post_init__(self) -> None:
+        env_kwargs(self.env_kwargs)  # JSON object, or a clear ValueError now
+        if self.init_checkpoint is not None and self.logdir is None:
+            raise ValueError("init_checkpoint needs a logdir (the warm-started run keeps its own checkpoints)")
         if self.architecture == "impala" and (self.agent != "impala" or self.learner_frame_stack != 1):
             raise ValueError("architecture impala trains V-trace (agent impala) on the actors' observations (learner_frame_stack 1)")
         if self.learner_frame_stack < 1:

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import math
+import pathlib
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -26,6 +27,7 @@ from aioseed.server.endpoint import GrpcEndpoint
 from aioseed.server.inference import InferenceLoop
 from aioseed.server.params import ParamsPublisher
 from aioseed.server.reporter import Reporter, Snapshot
+from aioseed.server.run_info import describe
 from aioseed.server.service import LearnerService, LocalStream
 from aioseed.server.source import Source
 from aioseed.server.stats import History, Stats
@@ -107,6 +109,7 @@ class Learner:
         self.console_url: str | None = None
         self.port: int | None = None
         self._last_checkpoint = time.monotonic()
+        self._started = time.time()
         self._tuner = BatchTuner(config.batching, config.batcher)
         self._auto = config.batching.auto
         self._auto_off = "not enabled"
@@ -181,6 +184,16 @@ class Learner:
 
     def actors(self) -> list[dict[str, Any]]:
         return self._service.describe_streams()
+
+    def clip_directory(self) -> pathlib.Path | None:
+        return None if self.config.logdir is None else self.config.logdir / "videos"
+
+    async def run_info(self) -> dict[str, Any]:
+        replicas = self.agent.replicas
+        info = describe(self.config, replicas.training, replicas.inference, self._started)
+        checkpointer = self._stages.checkpointer
+        info["checkpoints"] = [] if checkpointer is None else await asyncio.to_thread(checkpointer.listing)
+        return info
 
     def settings(self) -> dict[str, Any]:
         """Settings in effect, batcher settings staged for the next batch, and the auto-tuner's state."""

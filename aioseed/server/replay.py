@@ -6,20 +6,32 @@ R2D2 uses alpha 0.9, beta 0.6). New unrolls get the given priorities, or the
 largest priority seen so far. Ids returned by ``insert`` and ``sample`` count
 insertions, so an update for an unroll that has been evicted since it was
 sampled is ignored rather than applied to its successor. A lock serializes
-inserts, samples and updates.
+inserts, samples, updates and saves.
+
+``save`` writes a directory that ``restore`` reads back: one ``.npy`` per unroll
+column, written row by row into a memory-mapped file (the replay is never copied
+in memory), the priorities, and the counters and sampling RNG in ``meta.json``.
 """
 
 from __future__ import annotations
 
+import json
+import pathlib
+import shutil
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import structlog
 
 from aioseed.server.sum_tree import SumTree
 
+log = structlog.get_logger()
+
 Unroll = Mapping[str, Any]
+FORMAT = 1
+"""Version of the directory ``save`` writes."""
 MIN_PRIORITY = 1e-6
 """Priorities are floored here so that every stored unroll stays reachable."""
 
@@ -96,6 +108,55 @@ class Replay:
             self._tree.set(positions, values**self.priority_exponent)
             self._max_priority = max(self._max_priority, float(values.max(initial=0.0)))
             return len(positions)
+
+    def save(self, directory: pathlib.Path) -> int:
+        """Writes the stored unrolls, priorities, counters and RNG under ``directory`` (replacing what
+        is there only once complete); returns the bytes written. Inserts and samples wait meanwhile."""
+        staging = directory.with_name(directory.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        with self._lock:
+            size = len(self)  # positions 0 .. size - 1 hold unrolls, whether or not the ring has wrapped
+            columns = {name: (np.shape(value), np.asarray(value).dtype) for name, value in (self._items[0] or {}).items()}
+            for name, (shape, dtype) in columns.items():
+                rows = np.lib.format.open_memmap(staging / f"{name}.npy", mode="w+", dtype=dtype, shape=(size, *shape))
+                for position in range(size):
+                    rows[position] = self._items[position][name]
+                rows.flush()
+                del rows
+            np.save(staging / "priorities.npy", self._tree.get(np.arange(size)))
+            meta = {
+                "format": FORMAT, "capacity": self.capacity, "size": size, "inserted": self.inserted,
+                "sampled": self.sampled, "max_priority": self._max_priority, "rng": self._rng.bit_generator.state,
+                "columns": {name: [list(shape), dtype.str] for name, (shape, dtype) in columns.items()},
+            }
+            (staging / "meta.json").write_text(json.dumps(meta))
+        shutil.rmtree(directory, ignore_errors=True)
+        staging.rename(directory)
+        written = sum(path.stat().st_size for path in directory.iterdir())
+        log.info("replay_saved", path=str(directory), unrolls=size, mib=round(written / 2**20, 1))
+        return written
+
+    def restore(self, directory: pathlib.Path) -> bool:
+        """Reads what ``save`` wrote into this (empty) replay; False, with a warning, when there is
+        nothing to read or it was saved with another capacity."""
+        try:
+            meta = json.loads((directory / "meta.json").read_text())
+        except FileNotFoundError:
+            return False
+        if meta.get("format") != FORMAT or meta["capacity"] != self.capacity:
+            log.warning("replay_not_restored", path=str(directory), saved_capacity=meta.get("capacity"), capacity=self.capacity)
+            return False
+        size = meta["size"]
+        columns = {name: np.load(directory / f"{name}.npy", mmap_mode="r") for name in meta["columns"]}
+        with self._lock:
+            for position in range(size):  # one unroll's rows at a time, off the memory map
+                self._items[position] = {name: np.array(rows[position]) for name, rows in columns.items()}
+            self._tree.set(np.arange(size), np.load(directory / "priorities.npy"))
+            self.inserted, self.sampled, self._max_priority = meta["inserted"], meta["sampled"], meta["max_priority"]
+            self._rng.bit_generator.state = meta["rng"]
+        log.info("replay_restored", path=str(directory), unrolls=size, inserted=self.inserted)
+        return True
 
     @staticmethod
     def _checked(priorities: np.ndarray, count: int) -> np.ndarray:

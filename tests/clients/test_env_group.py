@@ -15,7 +15,7 @@ CARTPOLE = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_acti
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Acrobot-v1"])  # NumPy-vectorized and SyncVectorEnv
 def test_truncation_sends_the_final_observation_then_the_reset_row(env_id: str) -> None:
-    envs = make_vector_env(env_id, 2, max_episode_steps=3)
+    envs = make_vector_env(env_id, 2, kwargs={"max_episode_steps": 3})
     spec = EnvSpec.from_spaces(envs.single_observation_space, envs.single_action_space)
     group = EnvGroup(envs, spec, np.array([1, 2], np.uint64), seed=0)
     rows = []

@@ -47,7 +47,7 @@ async def test_control_needs_the_token_and_reading_is_open_on_loopback(running_l
 
 async def test_reading_needs_the_token_off_loopback(running_learner, tmp_path) -> None:
     async with console(running_learner, tmp_path, reading_needs_token=True) as (_, client):
-        for path in ("/api/metrics", "/api/actors", "/api/series", "/metrics"):
+        for path in ("/api/metrics", "/api/actors", "/api/series", "/api/run", "/metrics"):
             assert (await client.get(path)).status == 401, path
             assert (await client.get(path, headers=AUTH)).status == 200, path
         assert (await client.get("/api/metrics", params={"token": TOKEN})).status == 200
@@ -120,6 +120,16 @@ async def test_pause_resume_learning_rate_checkpoint_and_disconnect(running_lear
 
         path = (await (await client.post("/api/checkpoint", headers=AUTH)).json())["path"]
         assert (tmp_path / "checkpoints").exists() and path.startswith(str(tmp_path))
+        run = await (await client.get("/api/run")).json()
+        from aioseed import __version__
+
+        assert (run["env"], run["agent"], run["network"], run["version"]) == ("CartPole-v1", "impala", "auto", __version__)
+        assert run["devices"] == ["/CPU:0"] and run["logdir"] == str(tmp_path) and run["started"].endswith("+00:00")
+        assert run["hyperparameters"]["learning_rate"] == learner.config.impala.learning_rate
+        assert run["hyperparameters"]["training.unroll_length"] == learner.config.training.unroll_length
+        (kept,) = [c for c in run["checkpoints"] if c["path"] == path]
+        step = int(path.rsplit("-", 1)[1])
+        assert kept["train_steps"] == step and 0 < kept["frames"] <= learner.frames
 
         stream = (await (await client.get("/api/actors")).json())[0]["stream"]
         assert (await client.post(f"/api/actors/{stream}/disconnect", headers=AUTH)).status == 200
@@ -141,3 +151,19 @@ async def test_metrics_endpoint_parses_and_the_feed_pushes_updates(running_learn
             for _ in range(2):
                 times.append(json.loads(await ws.receive_str(timeout=5))["metrics"]["time"])
             assert times == sorted(times) and len(set(times)) == 3
+
+
+async def test_evaluation_clips_are_listed_newest_first_and_served(running_learner, tmp_path) -> None:
+    async with console(running_learner, tmp_path) as (learner, client):
+        assert await (await client.get("/api/clips")).json() == []  # no videos directory yet
+        videos = tmp_path / "videos"
+        videos.mkdir()
+        for name in ("eval-100-000001.mp4", "eval-200-000011.mp4", "recording.partial.mp4", "notes.txt"):
+            (videos / name).write_bytes(name.encode())
+        listed = await (await client.get("/api/clips")).json()
+        assert [c["name"] for c in listed] == ["eval-200-000011.mp4", "eval-100-000001.mp4"]  # finished clips only
+        clip = await client.get("/api/clips/eval-200-000011.mp4")
+        assert clip.status == 200 and clip.content_type == "video/mp4" and await clip.read() == b"eval-200-000011.mp4"
+        for name in ("recording.partial.mp4", "notes.txt", "eval-300-000021.mp4", "..%2Fconfig.toml"):
+            missing = await client.get(f"/api/clips/{name}")
+            assert missing.status == 404 and "no clip named" in (await missing.json())["error"], name

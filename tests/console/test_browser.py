@@ -79,6 +79,27 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
             await until(_text_contains(page, "#status", "training"), "the page to show training")
 
             assert await page.locator("#actors tbody tr").count() == 1
+
+            # The run panel: what runs here, and the checkpoint just taken with its frames.
+            assert await page.inner_text('dd[data-key="environment"]') == "CartPole-v1"
+            await page.click("#checkpoint")
+            await until(_text_contains(page, "#checkpoints tbody", "ckpt-"), "the checkpoint listed")
+            frames = int((await page.inner_text("#checkpoints tbody tr:first-child td:nth-child(3)")).strip())
+            assert 0 < frames <= learner.frames
+
+            # An evaluation actor recording into LOGDIR/videos: the page plays its newest clip.
+            evaluator = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=1, envs_per_message=1,
+                                          evaluation=True, video_dir=tmp_path / "videos", video_every=1))
+            evaluating = asyncio.create_task(evaluator.run())
+            await until(page.locator("#clip").is_visible, "the clip panel", 3000)
+            source = await page.get_attribute("#clip-video", "src")
+            assert "/api/clips/eval-" in source and "token=" in source
+
+            async def clip_loaded() -> bool:  # HAVE_METADATA: Chromium fetched and parsed the MP4
+                return await page.evaluate("document.getElementById('clip-video').readyState") >= 1
+
+            await until(clip_loaded, "the browser to load the clip", 1000)
+            evaluating.cancel()
             assert not await page.locator('.chart[data-chart="replay (unrolls)"]').is_visible()
 
             # Skipped non-finite updates show as an alert: with the reward bound off (config), a stream
@@ -106,9 +127,9 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
 
 
 async def test_r2d2_learner_shows_its_replay(running_learner, tmp_path) -> None:
-    from aioseed.algos.r2d2.config import R2D2Config
+    from aioseed.presets import preset
 
-    r2d2 = R2D2Config.cartpole()
+    r2d2 = preset("r2d2-cartpole").learner.r2d2
     config = small_config(tmp_path, metrics_every_s=0.2, agent="r2d2", r2d2=r2d2)
     async with running_learner(config) as learner, async_playwright() as playwright:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16))

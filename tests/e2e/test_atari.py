@@ -25,7 +25,7 @@ def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None
         (["--learner-frame-stack", "4", "--impala.lstm-size", "32"], ["--atari.stack", "1"], "obs uint8[1,84,84]"),
         (
             ["--agent", "r2d2", "--learner-frame-stack", "4",
-             "r2d2:atari", "--r2d2.burn-in", "2", "--r2d2.min-replay-size", "4", "--r2d2.lstm-size", "32"],
+             "--r2d2.burn-in", "2", "--r2d2.min-replay-size", "4", "--r2d2.lstm-size", "32"],
             ["--atari.stack", "1"],
             "obs uint8[1,84,84]",
         ),
@@ -40,6 +40,30 @@ async def test_pong_trains_through_learner_and_actor_processes(tmp_path, learner
         wire,
         slots=4,
     )
+    if learner_flags == ["--learner-frame-stack", "4"]:
+        await record_a_pong_episode(tmp_path)
+
+
+async def record_a_pong_episode(logdir) -> None:
+    """aioseed eval --video on the checkpoint: the policy sees the learner's 84 x 84 stacks, the clip
+    holds the 210 x 160 colour screen, one frame per step plus the first."""
+    import json
+
+    import imageio_ffmpeg
+    import numpy as np
+
+    from tests.processes import Process
+
+    video = logdir / "pong.mp4"
+    evaluation = await Process(["eval", "--logdir", str(logdir), "--episodes", "1", "--video", str(video), "--format", "json"]).start()
+    assert await evaluation.wait(timeout_s=300) == 0, evaluation.log
+    result = json.loads(await evaluation.stdout())
+    assert result["env"] == "ALE/Pong-v5" and -21 <= result["mean_return"] <= 21 and result["video"] == str(video)
+    frames = imageio_ffmpeg.read_frames(str(video))
+    assert next(frames)["size"] == (160, 210)
+    decoded = [np.frombuffer(f, np.uint8).reshape(210, 160, 3) for f in frames]
+    assert len(decoded) == round(result["mean_length"]) + 1
+    assert any((f[..., 0].astype(int) - f[..., 2]).any() for f in decoded[:5])  # colour
 
 
 def test_frames_per_step_is_part_of_the_spec_and_survives_the_wire() -> None:

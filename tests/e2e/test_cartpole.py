@@ -1,10 +1,15 @@
-"""`aioseed run` learns CartPole end to end; `aioseed eval` runs and exports the result."""
+"""`aioseed run` learns CartPole end to end; `aioseed eval` runs and exports the result; TensorBoard
+reads what the README promises."""
 
 from __future__ import annotations
 
 import json
+import pathlib
+import re
 
+import imageio_ffmpeg
 import numpy as np
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from tests.processes import CARTPOLE_FRAME_BUDGET, CARTPOLE_TO_195, Process, run_to_return
 
@@ -15,6 +20,8 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
         ["--learner.logdir", str(logdir), *CARTPOLE_TO_195, "--learner.log-every-s", "2"]
     )
     assert mean_return >= 195.0, log
+    assert "cuInit" not in log and "cudart_stub" not in log  # TensorFlow started quietly (no GPU here)
+    check_tensorboard(logdir / "tensorboard", frames)
     assert frames < CARTPOLE_FRAME_BUDGET
 
     export = tmp_path / "policy"
@@ -29,6 +36,22 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
     # 20 episodes in 6 seeds here, but 145 once in CI; how well it learned is the assertion above.
     assert result["mean_return"] >= 100.0, result
     assert result["train_steps"] > 0
+    assert result["min_return"] <= result["mean_return"] <= result["max_return"] and result["policy"] == "greedy"
+
+    # Two sampled episodes as a table and an MP4 of the env's own 600 x 400 frames, one per step and
+    # the first and last.
+    video = tmp_path / "eval.mp4"
+    evaluation = await Process(
+        ["eval", "--config", str(logdir / "config.toml"), "--episodes", "2", "--video", str(video),
+         "--video-episodes", "2", "--format", "table"]
+    ).start()
+    assert await evaluation.wait(timeout_s=120) == 0, evaluation.log
+    printed = await evaluation.stdout()
+    assert re.search(r"^return +mean [\d.]+  std [\d.]+  min [\d.]+  max [\d.]+$", printed, re.M), printed
+    length = float(re.search(r"^length +mean ([\d.]+) steps$", printed, re.M).group(1))
+    frames = imageio_ffmpeg.read_frames(str(video))
+    assert next(frames)["size"] == (600, 400)
+    assert sum(1 for _ in frames) == round(2 * length) + 2
 
     # The SavedModel loads with plain TensorFlow, without aioseed.
     import tensorflow as tf
@@ -37,3 +60,27 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
     out = policy.signatures["greedy"](observations=tf.zeros([3, 4], tf.float32))
     assert out["action"].shape == (3,) and out["logits"].shape == (3, 2)
     assert set(np.unique(out["action"].numpy())) <= {0, 1}
+
+
+PROMISED = (  # README, "TensorBoard"
+    "charts/return", "charts/episode_length", "charts/episodes", "charts/frames_per_s",
+    "losses/total", "losses/pg", "losses/baseline", "losses/entropy", "losses/grad_norm",
+    "learner/train_steps", "learner/policy_lag", "learner/learning_rate",
+    "inference/latency_ms_p99", "batcher/batch_size", "queue/depth", "actors/envs",
+)
+
+
+def check_tensorboard(directory: pathlib.Path, frames: int) -> None:
+    """The event files, read by TensorBoard's own reader: every promised scalar, at env-frame steps."""
+    events = EventAccumulator(str(directory), size_guidance={"scalars": 0})
+    events.Reload()
+    assert set(PROMISED) <= set(events.Tags()["scalars"]), sorted(events.Tags()["scalars"])
+    returns = events.Scalars("charts/return")
+    steps = [e.step for e in returns]
+    assert steps == sorted(steps) and 0 < steps[-1] <= frames  # x axis: env frames
+    assert max(e.value for e in returns) >= 195.0  # what the run stopped on
+    assert all(8.0 <= e.value <= 500.0 for e in returns)  # CartPole-v1's bounds
+    assert [e.value for e in events.Scalars("actors/envs")][-1] == 256  # 2 actors x 128 envs
+    train_steps = [e.value for e in events.Scalars("learner/train_steps")]
+    assert train_steps == sorted(train_steps) and train_steps[-1] > 0
+    assert events.Scalars("learner/learning_rate")[-1].value > 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from tests.processes import Process
@@ -15,7 +16,7 @@ async def test_r2d2_learns_cartpole_through_learner_and_actor_processes(tmp_path
         ["learner", "--env", "CartPole-v1", "--agent", "r2d2", "--server.host", "127.0.0.1", "--server.port", "0",
          "--console.port", "0", "--logdir", str(tmp_path), "--log-every-s", "2", "--seed", "1",
          "--return-window", "20", "--stop.at-return", str(TARGET), "--stop.after-frames", str(FRAME_BUDGET),
-         "r2d2:cartpole", "--r2d2.epsilon-envs", "32"]
+         "--preset", "r2d2-cartpole", "--r2d2.epsilon-envs", "32"]
     ).start()
     actor = evaluator = None
     try:
@@ -46,3 +47,11 @@ async def test_r2d2_learns_cartpole_through_learner_and_actor_processes(tmp_path
     assert learner.errors() == [], log
     # The evaluation envs' episodes are reported apart (and never learned from: see tests/server).
     assert re.search(r"progress .*eval_return=\d", log), log
+
+    # aioseed eval runs the R2D2 checkpoint (greedy: epsilon 0) from the run's config.toml.
+    evaluation = await Process(["eval", "--logdir", str(tmp_path), "--episodes", "5", "--greedy", "--format", "json"]).start()
+    assert await evaluation.wait(timeout_s=120) == 0, evaluation.log
+    result = json.loads(await evaluation.stdout())
+    assert (result["agent"], result["policy"], result["episodes"]) == ("r2d2", "greedy", 5)
+    assert result["train_steps"] >= 50 and result["min_return"] <= result["mean_return"] <= result["max_return"]
+    assert result["mean_return"] > 50, result  # learned: seed 1's untrained network returns ~10

@@ -153,3 +153,26 @@ def test_reset_observation_after_a_truncated_episode(fire_reset: bool) -> None:
     np.testing.assert_array_equal(obs[0], fresh[0])
     assert not obs[0, :3].any() and reward[0] == 0 and not (terminated[0] or truncated[0])
     assert info["episode_frame_number"][0] == int(fire_reset)
+
+
+def test_the_single_env_that_renders_colour_matches_the_vector_env() -> None:
+    from aioseed.envs.atari_frames import AtariFrames
+
+    config = deterministic(fire_reset=True, max_episode_frames=400)
+    envs = make_atari_vector_env("ALE/Pong-v5", 1, config)
+    single = AtariFrames("ALE/Pong-v5", config)
+    obs, _ = envs.reset(seed=0)
+    mine, info = single.reset(seed=0)
+    np.testing.assert_array_equal(obs[0], mine)
+    assert info["episode_frame_number"] == 1  # FIRE pressed once
+    rng = np.random.default_rng(1)
+    for t in range(100):  # 400 frames: the last step truncates
+        action = int(rng.integers(6))
+        obs, reward, terminated, truncated, _ = envs.step(np.array([action]))
+        mine, my_reward, my_terminated, my_truncated, _ = single.step(action)
+        np.testing.assert_array_equal(obs[0], mine, err_msg=f"step {t}")
+        assert (reward[0], terminated[0], truncated[0]) == (my_reward, my_terminated, my_truncated)
+    assert my_truncated
+    screen = single.render()
+    assert screen.shape == (210, 160, 3) and screen.dtype == np.uint8
+    assert (screen[..., 0] != screen[..., 2]).any()  # colour, not the grayscale the policy sees

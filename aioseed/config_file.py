@@ -1,0 +1,139 @@
+"""Config files: TOML tables that mirror a command's flags, read with ``tomllib``, and the resolved
+config of a run written back the same way.
+
+A file becomes that command's flags (``[learner.impala] learning_rate = 5e-4`` is
+``--learner.impala.learning-rate 5e-4`` under ``aioseed run``), placed before the flags given, so
+that tyro parses, converts and checks every value, and the flags given win. ``None`` is written as
+the string ``"None"`` (TOML has no null; tyro reads it back as None).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import tomllib
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+import tomli_w
+
+SECRETS = frozenset({"token"})
+"""Fields never written to a logdir (pass them again as flags)."""
+
+
+class ConfigFileError(ValueError):
+    """A config file that cannot be read, or names a key the command does not have."""
+
+
+def read(path: pathlib.Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as file:
+            return tomllib.load(file)
+    except FileNotFoundError:
+        raise ConfigFileError(f"config file {path} not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"config file {path}: {exc}") from None
+
+
+def as_flags(table: Mapping[str, Any], cls: type, source: str, prefix: str = "") -> list[str]:
+    """The flags of ``cls`` (a config dataclass) that ``table`` sets; unknown keys are errors."""
+    fields = {field.name: field for field in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    flags: list[str] = []
+    for key, value in table.items():
+        name = key.replace("-", "_")
+        if name not in fields:
+            known = ", ".join(prefix + f for f in fields)
+            raise ConfigFileError(f"{source}: unknown key {prefix}{key} (known here: {known})")
+        section = dataclasses.is_dataclass(hints[name])
+        if isinstance(value, dict) != section:
+            kind = "a table" if section else "a value"
+            raise ConfigFileError(f"{source}: {prefix}{key} must be {kind}")
+        if section:
+            flags += as_flags(value, hints[name], source, f"{prefix}{name}.")
+        else:
+            flags += _flag(f"{prefix}{name}", value, prefix)
+    return flags
+
+
+def _flag(flag: str, value: Any, prefix: str) -> list[str]:
+    if isinstance(value, bool):  # tyro's booleans are --x / --no-x (--learner.console.no-enabled)
+        return [f"--{flag}" if value else f"--{prefix}no-{flag[len(prefix):]}"]
+    if isinstance(value, list):
+        return [f"--{flag}", *(str(v) for v in value)]
+    if isinstance(value, dict):
+        raise ConfigFileError(f"--{flag} takes a value, not a table")
+    return [f"--{flag}", str(value)]
+
+
+def document(config: object) -> dict[str, Any]:
+    """``config`` (a dataclass) as a TOML-ready table: paths as strings, tuples as arrays, None as
+    ``"None"``; secrets left out."""
+
+    def convert(value: Any) -> Any:
+        if dataclasses.is_dataclass(value):
+            return {f.name: convert(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name not in SECRETS}
+        if value is None:
+            return "None"
+        if isinstance(value, (tuple, list)):
+            return [convert(v) for v in value]
+        if isinstance(value, pathlib.PurePath):
+            return str(value)
+        return value
+
+    return convert(config)
+
+
+def dumps(config: object, command: str, header: str = "") -> str:
+    """TOML of ``config`` for ``aioseed COMMAND --config FILE``, sections after plain keys."""
+    table = document(config)
+    plain = {k: v for k, v in table.items() if not isinstance(v, dict)}
+    sections = {k: v for k, v in table.items() if isinstance(v, dict)}
+    comment = "".join(f"# {line}\n".replace("# \n", "#\n") for line in header.splitlines())
+    return comment + tomli_w.dumps({"command": command, **plain, **sections})
+
+
+def command_table(data: Mapping[str, Any], command: str, source: str) -> dict[str, Any]:
+    """The part of a file that configures ``command``: a file written by ``aioseed run`` holds the
+    learner's config under [learner], one written by ``aioseed learner`` holds it at the top."""
+    data = dict(data)
+    written_by = data.pop("command", command)
+    if written_by == command:
+        return data
+    if written_by == "run" and command == "learner":
+        return dict(data.get("learner", {}))
+    if written_by == "learner" and command == "run":
+        return {"learner": data}
+    if written_by in ("run", "learner") and command == "eval":  # evaluate that run
+        logdir = data.get("learner", {}).get("logdir") if written_by == "run" else data.get("logdir")
+        return {} if logdir in (None, "None") else {"logdir": logdir}
+    raise ConfigFileError(f"{source} configures aioseed {written_by}, not aioseed {command}")
+
+
+def save(logdir: pathlib.Path, config: object, command: str) -> pathlib.Path:
+    """Writes logdir/config.toml: ``aioseed COMMAND --config`` it to run the same again (secrets left
+    out), and ``aioseed eval`` rebuilds the agent from it."""
+    logdir.mkdir(parents=True, exist_ok=True)
+    path = logdir / "config.toml"
+    header = f"The resolved config of this run: aioseed {command} --config {path} runs it again\n(flags given after it override it; tokens are not written)."
+    path.write_text(dumps(config, command, header))
+    return path
+
+
+def saved_learner(logdir: pathlib.Path) -> Any:
+    """The ``LearnerConfig`` a learner wrote to ``logdir`` (config.toml; config.json from older versions)."""
+    import json
+
+    import tyro
+
+    from aioseed.server.config import LearnerConfig
+
+    path = logdir / "config.toml"
+    if path.exists():
+        table = command_table(read(path), "learner", str(path))
+    elif (path := logdir / "config.json").exists():
+        table = json.loads(path.read_text())
+    else:
+        raise FileNotFoundError(f"{logdir / 'config.toml'} not found: is {logdir} a learner's logdir?")
+    return tyro.cli(LearnerConfig, args=as_flags(table, LearnerConfig, str(path)), prog=f"config of {logdir}")

@@ -1,0 +1,99 @@
+"""Config files: TOML read into a command's flags (the flags given win), the resolved config written
+back so that it parses to the same config, and presets that are such files."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+
+import pytest
+
+from aioseed import config_file
+from aioseed.bench.config import AutotuneBench, Bench
+from aioseed.cli import parse
+from aioseed.evaluate import EvalConfig
+from aioseed.launch import RunConfig
+from aioseed.presets import DIRECTORY, PRESETS, preset
+from aioseed.server.config import LearnerConfig, StopConfig
+
+
+def write(path: pathlib.Path, text: str) -> pathlib.Path:
+    path.write_text(text)
+    return path
+
+
+def test_a_file_sets_fields_and_the_flags_given_win(tmp_path) -> None:
+    path = write(
+        tmp_path / "x.toml",
+        'num_actors = 3\nenvs_per_actor = 4\n[learner]\nenv = "Acrobot-v1"\nseed = 7\n'
+        "[learner.impala]\nlearning_rate = 5e-4\nhidden_sizes = [32, 16]\nnormalize_advantages = true\n"
+        '[learner.console]\nenabled = false\n[learner.stop]\nat_return = "None"\n',
+    )
+    run = parse(["run", "--num-actors", "1", "--config", str(path), "--learner.seed", "9"])
+    assert isinstance(run, RunConfig)
+    assert (run.num_actors, run.envs_per_actor, run.learner.seed) == (1, 4, 9)  # flags win wherever they stand
+    assert run.learner.env == "Acrobot-v1" and run.learner.impala.learning_rate == 5e-4
+    assert run.learner.impala.hidden_sizes == (32, 16) and run.learner.impala.normalize_advantages
+    assert run.learner.console.enabled is False and run.learner.stop.at_return is None
+    assert run.learner.server == RunConfig().learner.server  # untouched sections keep run's defaults
+
+
+def test_the_written_config_parses_back_to_the_same_config(tmp_path) -> None:
+    learner = dataclasses.replace(
+        preset("r2d2-cartpole").learner, logdir=tmp_path / "run", seed=3, stop=StopConfig(at_return=None, after_frames=1000)
+    )
+    run = dataclasses.replace(RunConfig(), learner=learner, num_actors=1, evaluation_envs=2)
+    path = config_file.save(tmp_path / "run", run, "run")
+    assert path == tmp_path / "run" / "config.toml" and path.read_text().startswith("# The resolved config")
+    assert parse(["run", "--config", str(path)]) == run
+    assert config_file.saved_learner(tmp_path / "run") == learner  # what aioseed eval reads
+    assert parse(["learner", "--config", str(path)]) == learner  # a run's file configures a learner too
+    assert parse(["eval", "--config", str(path), "--episodes", "3"]) == EvalConfig(logdir=tmp_path / "run", episodes=3)
+
+
+def test_tokens_are_not_written(tmp_path) -> None:
+    learner = parse(["learner", "--server.token", "s3cret", "--console.token", "c0nsole", "--logdir", str(tmp_path)])
+    path = config_file.save(tmp_path, learner, "learner")
+    assert "s3cret" not in path.read_text() and "c0nsole" not in path.read_text()
+    again = parse(["run", "--config", str(path)])  # a learner's file configures run's [learner]
+    assert again.learner.server.token is None and again.learner.logdir == tmp_path
+
+
+def test_other_commands_take_files_too(tmp_path) -> None:
+    bench = parse(["bench", "autotune", "--config", str(write(tmp_path / "b.toml", 'workloads = ["pong"]\nmeasure_s = 4.0\n'))])
+    assert isinstance(bench, Bench) and bench.command == AutotuneBench(workloads=("pong",), measure_s=4.0)
+    actor = parse(["actor", "--config", str(write(tmp_path / "a.toml", 'env = "ALE/Pong-v5"\nnum_envs = 2\nenvs_per_message = 2\n'))])
+    assert (actor.env, actor.num_envs) == ("ALE/Pong-v5", 2)
+
+
+def test_mistakes_in_a_file_name_the_file_and_the_key(tmp_path) -> None:
+    with pytest.raises(config_file.ConfigFileError, match=r"x.toml: unknown key learner.impala.learning_rat "):
+        parse(["run", "--config", str(write(tmp_path / "x.toml", "[learner.impala]\nlearning_rat = 1e-3\n"))])
+    with pytest.raises(config_file.ConfigFileError, match=r"y.toml: learner must be a table"):
+        parse(["run", "--config", str(write(tmp_path / "y.toml", 'learner = "x"\n'))])
+    with pytest.raises(config_file.ConfigFileError, match=r"z.toml: .*line 1"):
+        parse(["run", "--config", str(write(tmp_path / "z.toml", "num_actors = \n"))])
+    with pytest.raises(config_file.ConfigFileError, match="not found"):
+        parse(["run", "--config", str(tmp_path / "missing.toml")])
+    with pytest.raises(config_file.ConfigFileError, match="configures aioseed run, not aioseed actor"):
+        parse(["actor", "--config", str(write(tmp_path / "r.toml", 'command = "run"\nnum_actors = 1\n'))])
+
+
+def test_presets_are_the_toml_files_shipped_and_each_parses() -> None:
+    assert {p.stem for p in DIRECTORY.glob("*.toml")} == set(PRESETS) - {"none"}
+    for name in PRESETS:
+        run = parse(["run", "--preset", name])
+        assert run.preset == name
+        if name != "none":  # the learner takes the [learner] table, on its own defaults (its server's port)
+            learner = parse(["learner", "--preset", name])
+            assert learner == dataclasses.replace(run.learner, server=LearnerConfig().server)
+    r2d2 = parse(["run", "--preset", "r2d2-cartpole", "--learner.r2d2.learning-rate", "1e-3"])
+    assert r2d2.learner.agent == "r2d2" and r2d2.learner.r2d2.lstm_size == 64 and r2d2.learner.r2d2.learning_rate == 1e-3
+
+
+def test_the_readme_example_parses(tmp_path) -> None:
+    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    run = parse(["run", "--config", str(write(tmp_path / "acrobot.toml", example)), "--learner.seed", "3"])
+    assert (run.learner.env, run.learner.seed, run.envs_per_actor) == ("Acrobot-v1", 3, 64)
+    assert run.learner.impala.hidden_sizes == (128, 128) and run.learner.stop.after_frames is None
