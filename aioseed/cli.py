@@ -10,7 +10,7 @@ import tyro
 
 from aioseed import config_file
 from aioseed import log as logging_setup
-from aioseed.bench.config import Bench, LearningCurveBench
+from aioseed.bench.config import BENCHES, Bench, LearningCurveBench
 from aioseed.clients.actor import ActorConfig
 from aioseed.clients.fleet import FleetConfig
 from aioseed.evaluate import EvalConfig
@@ -78,24 +78,36 @@ COMMANDS = {
 
 def parse(argv: list[str]) -> object:
     """The config of the subcommand ``argv`` names. ``--preset NAME`` and ``--config FILE`` stand for
-    the flags in those files, in that order, before the flags given (which win)."""
+    the flags in those files, in that order, before the flags given (which win); every value is then
+    checked once, on the whole."""
     argv = upgrade_flags(argv)
     plain, presets, files = _take_file_flags(argv)
-    command = _parse(plain)
-    config = command.command if isinstance(command, Bench) else command
-    if isinstance(config, LearningCurveBench) and not presets:
-        presets = [config.preset]  # the bench always starts from its preset (default atari)
-    if not presets and not files:
-        return command
-    flags = []
-    for name in presets:
-        flags += _preset_flags(config, name)
+    target = _target(plain)
+    if target is None:
+        return _parse(plain)  # tyro says what is wrong (or prints the help)
+    name, config_class, head = target
+    if config_class is LearningCurveBench and not presets:
+        presets = [LearningCurveBench.__dataclass_fields__["preset"].default]  # it always starts from one
+    flags = [flag for preset in presets for flag in _preset_flags(config_class, preset)]
     for path in files:
-        name = next(n for n, cls in COMMANDS.items() if isinstance(config, cls)) if not isinstance(command, Bench) else "bench"
         table = config_file.command_table(config_file.read(path), name, str(path))
-        flags += config_file.as_flags(table, type(config), str(path))
-    head = 2 if isinstance(command, Bench) else 1
-    return _parse([*plain[:head], *flags, *plain[head:]])
+        flags += config_file.as_flags(table, config_class, str(path))
+    command = _parse([*plain[:head], *flags, *plain[head:]])
+    missing = config_file.missing_secrets(command)
+    if missing:
+        raise config_file.ConfigFileError(f"a config file marks {', '.join(missing)} as set but does not store it: pass it as a flag")
+    return command
+
+
+def _target(argv: list[str]) -> tuple[str, type, int] | None:
+    """(command name, its config class, how many tokens name it) of ``argv``, when it names one."""
+    if not argv or argv[0] not in COMMANDS:
+        return None
+    if argv[0] != "bench":
+        return argv[0], COMMANDS[argv[0]], 1
+    if len(argv) < 2 or argv[1] not in BENCHES:
+        return None
+    return "bench", BENCHES[argv[1]], 2
 
 
 def _parse(argv: list[str]) -> object:
@@ -120,14 +132,14 @@ def _take_file_flags(argv: list[str]) -> tuple[list[str], list[str], list[pathli
     return plain, presets, files
 
 
-def _preset_flags(config: object, name: str) -> list[str]:
+def _preset_flags(config_class: type, name: str) -> list[str]:
     from aioseed.presets import preset_flags
 
-    if isinstance(config, RunConfig):
+    if config_class is RunConfig:
         return preset_flags(name)
-    if isinstance(config, LearnerConfig):
+    if config_class is LearnerConfig:
         return preset_flags(name, command="learner")
-    if isinstance(config, LearningCurveBench):
+    if config_class is LearningCurveBench:
         return [*preset_flags(name, prefix="run."), "--preset", name]
     raise SystemExit("aioseed: --preset applies to run, learner and bench learning-curve")
 

@@ -19,7 +19,9 @@ from typing import Any
 import tomli_w
 
 SECRETS = frozenset({"token"})
-"""Fields never written to a logdir (pass them again as flags)."""
+"""Fields never written to a logdir: one that was set is written as ``NOT_STORED``, which a command
+refuses to run with (pass the secret again as a flag)."""
+NOT_STORED = "<not stored: pass it as a flag>"
 
 
 class ConfigFileError(ValueError):
@@ -69,11 +71,14 @@ def _flag(flag: str, value: Any, prefix: str) -> list[str]:
 
 def document(config: object) -> dict[str, Any]:
     """``config`` (a dataclass) as a TOML-ready table: paths as strings, tuples as arrays, None as
-    ``"None"``; secrets left out."""
+    ``"None"``; secrets as ``NOT_STORED`` (or "None" where none was set)."""
 
     def convert(value: Any) -> Any:
         if dataclasses.is_dataclass(value):
-            return {f.name: convert(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name not in SECRETS}
+            return {
+                f.name: (NOT_STORED if getattr(value, f.name) is not None else "None") if f.name in SECRETS else convert(getattr(value, f.name))
+                for f in dataclasses.fields(value)
+            }
         if value is None:
             return "None"
         if isinstance(value, (tuple, list)):
@@ -103,8 +108,9 @@ def command_table(data: Mapping[str, Any], command: str, source: str) -> dict[st
         return data
     if written_by == "run" and command == "learner":
         return dict(data.get("learner", {}))
-    if written_by == "learner" and command == "run":
-        return {"learner": data}
+    if written_by == "learner" and command == "run":  # run's learner serves its local actors on loopback
+        server = {k: v for k, v in data.get("server", {}).items() if k not in ("host", "port")}
+        return {"learner": {**data, "server": server}}
     if written_by in ("run", "learner") and command == "eval":  # evaluate that run
         logdir = data.get("learner", {}).get("logdir") if written_by == "run" else data.get("logdir")
         return {} if logdir in (None, "None") else {"logdir": logdir}
@@ -137,3 +143,15 @@ def saved_learner(logdir: pathlib.Path) -> Any:
     else:
         raise FileNotFoundError(f"{logdir / 'config.toml'} not found: is {logdir} a learner's logdir?")
     return tyro.cli(LearnerConfig, args=as_flags(table, LearnerConfig, str(path)), prog=f"config of {logdir}")
+
+
+def missing_secrets(config: object, prefix: str = "") -> list[str]:
+    """Flags of the secrets in ``config`` that a config file marked as set but did not store."""
+    missing = []
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if dataclasses.is_dataclass(value):
+            missing += missing_secrets(value, f"{prefix}{field.name}.")
+        elif value == NOT_STORED:
+            missing.append(f"--{prefix}{field.name}")
+    return missing

@@ -81,31 +81,17 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()
     if progress is None:
         raise FileNotFoundError(f"no checkpoint under {config.logdir / 'checkpoints'}")
-    act = _act(agent, config.greedy)
     clip = None
-    if config.video is not None:
-        from aioseed.envs.video import Clip
+    try:
+        if config.video is not None:
+            from aioseed.envs.video import Clip
 
-        clip = Clip(config.video, config.fps)
-    returns, lengths = [], []
-    for episode in range(config.episodes):
-        recording = clip if episode < config.video_episodes else None
-        observations, _ = env.reset(seed=None if config.seed is None else config.seed + episode)
-        state, reward = zero_state(agent.state_columns(), 1), np.zeros(1, np.float32)
-        total, steps, finished = 0.0, 0, False
-        while not finished:
-            if recording is not None:
-                recording.add(env.envs[0].render())
-            actions, state = act(observations.astype(spec.dtype), state, reward)
-            observations, reward, terminated, truncated, _ = env.step(actions)
-            reward = reward.astype(np.float32)
-            total, steps = total + float(reward[0]), steps + 1
-            finished = bool(terminated[0] or truncated[0])
-        if recording is not None:
-            recording.add(env.envs[0].render())  # the final frame
-        returns.append(total)
-        lengths.append(steps)
-    env.close()
+            clip = Clip(config.video, config.fps)
+        returns, lengths = _episodes(env, _act(agent, config.greedy), zero_state(agent.state_columns(), 1), spec.dtype, config, clip)
+    finally:
+        env.close()
+        if clip is not None:
+            clip.close()
     result: dict[str, Any] = {
         "env": env_id,
         "agent": saved.agent,
@@ -120,12 +106,37 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         "frames": progress.frames,
     }
     if clip is not None:
-        clip.close()
         result["video"] = str(config.video)
         log.info("video_written", path=str(config.video), frames=clip.frames)
     if config.export is not None:
         result["export"] = str(_export(agent, config.export))
     return result
+
+
+def _episodes(
+    env: gym.vector.VectorEnv, act: Act, initial_state: dict[str, np.ndarray], dtype: np.dtype, config: EvalConfig, clip: Any
+) -> tuple[list[float], list[int]]:
+    """Returns and lengths of ``config.episodes`` episodes; the first ``video_episodes`` go into ``clip``
+    (if any): the first frame, then one per step."""
+    returns, lengths = [], []
+    for episode in range(config.episodes):
+        recording = clip if episode < config.video_episodes else None
+        observations, _ = env.reset(seed=None if config.seed is None else config.seed + episode)
+        state, reward = initial_state, np.zeros(1, np.float32)
+        total, steps, finished = 0.0, 0, False
+        if recording is not None:
+            recording.add(env.envs[0].render())
+        while not finished:
+            actions, state = act(observations.astype(dtype), state, reward)
+            observations, reward, terminated, truncated, _ = env.step(actions)
+            reward = reward.astype(np.float32)
+            total, steps = total + float(reward[0]), steps + 1
+            finished = bool(terminated[0] or truncated[0])
+            if recording is not None:
+                recording.add(env.envs[0].render())
+        returns.append(total)
+        lengths.append(steps)
+    return returns, lengths
 
 
 def _atari(saved: LearnerConfig) -> Any:

@@ -59,6 +59,8 @@ class RunConfig:
     on this machine (needs aioseed[ray]; Ray restarts actors that die)."""
 
     def __post_init__(self) -> None:
+        if self.evaluation_video_every < 0:
+            raise ValueError(f"evaluation_video_every must be >= 0, got {self.evaluation_video_every}")
         if self.architecture == "impala" and (self.evaluation_envs or self.launcher != "processes"):
             raise ValueError("architecture impala runs its actors as processes, without evaluation envs")
 

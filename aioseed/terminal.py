@@ -103,9 +103,12 @@ async def showing(learner: Watched, stop: StopConfig, env: str, display: Display
             progress.update()
             await asyncio.sleep(every_s)
 
-    logging_setup.hide("progress")
+    # Log lines print above the display when they go to the same terminal; a file keeps them all.
+    on_screen = sys.stderr.isatty()
+    if on_screen:
+        logging_setup.hide("progress")
     try:
-        with Live(progress, console=Console(), refresh_per_second=4, redirect_stderr=True):
+        with Live(progress, console=Console(), refresh_per_second=4, redirect_stderr=on_screen):
             async with asyncio.TaskGroup() as group:
                 task = group.create_task(refresh(), name="terminal-progress")
                 try:

@@ -1,8 +1,8 @@
 """TensorFlow's start without its noise: on a machine without CUDA, importing TensorFlow and listing
 its GPUs writes CUDA-stub notices and an ``E0000 ... failed call to cuInit`` line that reads like a
-failure. ``start_tensorflow`` does both with file descriptor 2 sent to a temporary file, then writes
-back every line that is not known noise (a real error still shows; the cuInit line too where an
-NVIDIA device exists, since there it is one)."""
+failure. ``start_tensorflow`` does both with file descriptor 2 sent through a filter that passes on
+every line that is not known noise (a real error still shows; the cuInit line too where an NVIDIA
+device exists, since there it is one)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import glob
 import os
 import re
 import sys
-import tempfile
+import threading
 
 NOISE = re.compile(
     "|".join(
@@ -43,25 +43,36 @@ def noise_free(text: str, gpu_present: bool) -> str:
 
 
 def start_tensorflow() -> None:
-    """Imports TensorFlow and lets it look for GPUs, quietly (once per process; a no-op after)."""
+    """Imports TensorFlow and lets it look for GPUs, quietly (once per process; a no-op after). Its
+    file descriptor 2 goes through a pipe meanwhile; a thread passes each line on as it comes unless it
+    is noise, so a crash during the import still shows what was written before it."""
     global _started
     if _started:
         return
     _started = True
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Python-side INFO and WARNING lines
+    gpu_present = bool(glob.glob("/dev/nvidia[0-9]*"))
     sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            import tensorflow as tf
+    saved, (reading, writing) = os.dup(2), os.pipe()
 
-            tf.config.list_physical_devices("GPU")
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
+    def forward() -> None:
+        with os.fdopen(reading, "rb") as lines:
+            for line in lines:
+                kept = noise_free(line.decode(errors="replace"), gpu_present)
+                if kept:
+                    os.write(saved, kept.encode())
+
+    forwarder = threading.Thread(target=forward, name="tf-start-stderr", daemon=True)
+    forwarder.start()
+    os.dup2(writing, 2)
+    os.close(writing)
+    try:
+        import tensorflow as tf
+
+        tf.config.list_physical_devices("GPU")
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)  # the pipe's last writer closes: the thread reads to its end
+        forwarder.join(timeout=10)
+        if not forwarder.is_alive():
             os.close(saved)
-            captured.seek(0)
-            text = captured.read().decode(errors="replace")
-            sys.stderr.write(noise_free(text, gpu_present=bool(glob.glob("/dev/nvidia[0-9]*"))))
-            sys.stderr.flush()

@@ -51,12 +51,17 @@ def test_the_written_config_parses_back_to_the_same_config(tmp_path) -> None:
     assert parse(["eval", "--config", str(path), "--episodes", "3"]) == EvalConfig(logdir=tmp_path / "run", episodes=3)
 
 
-def test_tokens_are_not_written(tmp_path) -> None:
+def test_tokens_are_not_written_and_must_be_given_again(tmp_path) -> None:
     learner = parse(["learner", "--server.token", "s3cret", "--console.token", "c0nsole", "--logdir", str(tmp_path)])
     path = config_file.save(tmp_path, learner, "learner")
     assert "s3cret" not in path.read_text() and "c0nsole" not in path.read_text()
-    again = parse(["run", "--config", str(path)])  # a learner's file configures run's [learner]
-    assert again.learner.server.token is None and again.learner.logdir == tmp_path
+    with pytest.raises(config_file.ConfigFileError, match="marks --server.token, --console.token as set but does not store"):
+        parse(["learner", "--config", str(path)])  # it would serve without a token
+    again = parse(["learner", "--config", str(path), "--server.token", "s3cret", "--console.token", "other"])
+    assert (again.server.token, again.console.token) == ("s3cret", "other")
+    # A learner's file configures run's [learner]; run's learner keeps serving its actors on loopback.
+    run = parse(["run", "--config", str(path), "--learner.server.token", "t", "--learner.console.token", "c"])
+    assert run.learner.logdir == tmp_path and (run.learner.server.host, run.learner.server.port) == ("127.0.0.1", 0)
 
 
 def test_other_commands_take_files_too(tmp_path) -> None:
@@ -97,3 +102,11 @@ def test_the_readme_example_parses(tmp_path) -> None:
     run = parse(["run", "--config", str(write(tmp_path / "acrobot.toml", example)), "--learner.seed", "3"])
     assert (run.learner.env, run.learner.seed, run.envs_per_actor) == ("Acrobot-v1", 3, 64)
     assert run.learner.impala.hidden_sizes == (128, 128) and run.learner.stop.after_frames is None
+
+
+def test_values_are_checked_once_the_file_and_the_flags_are_combined(tmp_path) -> None:
+    # The default min_replay_size (256) exceeds 128, the preset's (64) does not.
+    run = parse(["run", "--preset", "r2d2-cartpole", "--learner.r2d2.replay-capacity", "128"])
+    assert (run.learner.r2d2.replay_capacity, run.learner.r2d2.min_replay_size) == (128, 64)
+    evaluator = write(tmp_path / "e.toml", "evaluation = true\n")  # video_dir needs evaluation
+    assert parse(["actor", "--config", str(evaluator), "--video-dir", str(tmp_path)]).video_dir == tmp_path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Annotated
+from typing import Annotated, Union
 
 import tyro
 
@@ -247,18 +247,23 @@ class AutotuneBench:
     """Print one JSON object per workload."""
 
 
+BENCHES: dict[str, type] = {
+    "transport": TransportBench,
+    "cartpole": CartpoleBench,
+    "atari": AtariBench,
+    "learning-curve": LearningCurveBench,
+    "streams": StreamsBench,
+    "football": FootballBench,
+    "devices": DevicesBench,
+    "architectures": ArchitecturesBench,
+    "autotune": AutotuneBench,
+}
+"""``aioseed bench NAME``: the config of each benchmark."""
+BenchCommand = Union[tuple(Annotated[config, tyro.conf.subcommand(name)] for name, config in BENCHES.items())]  # noqa: UP007
+
+
 @dataclasses.dataclass(frozen=True)
 class Bench:
     """Benchmarks that print their figures next to a baseline measured in the same run."""
 
-    command: tyro.conf.OmitSubcommandPrefixes[
-        Annotated[TransportBench, tyro.conf.subcommand("transport")]
-        | Annotated[CartpoleBench, tyro.conf.subcommand("cartpole")]
-        | Annotated[AtariBench, tyro.conf.subcommand("atari")]
-        | Annotated[LearningCurveBench, tyro.conf.subcommand("learning-curve")]
-        | Annotated[StreamsBench, tyro.conf.subcommand("streams")]
-        | Annotated[FootballBench, tyro.conf.subcommand("football")]
-        | Annotated[DevicesBench, tyro.conf.subcommand("devices")]
-        | Annotated[ArchitecturesBench, tyro.conf.subcommand("architectures")]
-        | Annotated[AutotuneBench, tyro.conf.subcommand("autotune")]
-    ]
+    command: tyro.conf.OmitSubcommandPrefixes[BenchCommand]

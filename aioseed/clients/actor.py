@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
 import grpc
+import gymnasium as gym
 import numpy as np
 import structlog
 import tenacity
@@ -134,12 +135,11 @@ def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]
     kwargs = env_kwargs(config.env_kwargs)
     vector_envs = [make_vector_env(config.env, size, config.atari, config.football, kwargs) for size in sizes]
     recorder = None
-    if config.video_dir is not None:  # the first group renders, and its env 0 is recorded
+    if config.video_dir is not None and (rendering := recording_envs(config, sizes[0], kwargs)) is not None:
         from aioseed.clients.clips import ClipRecorder
-        from aioseed.envs.rendering import rendering_vector_env
 
         vector_envs[0].close()
-        vector_envs[0] = rendering_vector_env(config.env, sizes[0], config.atari, kwargs)
+        vector_envs[0] = rendering  # the first group renders, and its env 0 is recorded
         recorder = ClipRecorder(config.video_dir, config.video_every)
     spec = vector_env_spec(config.env, vector_envs[0], config.atari)
     # Drawn once per process: the same across reconnects, new after a restart.
@@ -153,6 +153,25 @@ def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]
         for i, envs in enumerate(vector_envs)
     ]
     return spec, run_ids, groups
+
+
+def recording_envs(config: ActorConfig, size: int, kwargs: dict[str, Any]) -> gym.vector.VectorEnv | None:
+    """``size`` envs whose env 0 renders full-colour frames, or None (with a warning: the actor runs on
+    without clips) when this env cannot render any."""
+    from aioseed.envs.rendering import rendering_vector_env
+
+    try:
+        envs = rendering_vector_env(config.env, size, config.atari, kwargs)
+        envs.reset(seed=config.seed)
+        frame = envs.envs[0].render()
+    except Exception as exc:  # whatever a user's env raises for render_mode="rgb_array"
+        log.warning("clips_off", env=config.env, reason=f"{type(exc).__name__}: {exc}"[:200])
+        return None
+    if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3):
+        log.warning("clips_off", env=config.env, reason=f"render() gave {type(frame).__name__}, not an RGB frame")
+        envs.close()
+        return None
+    return envs
 
 
 class Actor:

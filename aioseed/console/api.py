@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import pathlib
 import re
 from typing import Any
 
@@ -85,21 +84,27 @@ async def get_run(request: web.Request) -> web.Response:
     return _json(await request.app[CONTROL].run_info())
 
 
-CLIP_NAME = re.compile(r"eval-\d+-\d+\.mp4")
+CLIP_NAME = re.compile(r"eval-\d+-\d+-\d+\.mp4")
 """The names ``ClipRecorder`` gives finished clips (anything else is not served)."""
 
 
-def _clips(control: Control) -> list[pathlib.Path]:
+def _clips(control: Control) -> list[dict[str, Any]]:
+    """Evaluation clips, newest first: name, bytes, time written (one pruned meanwhile is left out)."""
     directory = control.clip_directory()
     if directory is None or not directory.is_dir():
         return []
-    return sorted((p for p in directory.iterdir() if CLIP_NAME.fullmatch(p.name)), reverse=True)
+    clips = []
+    for path in sorted((p for p in directory.iterdir() if CLIP_NAME.fullmatch(p.name)), reverse=True):
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        clips.append({"name": path.name, "bytes": stat.st_size, "time": stat.st_mtime})
+    return clips
 
 
 async def get_clips(request: web.Request) -> web.Response:
-    """Evaluation clips, newest first: name, bytes, time written."""
-    clips = await asyncio.to_thread(_clips, request.app[CONTROL])
-    return _json([{"name": p.name, "bytes": p.stat().st_size, "time": p.stat().st_mtime} for p in clips])
+    return _json(await asyncio.to_thread(_clips, request.app[CONTROL]))
 
 
 async def get_clip(request: web.Request) -> web.FileResponse:

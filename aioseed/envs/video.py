@@ -28,7 +28,7 @@ class Clip:
         size = (frame.shape[1], frame.shape[0])
         if self._writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # H.264 wants even sizes; macro_block_size=1 keeps the frame as it is, yuv420p plays everywhere.
+            # H.264 in yuv420p (plays everywhere) wants even sizes: macro_block_size=2 rounds odd ones up.
             self._writer = imageio_ffmpeg.write_frames(
                 str(self.path), size, fps=self.fps, codec="libx264", pix_fmt_out="yuv420p", macro_block_size=2,
                 output_params=["-loglevel", "error"],

@@ -142,6 +142,9 @@ class Checkpointer:
         self._frames.assign(progress.frames)
         path = self._manager.save(checkpoint_number=progress.train_steps)
         for name, attachment in self._attachments.items():
-            attachment.save(self._directory / name)
+            try:
+                attachment.save(self._directory / name)
+            except OSError as exc:  # a full disk: the weights are saved, the previous copy of this is kept
+                log.error("checkpoint_attachment_failed", name=name, error=str(exc), checkpoint=path)
         log.info("checkpoint_saved", path=path, train_steps=progress.train_steps, frames=progress.frames)
         return path

@@ -111,26 +111,33 @@ class Replay:
 
     def save(self, directory: pathlib.Path) -> int:
         """Writes the stored unrolls, priorities, counters and RNG under ``directory`` (replacing what
-        is there only once complete); returns the bytes written. Inserts and samples wait meanwhile."""
-        staging = directory.with_name(directory.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
+        is there only once complete); returns the bytes written. The lock is held only to take the
+        references and counters (stored unrolls are never changed in place), not while writing."""
         with self._lock:
             size = len(self)  # positions 0 .. size - 1 hold unrolls, whether or not the ring has wrapped
-            columns = {name: (np.shape(value), np.asarray(value).dtype) for name, value in (self._items[0] or {}).items()}
-            for name, (shape, dtype) in columns.items():
-                rows = np.lib.format.open_memmap(staging / f"{name}.npy", mode="w+", dtype=dtype, shape=(size, *shape))
-                for position in range(size):
-                    rows[position] = self._items[position][name]
-                rows.flush()
-                del rows
-            np.save(staging / "priorities.npy", self._tree.get(np.arange(size)))
+            items = self._items[:size]
+            priorities = self._tree.get(np.arange(size))
             meta = {
                 "format": FORMAT, "capacity": self.capacity, "size": size, "inserted": self.inserted,
                 "sampled": self.sampled, "max_priority": self._max_priority, "rng": self._rng.bit_generator.state,
-                "columns": {name: [list(shape), dtype.str] for name, (shape, dtype) in columns.items()},
             }
+        staging = directory.with_name(directory.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        try:
+            columns = {name: (np.shape(value), np.asarray(value).dtype) for name, value in (items[0] if items else {}).items()}
+            for name, (shape, dtype) in columns.items():
+                rows = np.lib.format.open_memmap(staging / f"{name}.npy", mode="w+", dtype=dtype, shape=(size, *shape))
+                for position, item in enumerate(items):
+                    rows[position] = item[name]
+                rows.flush()
+                del rows
+            np.save(staging / "priorities.npy", priorities)
+            meta["columns"] = {name: [list(shape), dtype.str] for name, (shape, dtype) in columns.items()}
             (staging / "meta.json").write_text(json.dumps(meta))
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         shutil.rmtree(directory, ignore_errors=True)
         staging.rename(directory)
         written = sum(path.stat().st_size for path in directory.iterdir())

@@ -42,3 +42,16 @@ def test_only_evaluation_actors_record() -> None:
     with pytest.raises(ValueError, match="video_dir records evaluation actors' episodes"):
         ActorConfig(video_dir="videos")
     ActorConfig(video_dir="videos", evaluation=True)
+
+
+def test_an_env_that_cannot_render_leaves_the_evaluation_actor_running_without_clips(tmp_path) -> None:
+    from aioseed.clients.actor import env_groups
+
+    # The corridor of the custom-env test has no render_mode: the actor warns and records nothing.
+    config = ActorConfig(env="tests.envs.corridor:Corridor-v0", num_envs=2, envs_per_message=2, evaluation=True, video_dir=tmp_path)
+    _, _, groups = env_groups(config)
+    assert groups[0].recorder is None
+    groups[0].step(np.ones(2, np.int32))
+    for group in groups:
+        group.close()
+    assert not list(tmp_path.iterdir())

@@ -158,12 +158,12 @@ async def test_evaluation_clips_are_listed_newest_first_and_served(running_learn
         assert await (await client.get("/api/clips")).json() == []  # no videos directory yet
         videos = tmp_path / "videos"
         videos.mkdir()
-        for name in ("eval-100-000001.mp4", "eval-200-000011.mp4", "recording.partial.mp4", "notes.txt"):
+        for name in ("eval-100-7-000001.mp4", "eval-200-7-000011.mp4", "recording-7-11.partial.mp4", "notes.txt"):
             (videos / name).write_bytes(name.encode())
         listed = await (await client.get("/api/clips")).json()
-        assert [c["name"] for c in listed] == ["eval-200-000011.mp4", "eval-100-000001.mp4"]  # finished clips only
-        clip = await client.get("/api/clips/eval-200-000011.mp4")
-        assert clip.status == 200 and clip.content_type == "video/mp4" and await clip.read() == b"eval-200-000011.mp4"
-        for name in ("recording.partial.mp4", "notes.txt", "eval-300-000021.mp4", "..%2Fconfig.toml"):
+        assert [c["name"] for c in listed] == ["eval-200-7-000011.mp4", "eval-100-7-000001.mp4"]  # finished clips only
+        clip = await client.get("/api/clips/eval-200-7-000011.mp4")
+        assert clip.status == 200 and clip.content_type == "video/mp4" and await clip.read() == b"eval-200-7-000011.mp4"
+        for name in ("recording-7-11.partial.mp4", "notes.txt", "eval-300-7-000021.mp4", "..%2Fconfig.toml"):
             missing = await client.get(f"/api/clips/{name}")
             assert missing.status == 404 and "no clip named" in (await missing.json())["error"], name
