@@ -9,8 +9,8 @@ Method, chosen by measurement (``aioseed bench autotune``): a pattern search on 
 * Moves. From home the tuner tries one grid step along both axes together, then along each: batch and
   deadline often pay only together (on CartPole with 64 streams, batch 1 or a sub-ms deadline give ~770
   steps/s whatever the other axis). The direction that last paid goes first. A direction that changed
-  nothing (within ``PLATEAU`` or the noise) is tried two and then four steps out, until a move has paid
-  (a plateau crossed); after that, steps are single. Batch sizes above the connected rows are never
+  nothing (within ``PLATEAU`` or the noise), and ``SCAN`` (both growing) always, is tried two and then
+  four steps out, until a move has paid (a plateau crossed); after that, steps are single. Batch sizes above the connected rows are never
   tried, nor below the largest message (a batch that splits a message answers it only after all its
   parts: K=32 Pong at batch 2-4 ran at ~60% of batch 32).
 * Noise. A candidate becomes home when it beats it by ``margin`` and by twice the standard error of the
@@ -54,6 +54,11 @@ PLATEAU = 0.1
 EARLY = 1.25
 """A gain taken at the first look must clear this many times the usual noise bound (two looks at the
 same candidate would otherwise take a noisy machine's luck about twice as often)."""
+SCAN = (1, 1)
+"""Batch and deadline growing together: while crossing a plateau (long steps) this direction is tried
+1, 2 and 4 steps out whatever the nearer ones measured. It is the way out of a bad start, and the first
+step can measure worse than it is (1,024 streams at batch 1 and 2: the old setting's backlog drains into
+the home's figure, and rates at tiny batches swing between two regimes)."""
 STEEP = 0.2
 """A move that gained less than this is near the top: the new home is measured to max_hold_s."""
 PRIOR_NOISE, PRIOR_DOF = 0.05, 4
@@ -260,7 +265,7 @@ class BatchTuner:
             elif not final and gain > self._undecided(noise):
                 self._longer = True  # could be better, not yet surely: measure it until max_hold_s
                 return None
-            elif abs(gain) < max(PLATEAU, noise):
+            elif abs(gain) < max(PLATEAU, noise) or self._trying[0] == SCAN:
                 self._extend(*self._trying)  # nothing measurable changed this way: look further along it
         if not pooled:
             self._noise.add(measure)

@@ -210,3 +210,17 @@ def test_batches_never_split_a_message() -> None:
         trace.append(settings)
     assert trace[0].max_batch_size == 32  # moved off the bad start at once
     assert min(s.max_batch_size for s in trace) == 32 and trace[-1].max_batch_size == 64
+
+
+def test_from_a_bad_start_both_axes_growing_are_scanned_even_when_the_first_step_looks_worse() -> None:
+    # 1,024 streams at batch 1-2 and sub-ms deadlines: ~800 steps/s, and batch 2 / 0.25 ms measured
+    # lower than the start (the start's backlog draining); from batch 16 / 2 ms up, ~4,000.
+    def model(batch: int, deadline: float) -> tuple[float, float]:
+        if batch >= 16 and deadline >= 2.0:
+            return 4000.0, 100.0
+        return (600.0 if (batch, deadline) == (2, 0.25) else 800.0), 1500.0
+
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=50.0), BAD_START)
+    trace = run(tuner, model, rows=1024, seconds=120, noise=0.03)
+    reached = next(i for i, s in enumerate(trace) if model(s.max_batch_size, s.deadline_ms)[0] == 4000.0)
+    assert reached <= 30 and model(trace[-1].max_batch_size, trace[-1].deadline_ms)[0] == 4000.0
