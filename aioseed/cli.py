@@ -128,7 +128,10 @@ def _take_file_flags(argv: list[str]) -> tuple[list[str], list[str], list[pathli
         value = value if eq else next(args, None)
         if not value:
             raise SystemExit(f"aioseed: {flag} needs a value")
-        (presets if flag == "--preset" else files).append(value if flag == "--preset" else pathlib.Path(value))
+        if flag == "--preset":
+            presets.append(value)
+        else:
+            files.append(pathlib.Path(value))
     return plain, presets, files
 
 

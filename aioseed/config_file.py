@@ -64,8 +64,6 @@ def _flag(flag: str, value: Any, prefix: str) -> list[str]:
         return [f"--{flag}" if value else f"--{prefix}no-{flag[len(prefix):]}"]
     if isinstance(value, list):
         return [f"--{flag}", *(str(v) for v in value)]
-    if isinstance(value, dict):
-        raise ConfigFileError(f"--{flag} takes a value, not a table")
     return [f"--{flag}", str(value)]
 
 
@@ -118,8 +116,8 @@ def command_table(data: Mapping[str, Any], command: str, source: str) -> dict[st
 
 
 def save(logdir: pathlib.Path, config: object, command: str) -> pathlib.Path:
-    """Writes logdir/config.toml: ``aioseed COMMAND --config`` it to run the same again (secrets left
-    out), and ``aioseed eval`` rebuilds the agent from it."""
+    """Writes logdir/config.toml: ``aioseed COMMAND --config`` it to run the same again (secrets are
+    marked, not stored), and ``aioseed eval`` rebuilds the agent from it."""
     logdir.mkdir(parents=True, exist_ok=True)
     path = logdir / "config.toml"
     header = f"The resolved config of this run: aioseed {command} --config {path} runs it again\n(flags given after it override it; tokens are not written)."

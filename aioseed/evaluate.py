@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import gymnasium as gym
 
     from aioseed.algos.agent import Agent
+    from aioseed.envs.video import Clip
     from aioseed.server.config import LearnerConfig
 
 log = structlog.get_logger()
@@ -95,7 +96,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     result: dict[str, Any] = {
         "env": env_id,
         "agent": saved.agent,
-        "policy": "greedy" if config.greedy else ("epsilon " + f"{config.epsilon:g}" if saved.agent == "r2d2" else "sampled"),
+        "policy": "greedy" if config.greedy else (f"epsilon {config.epsilon:g}" if saved.agent == "r2d2" else "sampled"),
         "episodes": config.episodes,
         "mean_return": float(np.mean(returns)),
         "std_return": float(np.std(returns)),
@@ -114,7 +115,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
 
 
 def _episodes(
-    env: gym.vector.VectorEnv, act: Act, initial_state: dict[str, np.ndarray], dtype: np.dtype, config: EvalConfig, clip: Any
+    env: gym.vector.VectorEnv, act: Act, initial_state: dict[str, np.ndarray], dtype: np.dtype, config: EvalConfig, clip: Clip | None
 ) -> tuple[list[float], list[int]]:
     """Returns and lengths of ``config.episodes`` episodes; the first ``video_episodes`` go into ``clip``
     (if any): the first frame, then one per step."""

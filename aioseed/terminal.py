@@ -10,7 +10,7 @@ import math
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Literal, Protocol
+from typing import Protocol
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -18,10 +18,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 from rich.text import Text
 
 from aioseed import log as logging_setup
-from aioseed.server.config import StopConfig
-
-Display = Literal["auto", "live", "lines"]
-"""``LearnerConfig.display``."""
+from aioseed.server.config import Display, StopConfig
 
 
 class Watched(Protocol):

@@ -2,15 +2,15 @@
 
 Each workload runs in a fresh spawned process: one learner with its local actors (processes on
 loopback). After the warm-up, every grid point (max_batch_size x deadline_ms) is staged in turn and
-measured after ``settle_s``; the best point whose action latency p99 meets the target is the
-baseline (when none does, the best by steps/s x target/p99, as the tuner ranks them; the fastest
-point is reported too). It is measured again just before and just after the tuner's run, and the mean of those two
-is the yardstick: on shared cores the load drifts by more than 5% over minutes, and the grid's own
-figure is the best of 20 noisy ones (biased up). For the run, the learner is set to batch 1 and
-deadline 0.1 ms and the tuner is switched on for as long as the whole grid took. Figures: the
+measured after ``settle_s``. The baseline is the fastest point whose action latency p99 meets the
+target (when none does, the best by steps/s x target/p99, as the tuner ranks them; the fastest point
+is reported too). It is measured again just before and just after the tuner's run, and the mean of
+those two is the yardstick: on shared cores the load drifts by more than 5% over minutes, and the
+grid's own figure is the best of 20 noisy ones (biased up). For the run, the learner is set to batch
+1 and deadline 0.1 ms and the tuner is switched on for as long as the whole grid took. Figures: the
 tuner's steps/s over the second half of its run, the best grid point's (from the grid, and
-bracketing the tuner), the ratios, the seconds until the tuner's throughput (10 s mean) first came within 5% of its
-final level, and whether its p99 met the target there.
+bracketing the tuner), the ratios, the seconds until the tuner's throughput (10 s mean) first came
+within 5% of its final level, and whether its p99 met the target there.
 """
 
 from __future__ import annotations

@@ -133,14 +133,16 @@ def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]
     k = config.envs_per_message
     sizes = [min(k, config.num_envs - start) for start in range(0, config.num_envs, k)]
     kwargs = env_kwargs(config.env_kwargs)
-    vector_envs = [make_vector_env(config.env, size, config.atari, config.football, kwargs) for size in sizes]
+    rendering = None if config.video_dir is None else recording_envs(config, sizes[0], kwargs)
     recorder = None
-    if config.video_dir is not None and (rendering := recording_envs(config, sizes[0], kwargs)) is not None:
+    if rendering is not None:  # the first group renders, and its env 0 is recorded
         from aioseed.clients.clips import ClipRecorder
 
-        vector_envs[0].close()
-        vector_envs[0] = rendering  # the first group renders, and its env 0 is recorded
         recorder = ClipRecorder(config.video_dir, config.video_every)
+    vector_envs = [
+        rendering if i == 0 and rendering is not None else make_vector_env(config.env, size, config.atari, config.football, kwargs)
+        for i, size in enumerate(sizes)
+    ]
     spec = vector_env_spec(config.env, vector_envs[0], config.atari)
     # Drawn once per process: the same across reconnects, new after a restart.
     run_ids = np.array([secrets.randbits(64) | 1 for _ in range(config.num_envs)], np.uint64)
@@ -160,16 +162,17 @@ def recording_envs(config: ActorConfig, size: int, kwargs: dict[str, Any]) -> gy
     without clips) when this env cannot render any."""
     from aioseed.envs.rendering import rendering_vector_env
 
+    envs = None
     try:
         envs = rendering_vector_env(config.env, size, config.atari, kwargs)
         envs.reset(seed=config.seed)
         frame = envs.envs[0].render()
+        if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3):
+            raise TypeError(f"render() gave {type(frame).__name__}, not an RGB frame")
     except Exception as exc:  # whatever a user's env raises for render_mode="rgb_array"
         log.warning("clips_off", env=config.env, reason=f"{type(exc).__name__}: {exc}"[:200])
-        return None
-    if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3):
-        log.warning("clips_off", env=config.env, reason=f"render() gave {type(frame).__name__}, not an RGB frame")
-        envs.close()
+        if envs is not None:
+            envs.close()
         return None
     return envs
 

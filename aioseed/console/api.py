@@ -112,8 +112,7 @@ async def get_clip(request: web.Request) -> web.FileResponse:
     if not CLIP_NAME.fullmatch(name):
         raise web.HTTPNotFound(text=_dumps({"error": f"no clip named {name[:40]!r}"}), content_type="application/json")
     directory = request.app[CONTROL].clip_directory()
-    path = None if directory is None else directory / name
-    if path is None or not path.is_file():
+    if directory is None or not (path := directory / name).is_file():
         raise web.HTTPNotFound(text=_dumps({"error": f"no clip named {name!r} (gone: only the newest are kept)"}), content_type="application/json")
     return web.FileResponse(path, headers={"Content-Type": "video/mp4"})
 

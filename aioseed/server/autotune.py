@@ -10,8 +10,8 @@ Method, chosen by measurement (``aioseed bench autotune``): a pattern search on 
   deadline often pay only together (on CartPole with 64 streams, batch 1 or a sub-ms deadline give ~770
   steps/s whatever the other axis). The direction that last paid goes first. A direction that changed
   nothing (within ``PLATEAU`` or the noise), and ``SCAN`` (both growing) always, is tried two and then
-  four steps out, until a move has paid (a plateau crossed); after that, steps are single. Batch sizes above the connected rows are never
-  tried, nor below the largest message (a batch that splits a message answers it only after all its
+  four steps out, until a move has paid (a plateau crossed); after that, steps are single. Batch sizes
+  above the connected rows are never tried, nor below the largest message (a batch that splits a message answers it only after all its
   parts: K=32 Pong at batch 2-4 ran at ~60% of batch 32).
 * Noise. A candidate becomes home when it beats it by ``margin`` and by twice the standard error of the
   difference, from the per-interval noise pooled over every setting measured (on shared cores the rate
@@ -140,7 +140,6 @@ class _Measure:
         return out
 
 
-
 @dataclasses.dataclass
 class _Noise:
     """The relative spread of one interval's steps/s around its setting's mean, pooled over every
@@ -186,11 +185,11 @@ class BatchTuner:
         self._settling = config.settle_s
         self._converged_for = 0.0
         self._low = 0
+        """Consecutive holds of a converged setting that scored ``drift`` below its score."""
         self._recent: list[_Measure] = []
         """The last holds of a converged setting, up to max_hold_s of them (its score at a re-probe)."""
         self._longer = False
         """The candidate is measured up to max_hold_s (its first look could not decide)."""
-        """Consecutive holds of a converged setting that scored ``drift`` below its score."""
         self._score = -math.inf
         self._rows = 0
         self._message_rows = 1

@@ -114,6 +114,10 @@ class StopConfig:
             raise ValueError(f"after_seconds must be positive, got {self.after_seconds}")
 
 
+Display = Literal["auto", "live", "lines"]
+"""Progress on the terminal (``aioseed.terminal``)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class LearnerConfig:
     """The learner daemon: the environment and algorithm, then one section per concern."""
@@ -171,7 +175,7 @@ class LearnerConfig:
     """With init_checkpoint, load the optimizer's state (Adam's moments and step) too."""
     checkpoint_every_s: float = 600.0
     """Periodic checkpoint interval (0 disables; one is still written at shutdown)."""
-    display: Literal["auto", "live", "lines"] = "auto"
+    display: Display = "auto"
     """Progress on the terminal: live (a rich display on stdout: figures, stop conditions with bars and
     ETAs, the console's URL), lines (key=value progress log lines), auto (live when stdout is a terminal)."""
     log_every_s: float = 2.0
