@@ -4,8 +4,9 @@ Each workload runs in a fresh spawned process: one learner with its local actors
 loopback). After the warm-up, every grid point (max_batch_size x deadline_ms) is staged in turn and
 measured after ``settle_s``. The baseline is the fastest point whose action latency p99 meets the
 target (when none does, the best by steps/s x target/p99, as the tuner ranks them; the fastest point
-is reported too). It is measured again just before and just after the tuner's run, and the mean of
-those two is the yardstick: on shared cores the load drifts by more than 5% over minutes, and the
+is reported too). A p99 is that of every message in the window (counted in log buckets; the worst
+of its one-second p99s would grow with the window's length). The best point is measured again, for
+``bracket_s``, just before and just after the tuner's run, and the mean of those two is the yardstick: on shared cores the load drifts by more than 5% over minutes, and the
 grid's own figure is the best of 20 noisy ones (biased up). For the run, the learner is set to batch
 1 and deadline 0.1 ms and the tuner is switched on for as long as the whole grid took. Figures: the
 tuner's steps/s over the second half of its run, the best grid point's (from the grid, and
@@ -30,6 +31,7 @@ from aioseed.bench.config import AutotuneBench, atari_run, cartpole_run
 from aioseed.launch import RunConfig
 from aioseed.server.autotune import BatchingConfig
 from aioseed.server.config import StopConfig
+from aioseed.server.latency import quantile_ms
 
 BAD_START = (1, 0.1)
 
@@ -43,14 +45,14 @@ def workload(name: str) -> RunConfig:
     return dataclasses.replace(run, num_actors=2, envs_per_actor=streams // 2, envs_per_message=1)
 
 
-def window(series: list[dict[str, float]], since: float, frames_per_step: int) -> dict[str, float]:
-    """Steps/s (env rows) and the worst action latency p99 over the snapshots after ``since``."""
+def window(series: list[dict[str, float]], since: float, frames_per_step: int, latency_counts: np.ndarray) -> dict[str, float]:
+    """Steps/s (env rows) over the snapshots after ``since``, and the action latency p99 of every
+    message counted in ``latency_counts`` (the same window's)."""
     points = [p for p in series if p["time"] > since]
     if len(points) < 2:
         return {"steps_per_s": math.nan, "p99_ms": math.nan}
     steps = float(np.mean([p["charts/frames_per_s"] for p in points])) / frames_per_step
-    p99s = [p["inference/latency_ms_p99"] for p in points if not math.isnan(p["inference/latency_ms_p99"])]
-    return {"steps_per_s": steps, "p99_ms": max(p99s) if p99s else math.nan}
+    return {"steps_per_s": steps, "p99_ms": quantile_ms(latency_counts, 99)}
 
 
 def settle_time(times: list[float], rates: list[float], final: float, tolerance: float = 0.05) -> float:
@@ -72,12 +74,12 @@ async def measure(run: RunConfig, bench: AutotuneBench) -> dict[str, Any]:
     fps = learner.spec.frames_per_step
     result: dict[str, Any] = {}
 
-    async def hold(size: int, deadline: float) -> dict[str, float]:
+    async def hold(size: int, deadline: float, seconds: float = bench.measure_s) -> dict[str, float]:
         learner.configure_batcher(size, deadline)
         await asyncio.sleep(bench.settle_s)
-        since = time.time()
-        await asyncio.sleep(bench.measure_s)
-        return window(learner.series(since), since, fps)
+        since, counts = time.time(), learner.latency_counts()
+        await asyncio.sleep(seconds)
+        return window(learner.series(since), since, fps, learner.latency_counts() - counts)
 
     async with asyncio.TaskGroup() as group:
         serving = group.create_task(learner.run(), name="learner")
@@ -95,19 +97,21 @@ async def measure(run: RunConfig, bench: AutotuneBench) -> dict[str, Any]:
             # steps/s x target/p99 (the fastest point overall is reported beside it).
             best = max(feasible or grid, key=lambda g: g["steps_per_s"] * (1 if feasible else bench.latency_target_ms / g["p99_ms"]))
             fastest = max(grid, key=lambda g: g["steps_per_s"])
-            before = await hold(best["max_batch_size"], best["deadline_ms"])
+            before = await hold(best["max_batch_size"], best["deadline_ms"], bench.bracket_s)
             learner.configure_batcher(*BAD_START)
             learner.set_batching_auto(True, "bench")
             start = time.time()
-            await asyncio.sleep(grid_s)
-            series = learner.series(start)
+            await asyncio.sleep(grid_s / 2)
+            half = learner.latency_counts()
+            await asyncio.sleep(grid_s / 2)
+            series, second_half = learner.series(start), learner.latency_counts() - half
             learner.set_batching_auto(False, "bench")
             final_setting = learner.settings()
-            after = await hold(best["max_batch_size"], best["deadline_ms"])
+            after = await hold(best["max_batch_size"], best["deadline_ms"], bench.bracket_s)
             bracket = (before["steps_per_s"] + after["steps_per_s"]) / 2
             times = [p["time"] - start for p in series]
             rates = [p["charts/frames_per_s"] / fps for p in series]
-            final = window(series, start + grid_s / 2, fps)
+            final = window(series, start + grid_s / 2, fps, second_half)
             result = {
                 "auto_steps_per_s": round(final["steps_per_s"]),
                 "best_grid_steps_per_s": round(bracket),

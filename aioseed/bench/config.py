@@ -239,6 +239,8 @@ class AutotuneBench:
     """Seconds after each change before measuring."""
     measure_s: float = 6.0
     """Measured seconds per grid point."""
+    bracket_s: float = 18.0
+    """Measured seconds of the grid's best point just before and just after the tuner's run."""
     warmup_s: float = 20.0
     """Seconds of traffic before the first grid point (start-up, tracing)."""
     latency_target_ms: float = 50.0

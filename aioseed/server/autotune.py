@@ -5,7 +5,9 @@ Method, chosen by measurement (``aioseed bench autotune``): a pattern search on 
 
 * Scoring. A setting is measured after ``settle_s`` (or 1.5x the old setting's p99: rows queued under
   it are answered meanwhile) and scored by its env steps/s. One that misses the latency target scores
-  below any that meets it; among settings that all miss it, steps/s x target/p99 ranks them.
+  below any that meets it; among settings that all miss it, steps/s x target/p99 ranks them. The p99
+  is that of every message answered while the setting was measured (counted in log buckets), not the
+  worst second's: that one grows with the length of the hold and follows the host's hiccups.
 * Moves. From home the tuner tries one grid step along both axes together, then along each: batch and
   deadline often pay only together (on CartPole with 64 streams, batch 1 or a sub-ms deadline give ~770
   steps/s whatever the other axis). The direction that last paid goes first. A direction that changed
@@ -34,9 +36,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import structlog
 
 from aioseed.server.batcher import BatcherConfig
+from aioseed.server.latency import quantile_ms
 
 log = structlog.get_logger()
 
@@ -110,13 +114,17 @@ class Observation:
     """Env rows of connected streams."""
     message_rows: int = 1
     """Rows of the largest message a connected stream sends (its K)."""
+    latency_counts: np.ndarray | None = None
+    """This interval's action latencies counted in ``latency.EDGES_MS`` buckets: a hold's p99 is then
+    that of every message in it (without them, the worst interval's p99)."""
 
 
 @dataclasses.dataclass
 class _Measure:
     seconds: float = 0.0
     steps: float = 0.0
-    p99: float = 0.0
+    worst_p99: float = 0.0
+    counts: np.ndarray | None = None
     rates: list[float] = dataclasses.field(default_factory=list)
     """Steps/s of each interval, for the noise of the mean."""
 
@@ -125,17 +133,27 @@ class _Measure:
         self.steps += observation.steps_per_s * observation.seconds
         self.rates.append(observation.steps_per_s)
         if not math.isnan(observation.latency_p99_ms):
-            self.p99 = max(self.p99, observation.latency_p99_ms)
+            self.worst_p99 = max(self.worst_p99, observation.latency_p99_ms)
+        if observation.latency_counts is not None:
+            self.counts = observation.latency_counts if self.counts is None else self.counts + observation.latency_counts
 
     @property
     def steps_per_s(self) -> float:
         return self.steps / self.seconds if self.seconds else 0.0
 
+    @property
+    def p99(self) -> float:
+        """Over every message of the measure when counted, else the worst interval's."""
+        pooled = math.nan if self.counts is None else quantile_ms(self.counts, 99)
+        return self.worst_p99 if math.isnan(pooled) else pooled
+
     @classmethod
     def merged(cls, measures: list[_Measure]) -> _Measure:
         out = cls()
         for measure in measures:
-            out.seconds, out.steps, out.p99 = out.seconds + measure.seconds, out.steps + measure.steps, max(out.p99, measure.p99)
+            out.seconds, out.steps, out.worst_p99 = out.seconds + measure.seconds, out.steps + measure.steps, max(out.worst_p99, measure.worst_p99)
+            if measure.counts is not None:
+                out.counts = measure.counts if out.counts is None else out.counts + measure.counts
             out.rates += measure.rates
         return out
 
@@ -236,9 +254,9 @@ class BatchTuner:
         """Steps/s when the latency target is met; otherwise a negative score, so that any setting that
         meets it wins: steps/s scaled by target / p99, shifted below zero. Among settings that all miss
         it (the train step, not the batching, may set the p99), throughput still counts."""
-        target = self.config.latency_target_ms
-        if target is not None and measure.p99 > target:
-            return measure.steps_per_s * target / measure.p99 - INFEASIBLE
+        target, p99 = self.config.latency_target_ms, measure.p99
+        if target is not None and p99 > target:
+            return measure.steps_per_s * target / p99 - INFEASIBLE
         return measure.steps_per_s
 
     def _step(self, measure: _Measure, pooled: bool = False) -> Decision | None:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import numpy as np
 import structlog
 
 from aioseed.algos.agent import Agent
@@ -116,6 +117,8 @@ class Learner:
         """Why the tuner is off."""
         self._tuned_at = 0.0
         """time of the last snapshot the tuner saw."""
+        self._tuned_counts = self._stats.latency_counts.read()
+        """Action latency counts when the tuner last saw a snapshot."""
 
     # ---- reading ---------------------------------------------------------------------------
     @property
@@ -177,6 +180,11 @@ class Learner:
     def series(self, since: float = 0.0) -> list[dict[str, float]]:
         """Snapshots taken after ``since`` (time.time())."""
         return self._history.since(since)
+
+    def latency_counts(self) -> np.ndarray:
+        """Action latencies so far, counted in ``latency.EDGES_MS`` buckets (a span's p99: the quantile of
+        the difference of two readings)."""
+        return self._stats.latency_counts.read()
 
     def open_local(self, spec: EnvSpec, run_ids: Any, actor: str, evaluation: bool = False) -> LocalStream:
         """An in-process stream for Sebulba's actor threads (``LearnerService.open_local``)."""
@@ -343,6 +351,7 @@ class Learner:
         """Each metrics snapshot, while auto is on: the tuner observes it and the batcher stages what it decides."""
         seconds = snapshot["time"] - self._tuned_at if self._tuned_at else self.config.metrics_every_s
         self._tuned_at = snapshot["time"]
+        counts, self._tuned_counts = self._tuned_counts, self._stats.latency_counts.read()
         if not self._auto:
             return
         decision = self._tuner.observe(
@@ -352,6 +361,7 @@ class Learner:
                 latency_p99_ms=snapshot["inference/latency_ms_p99"],
                 connected_rows=self.connected_envs,
                 message_rows=self._service.largest_stream,
+                latency_counts=self._tuned_counts - counts,
             )
         )
         if decision is not None:

@@ -15,6 +15,8 @@ import time
 
 import numpy as np
 
+from aioseed.server.latency import LatencyCounts
+
 WINDOW = 4096
 """Samples of a per-batch or per-message quantity kept between two snapshots."""
 
@@ -42,6 +44,8 @@ class Stats:
         self._fill_ms: collections.deque[float] = collections.deque(maxlen=WINDOW)
         self._inference_ms: collections.deque[float] = collections.deque(maxlen=WINDOW)
         self._latency_ms: collections.deque[float] = collections.deque(maxlen=WINDOW)
+        self.latency_counts = LatencyCounts()
+        """Every action latency, counted (the p99 of any span: the batching tuner's holds, the bench's windows)."""
         self._mark = (self.started, 0, 0)
 
     def restore(self, frames: int, train_steps: int) -> None:
@@ -66,6 +70,7 @@ class Stats:
     def record_latency(self, seconds: float) -> None:
         """Action latency of one message: rows submitted -> actions ready."""
         self._latency_ms.append(seconds * 1e3)
+        self.latency_counts.add(seconds * 1e3)
 
     def record_episodes(self, returns: np.ndarray, lengths: np.ndarray, evaluation: np.ndarray | None = None) -> None:
         if evaluation is not None and evaluation.any():

@@ -1,11 +1,14 @@
-"""`bench autotune`'s workloads and figures: the issue's three set-ups, throughput and worst p99 over
-a window of snapshots, and the settling time on a rolling mean."""
+"""`bench autotune`'s workloads and figures: the issue's three set-ups, throughput over a window of
+snapshots and the p99 of its counted latencies, and the settling time on a rolling mean."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from aioseed.bench.autotune import settle_time, window, workload
+from aioseed.server.latency import LatencyCounts, quantile_ms
 
 
 def test_the_workloads_are_64_and_1024_streams_at_k1_and_pong_at_k32() -> None:
@@ -17,14 +20,15 @@ def test_the_workloads_are_64_and_1024_streams_at_k1_and_pong_at_k32() -> None:
     assert pong.envs_per_message == 32 and pong.num_actors * pong.envs_per_actor == 64
 
 
-def test_window_reads_rows_per_second_and_the_worst_p99_after_a_time() -> None:
-    series = [
-        {"time": t, "charts/frames_per_s": 400.0 * t, "inference/latency_ms_p99": p99}
-        for t, p99 in ((1.0, 90.0), (2.0, 10.0), (3.0, math.nan), (4.0, 30.0))
-    ]
-    figures = window(series, since=1.5, frames_per_step=4)
-    assert figures == {"steps_per_s": (800 + 1200 + 1600) / 3 / 4, "p99_ms": 30.0}
-    assert math.isnan(window(series, since=3.5, frames_per_step=4)["steps_per_s"])  # one point is no rate
+def test_window_reads_rows_per_second_after_a_time_and_the_p99_of_its_counted_latencies() -> None:
+    series = [{"time": t, "charts/frames_per_s": 400.0 * t} for t in (1.0, 2.0, 3.0, 4.0)]
+    counts = LatencyCounts()
+    for ms in np.linspace(1.0, 100.0, 1000):
+        counts.add(float(ms))
+    figures = window(series, since=1.5, frames_per_step=4, latency_counts=counts.read())
+    assert figures == {"steps_per_s": (800 + 1200 + 1600) / 3 / 4, "p99_ms": quantile_ms(counts.read(), 99)}
+    assert 95.0 < figures["p99_ms"] < 101.0
+    assert math.isnan(window(series, since=3.5, frames_per_step=4, latency_counts=counts.read())["steps_per_s"])  # one point is no rate
 
 
 def test_settle_time_is_when_the_rolling_mean_first_comes_within_5_percent() -> None:
