@@ -194,6 +194,9 @@ class BatchTuner:
         self._home: tuple[int, int] | None = None
         """The best setting so far while a neighbour is measured."""
         self._home_score = -math.inf
+        self._home_measure = _Measure()
+        self._rematch: tuple[tuple[int, int], _Measure, tuple[tuple[int, int], int]] | None = None
+        """(setting, measure, (direction, grid steps)) of a candidate that waits while home is measured again."""
         self._candidates: list[tuple[tuple[int, int], tuple[int, int], int]] = []
         """(setting, direction, grid steps) still to try from home."""
         self._trying: tuple[tuple[int, int], int] = ((0, 0), 0)
@@ -262,15 +265,17 @@ class BatchTuner:
     def _step(self, measure: _Measure, pooled: bool = False) -> Decision | None:
         here, score, count = (self._b, self._d), self._scored(measure), len(measure.rates)
         final, self._longer = self._longer, False
+        if self._rematch is not None and self._home == here:
+            return self._judge_rematch(measure)
         if self._home is None or self._home == here:  # measured the current setting itself (or longer)
             self._score = score
-            self._home, self._home_score, self._home_count = here, score, count
+            self._set_home(here, measure)
             self._candidates = self._neighbours()
         else:
             gain, noise = self._gain(score, count)
             if gain > max(self.config.margin, noise if final else EARLY * noise):
                 self._momentum = self._trying[0]
-                self._home, self._home_score, self._home_count = here, score, count
+                self._set_home(here, measure)
                 self._lengths = (1,)  # climbing a slope now, not crossing a plateau
                 self.reason = f"took {self._describe(here)}: {self._describe_score(score)}"
                 if not final and gain < STEEP:
@@ -282,15 +287,48 @@ class BatchTuner:
             elif not final and gain > self._undecided(noise):
                 self._longer = True  # could be better, not yet surely: measure it until max_hold_s
                 return None
+            elif final and self._lengths == (1,) and gain > 0 and self._home_count < count:
+                # Climbing, better by less than the bound, against a home measured over fewer intervals:
+                # measure home again, to max_hold_s, and judge the candidate against both of its measures
+                # (a home taken at its first look on a large gain rests on hold_s alone).
+                self._rematch = (here, measure, self._trying)
+                self._noise.add(measure)
+                decision = self._go(self._home, f"{self._describe(here)} may beat {self._describe(self._home)}")
+                self._longer = True
+                return decision
             elif abs(gain) < max(PLATEAU, noise) or self._trying[0] == SCAN:
                 self._extend(*self._trying)  # nothing measurable changed this way: look further along it
         if not pooled:
             self._noise.add(measure)
+        return self._next()
+
+    def _next(self) -> Decision | None:
+        """On to the next candidate, or home when none is left."""
         if not self._candidates:
             return self._settle_home()
         setting, direction, length = self._candidates.pop(0)
         self._trying = (direction, length)
         return self._go(setting, f"trying a neighbour of {self._describe(self._home)}")
+
+    def _set_home(self, setting: tuple[int, int], measure: _Measure) -> None:
+        self._home, self._home_measure = setting, measure
+        self._home_score, self._home_count = self._scored(measure), len(measure.rates)
+
+    def _judge_rematch(self, measure: _Measure) -> Decision | None:
+        """Home measured again: the waiting candidate is judged against home's measures pooled."""
+        setting, candidate, trying = self._rematch
+        self._rematch = None
+        self._noise.add(measure)
+        self._set_home(self._home, _Measure.merged([self._home_measure, measure]))
+        score = self._scored(candidate)
+        gain, noise = self._gain(score, len(candidate.rates))
+        if gain > max(self.config.margin, noise):
+            self._momentum = trying[0]
+            self._set_home(setting, candidate)
+            self._lengths = (1,)
+            self.reason = f"took {self._describe(setting)}: {self._describe_score(score)}"
+            self._candidates = self._neighbours()
+        return self._next()
 
     def _extend(self, direction: tuple[int, int], length: int) -> None:
         """Tries next the candidate twice as far along a direction that was flat (a pattern search's
@@ -357,6 +395,7 @@ class BatchTuner:
         """Searches again from the current setting: after a start or a change of connected rows with
         the pattern's long steps, after a re-probe or a drift one grid step around it."""
         self._home, self._home_score, self._candidates, self._score = None, -math.inf, [], -math.inf
+        self._rematch = None
         self._lengths = lengths
         self._measure, self._settling, self._longer = _Measure(), self.config.settle_s, False
         self.reason = f"{why}: measuring {self._describe((self._b, self._d))}"
