@@ -6,8 +6,9 @@ measured after ``settle_s``. The baseline is the fastest point whose action late
 target (when none does, the best by steps/s x target/p99, as the tuner ranks them; the fastest point
 is reported too). A p99 is that of every message in the window (counted in log buckets; the worst
 of its one-second p99s would grow with the window's length). The best point is measured again, for
-``bracket_s``, just before and just after the tuner's run, and the mean of those two is the yardstick: on shared cores the load drifts by more than 5% over minutes, and the
-grid's own figure is the best of 20 noisy ones (biased up). For the run, the learner is set to batch
+``bracket_s``, just before and just after the tuner's run, and the mean of those two is the
+yardstick: on shared cores the load drifts by more than 5% over minutes, and the grid's own figure
+is the best of 20 noisy ones (biased up). For the run, the learner is set to batch
 1 and deadline 0.1 ms and the tuner is switched on for as long as the whole grid took. Figures: the
 tuner's steps/s over the second half of its run, the best grid point's (from the grid, and
 bracketing the tuner), the ratios, the seconds until the tuner's throughput (10 s mean) first came

@@ -21,7 +21,9 @@ Method, chosen by measurement (``aioseed bench autotune``): a pattern search on 
   near the top, or looks better while crossing a plateau, is held to ``max_hold_s`` for one final look
   (a first-look win must clear 1.25x the bound). A move near the top (gaining under ``STEEP``) holds the
   new home to ``max_hold_s`` before its neighbours: a figure from a few seconds could not tell their
-  small gains from the noise.
+  small gains from the noise. While climbing, a candidate still ahead after its final look, but by
+  less than the bound, against a home measured over fewer intervals sends the tuner back to measure
+  home to ``max_hold_s``; the two are then judged on all their intervals.
 * Holding. When no candidate pays it stays; it re-probes the one-step neighbours after ``reprobe_s``
   (scoring home from its last holds), searches again with long steps when the connected env rows change
   by a quarter (actors join or leave), and with single steps when two holds in a row fall ``drift`` below
