@@ -276,10 +276,7 @@ class BatchTuner:
         else:
             gain, noise = self._gain(score, count)
             if gain > max(self.config.margin, noise if final else EARLY * noise):
-                self._momentum = self._trying[0]
-                self._set_home(here, measure)
-                self._lengths = (1,)  # climbing a slope now, not crossing a plateau
-                self.reason = f"took {self._describe(here)}: {self._describe_score(score)}"
+                self._take(here, measure, self._trying[0])
                 if not final and gain < STEEP:
                     # Taken at the first look, near the top: its figure rests on a few seconds and the next
                     # gains will be small; measure the new home on, to max_hold_s, before its neighbours.
@@ -325,12 +322,20 @@ class BatchTuner:
         score = self._scored(candidate)
         gain, noise = self._gain(score, len(candidate.rates))
         if gain > max(self.config.margin, noise):
-            self._momentum = trying[0]
-            self._set_home(setting, candidate)
-            self._lengths = (1,)
-            self.reason = f"took {self._describe(setting)}: {self._describe_score(score)}"
+            self._take(setting, candidate, trying[0])
             self._candidates = self._neighbours()
         return self._next()
+
+    def _take(self, setting: tuple[int, int], measure: _Measure, direction: tuple[int, int]) -> None:
+        """A candidate becomes home. When its steps/s beat home's by PLATEAU the search is climbing a
+        slope now (single steps); a move that won on latency alone, with the throughput flat, is still
+        on the plateau (from a bad start, a backlog draining out of the first setting's p99 can make
+        the next one win: the scan must go on, or it stays at batch 1-4)."""
+        if measure.steps_per_s >= (1 + PLATEAU) * self._home_measure.steps_per_s:
+            self._lengths = (1,)
+        self._momentum = direction
+        self._set_home(setting, measure)
+        self.reason = f"took {self._describe(setting)}: {self._describe_score(self._home_score)}"
 
     def _extend(self, direction: tuple[int, int], length: int) -> None:
         """Tries next the candidate twice as far along a direction that was flat (a pattern search's

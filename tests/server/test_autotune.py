@@ -270,3 +270,20 @@ def test_a_small_gain_over_a_briefly_measured_home_is_settled_by_measuring_home_
         ends.append((settings.max_batch_size, settings.deadline_ms))
     assert rematches > 0
     assert ends.count((128, 8.0)) >= 30, ends
+
+
+def test_a_move_that_wins_on_latency_alone_does_not_stop_the_scan_from_a_bad_start() -> None:
+    # As CartPole with 64 streams measured here once: every setting under batch 4 or a 1 ms deadline
+    # gives ~770 steps/s over the target, and the first one's p99 carries the backlog of the start, so
+    # the next diagonal step wins on latency with the throughput flat. The scan must go on to the top.
+    best = peaked(128, 32.0, peak=3_500.0)
+
+    def model(batch: int, deadline: float) -> tuple[float, float]:
+        if batch <= 4 or deadline <= 0.5:
+            return 770.0, (130.0 if batch == 1 else 90.0)
+        return best(batch, deadline)[0], 20.0
+
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=50.0), BAD_START)
+    trace = run(tuner, model, rows=64, seconds=160, noise=0.03)
+    late = trace[80:]
+    assert sum(model(s.max_batch_size, s.deadline_ms)[0] for s in late) / len(late) >= 3_000
