@@ -12,9 +12,10 @@ Method, chosen by measurement (``aioseed bench autotune``): a pattern search on 
   deadline often pay only together (on CartPole with 64 streams, batch 1 or a sub-ms deadline give ~770
   steps/s whatever the other axis). The direction that last paid goes first. A direction that changed
   nothing (within ``PLATEAU`` or the noise), and ``SCAN`` (both growing) always, is tried two and then
-  four steps out, until a move has paid (a plateau crossed); after that, steps are single. Batch sizes
-  above the connected rows are never tried, nor below the largest message (a batch that splits a message answers it only after all its
-  parts: K=32 Pong at batch 2-4 ran at ~60% of batch 32).
+  four steps out, until a move has raised the throughput by ``PLATEAU`` (a plateau crossed); after
+  that, steps are single. Batch sizes above the connected rows are never tried, nor below the largest
+  message (a batch that splits a message answers it only after all its parts: K=32 Pong at batch 2-4
+  ran at ~60% of batch 32).
 * Noise. A candidate becomes home when it beats it by ``margin`` and by twice the standard error of the
   difference, from the per-interval noise pooled over every setting measured (on shared cores the rate
   swings by more than the gains judged). Each candidate gets ``hold_s``; one that is not clearly worse
@@ -38,11 +39,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
 import structlog
 
 from aioseed.server.batcher import BatcherConfig
-from aioseed.server.latency import quantile_ms
+from aioseed.server.tuner_measure import Measure, Noise, Observation
 
 log = structlog.get_logger()
 
@@ -67,8 +67,6 @@ step can measure worse than it is (1,024 streams at batch 1 and 2: the old setti
 the home's figure, and rates at tiny batches swing between two regimes)."""
 STEEP = 0.2
 """A move that gained less than this is near the top: the new home is measured to max_hold_s."""
-PRIOR_NOISE, PRIOR_DOF = 0.05, 4
-"""Relative noise of one interval's steps/s assumed before any is measured, and its weight in intervals."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,84 +101,6 @@ class BatchingConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class Observation:
-    """What the learner measured over one metrics interval."""
-
-    seconds: float
-    """Length of the interval."""
-    steps_per_s: float
-    """Env rows answered per second."""
-    latency_p99_ms: float
-    """Action latency p99 (NaN when no message was answered)."""
-    connected_rows: int
-    """Env rows of connected streams."""
-    message_rows: int = 1
-    """Rows of the largest message a connected stream sends (its K)."""
-    latency_counts: np.ndarray | None = None
-    """This interval's action latencies counted in ``latency.EDGES_MS`` buckets: a hold's p99 is then
-    that of every message in it (without them, the worst interval's p99)."""
-
-
-@dataclasses.dataclass
-class _Measure:
-    seconds: float = 0.0
-    steps: float = 0.0
-    worst_p99: float = 0.0
-    counts: np.ndarray | None = None
-    rates: list[float] = dataclasses.field(default_factory=list)
-    """Steps/s of each interval, for the noise of the mean."""
-
-    def add(self, observation: Observation) -> None:
-        self.seconds += observation.seconds
-        self.steps += observation.steps_per_s * observation.seconds
-        self.rates.append(observation.steps_per_s)
-        if not math.isnan(observation.latency_p99_ms):
-            self.worst_p99 = max(self.worst_p99, observation.latency_p99_ms)
-        if observation.latency_counts is not None:
-            self.counts = observation.latency_counts if self.counts is None else self.counts + observation.latency_counts
-
-    @property
-    def steps_per_s(self) -> float:
-        return self.steps / self.seconds if self.seconds else 0.0
-
-    @property
-    def p99(self) -> float:
-        """Over every message of the measure when counted, else the worst interval's."""
-        pooled = math.nan if self.counts is None else quantile_ms(self.counts, 99)
-        return self.worst_p99 if math.isnan(pooled) else pooled
-
-    @classmethod
-    def merged(cls, measures: list[_Measure]) -> _Measure:
-        out = cls()
-        for measure in measures:
-            out.seconds, out.steps, out.worst_p99 = out.seconds + measure.seconds, out.steps + measure.steps, max(out.worst_p99, measure.worst_p99)
-            if measure.counts is not None:
-                out.counts = measure.counts if out.counts is None else out.counts + measure.counts
-            out.rates += measure.rates
-        return out
-
-
-@dataclasses.dataclass
-class _Noise:
-    """The relative spread of one interval's steps/s around its setting's mean, pooled over every
-    setting measured (a property of the host more than of the setting; three intervals alone would
-    give a standard error that is itself too noisy to trust)."""
-
-    squares: float = PRIOR_NOISE**2 * PRIOR_DOF
-    dof: float = PRIOR_DOF
-
-    def add(self, measure: _Measure) -> None:
-        mean = measure.steps_per_s
-        if len(measure.rates) >= 2 and mean > 0:
-            self.squares += sum(((r - mean) / mean) ** 2 for r in measure.rates)
-            self.dof += len(measure.rates) - 1
-
-    def relative_error(self, *counts: int) -> float:
-        """Standard error, relative to the mean, of the difference of means over these many intervals."""
-        return math.sqrt(self.squares / self.dof * sum(1 / max(n, 1) for n in counts))
-
-
-@dataclasses.dataclass(frozen=True)
 class Decision:
     settings: BatcherConfig
     reason: str
@@ -196,20 +116,20 @@ class BatchTuner:
         self._home: tuple[int, int] | None = None
         """The best setting so far while a neighbour is measured."""
         self._home_score = -math.inf
-        self._home_measure = _Measure()
-        self._rematch: tuple[tuple[int, int], _Measure, tuple[tuple[int, int], int]] | None = None
+        self._home_measure = Measure()
+        self._rematch: tuple[tuple[int, int], Measure, tuple[tuple[int, int], int]] | None = None
         """(setting, measure, (direction, grid steps)) of a candidate that waits while home is measured again."""
         self._candidates: list[tuple[tuple[int, int], tuple[int, int], int]] = []
         """(setting, direction, grid steps) still to try from home."""
         self._trying: tuple[tuple[int, int], int] = ((0, 0), 0)
         """(direction, grid steps) of the candidate being measured."""
         self._momentum: tuple[int, int] | None = None
-        self._measure = _Measure()
+        self._measure = Measure()
         self._settling = config.settle_s
         self._converged_for = 0.0
         self._low = 0
         """Consecutive holds of a converged setting that scored ``drift`` below its score."""
-        self._recent: list[_Measure] = []
+        self._recent: list[Measure] = []
         """The last holds of a converged setting, up to max_hold_s of them (its score at a re-probe)."""
         self._longer = False
         """The candidate is measured up to max_hold_s (its first look could not decide)."""
@@ -219,7 +139,7 @@ class BatchTuner:
         self._lengths = PATTERN
         self._home_count = 0
         """Intervals the home setting was measured over."""
-        self._noise = _Noise()
+        self._noise = Noise()
         self._latency_s = 0.0
         """The last action latency p99 measured, in seconds."""
         self.reason = "starting: measuring the initial setting"
@@ -255,7 +175,7 @@ class BatchTuner:
             return None
         return self._step(self._measure)
 
-    def _scored(self, measure: _Measure) -> float:
+    def _scored(self, measure: Measure) -> float:
         """Steps/s when the latency target is met; otherwise a negative score, so that any setting that
         meets it wins: steps/s scaled by target / p99, shifted below zero. Among settings that all miss
         it (the train step, not the batching, may set the p99), throughput still counts."""
@@ -264,7 +184,7 @@ class BatchTuner:
             return measure.steps_per_s * target / p99 - INFEASIBLE
         return measure.steps_per_s
 
-    def _step(self, measure: _Measure, pooled: bool = False) -> Decision | None:
+    def _step(self, measure: Measure, pooled: bool = False) -> Decision | None:
         here, score, count = (self._b, self._d), self._scored(measure), len(measure.rates)
         final, self._longer = self._longer, False
         if self._rematch is not None and self._home == here:
@@ -309,16 +229,16 @@ class BatchTuner:
         self._trying = (direction, length)
         return self._go(setting, f"trying a neighbour of {self._describe(self._home)}")
 
-    def _set_home(self, setting: tuple[int, int], measure: _Measure) -> None:
+    def _set_home(self, setting: tuple[int, int], measure: Measure) -> None:
         self._home, self._home_measure = setting, measure
         self._home_score, self._home_count = self._scored(measure), len(measure.rates)
 
-    def _judge_rematch(self, measure: _Measure) -> Decision | None:
+    def _judge_rematch(self, measure: Measure) -> Decision | None:
         """Home measured again: the waiting candidate is judged against home's measures pooled."""
         setting, candidate, trying = self._rematch
         self._rematch = None
         self._noise.add(measure)
-        self._set_home(self._home, _Measure.merged([self._home_measure, measure]))
+        self._set_home(self._home, Measure.merged([self._home_measure, measure]))
         score = self._scored(candidate)
         gain, noise = self._gain(score, len(candidate.rates))
         if gain > max(self.config.margin, noise):
@@ -326,7 +246,7 @@ class BatchTuner:
             self._candidates = self._neighbours()
         return self._next()
 
-    def _take(self, setting: tuple[int, int], measure: _Measure, direction: tuple[int, int]) -> None:
+    def _take(self, setting: tuple[int, int], measure: Measure, direction: tuple[int, int]) -> None:
         """A candidate becomes home. When its steps/s beat home's by PLATEAU the search is climbing a
         slope now (single steps); a move that won on latency alone, with the throughput flat, is still
         on the plateau (from a bad start, a backlog draining out of the first setting's p99 can make
@@ -380,7 +300,7 @@ class BatchTuner:
         self._converged_for += observation.seconds
         if self._measure.seconds >= self.config.hold_s:
             now, measure = self._scored(self._measure), self._measure
-            self._measure = _Measure()
+            self._measure = Measure()
             self._low = self._low + 1 if self._score >= 0 and now < self._score * (1 - self.config.drift) else 0
             if self._low >= 2:  # two holds in a row: a step in the load, not a passing slowdown of the host
                 why = f"throughput fell to {self._describe_score(now)} from {self._describe_score(self._score)}"
@@ -389,7 +309,7 @@ class BatchTuner:
                 self._noise.add(measure)
                 self._recent = [*self._recent, measure][-math.ceil(self.config.max_hold_s / self.config.hold_s) :]
         if self._converged_for >= self.config.reprobe_s:
-            recent = _Measure.merged(self._recent)
+            recent = Measure.merged(self._recent)
             decision = self._restart("re-probing the neighbours", lengths=(1,))
             if decision is None and recent.seconds >= self.config.hold_s:
                 # Home's last holds measure it already (and longer than one hold: the neighbours' small
@@ -404,7 +324,7 @@ class BatchTuner:
         self._home, self._home_score, self._candidates, self._score = None, -math.inf, [], -math.inf
         self._rematch = None
         self._lengths = lengths
-        self._measure, self._settling, self._longer = _Measure(), self.config.settle_s, False
+        self._measure, self._settling, self._longer = Measure(), self.config.settle_s, False
         self.reason = f"{why}: measuring {self._describe((self._b, self._d))}"
         log.info("batching_exploring", reason=why)
         if not self._min_batch() <= BATCH_SIZES[self._b] <= self._max_batch():
@@ -416,7 +336,7 @@ class BatchTuner:
         self._b, self._d = setting
         # Rows queued under the old setting are answered within about its latency (Little's law):
         # until then the p99 is the old setting's, so the settling lasts at least that long.
-        self._measure, self._settling = _Measure(), max(self.config.settle_s, 1.5 * self._latency_s)
+        self._measure, self._settling = Measure(), max(self.config.settle_s, 1.5 * self._latency_s)
         self._longer = False
         if measure:
             self.reason = f"{reason}: measuring {self._describe(setting)}"

@@ -20,7 +20,7 @@ import numpy as np
 import structlog
 
 from aioseed.algos.agent import Agent
-from aioseed.server.autotune import BatchTuner, Observation
+from aioseed.server.autotune import BatchTuner
 from aioseed.server.batcher import Batcher, BatcherConfig
 from aioseed.server.checkpoint import Checkpointer, CheckpointRefused
 from aioseed.server.config import LearnerConfig
@@ -33,6 +33,7 @@ from aioseed.server.service import LearnerService, LocalStream
 from aioseed.server.source import Source
 from aioseed.server.stats import History, Stats
 from aioseed.server.stopping import Stopping
+from aioseed.server.tuner_measure import Observation
 from aioseed.server.training import Progress, Trainer
 from aioseed.spec import EnvSpec
 
@@ -117,7 +118,7 @@ class Learner:
         """Why the tuner is off."""
         self._tuned_at = 0.0
         """time of the last snapshot the tuner saw."""
-        self._tuned_counts = self._stats.latency_counts.read()
+        self._tuned_counts = self.latency_counts()
         """Action latency counts when the tuner last saw a snapshot."""
 
     # ---- reading ---------------------------------------------------------------------------
@@ -351,7 +352,7 @@ class Learner:
         """Each metrics snapshot, while auto is on: the tuner observes it and the batcher stages what it decides."""
         seconds = snapshot["time"] - self._tuned_at if self._tuned_at else self.config.metrics_every_s
         self._tuned_at = snapshot["time"]
-        counts, self._tuned_counts = self._tuned_counts, self._stats.latency_counts.read()
+        counts, self._tuned_counts = self._tuned_counts, self.latency_counts()
         if not self._auto:
             return
         decision = self._tuner.observe(

@@ -7,9 +7,10 @@ import math
 import random
 from collections.abc import Callable
 
-from aioseed.server.autotune import BATCH_SIZES, DEADLINES_MS, BatchingConfig, BatchTuner, Observation
+from aioseed.server.autotune import BATCH_SIZES, DEADLINES_MS, BatchingConfig, BatchTuner
 from aioseed.server.batcher import BatcherConfig
 from aioseed.server.latency import LatencyCounts, quantile_ms
+from aioseed.server.tuner_measure import Observation
 
 BAD_START = BatcherConfig(max_batch_size=1, deadline_ms=0.1)
 Model = Callable[[int, float], tuple[float, float]]
