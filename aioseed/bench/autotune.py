@@ -12,7 +12,8 @@ is the best of 20 noisy ones (biased up). For the run, the learner is set to bat
 1 and deadline 0.1 ms and the tuner is switched on for as long as the whole grid took. Figures: the
 tuner's steps/s over the second half of its run, the best grid point's (from the grid, and
 bracketing the tuner), the ratios, the seconds until the tuner's throughput (10 s mean) first came
-within 5% of its final level, and whether its p99 met the target there.
+within 5% of its final level, and whether its p99 met the target there. Last, the tuner's final
+setting and the best point are held in turn (A B B A), for a ratio that drift does not move.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import math
 import multiprocessing
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -62,6 +64,20 @@ def settle_time(times: list[float], rates: list[float], final: float, tolerance:
     later, with the host's other load, which is why this is not "stays within")."""
     rolling = [float(np.mean(rates[max(0, i - 9) : i + 1])) for i in range(len(rates))]
     return next((t for t, r in zip(times, rolling) if r >= (1 - tolerance) * final), math.nan)
+
+
+async def final_against_best(hold: Callable[..., Awaitable[dict[str, float]]], final: dict[str, Any], best: dict[str, Any], seconds: float) -> dict[str, Any] | None:
+    """The tuner's final setting (A) against the best grid point (B), held A B B A for ``seconds``
+    each: a drift that is linear over the four cancels out of the ratio of their sums."""
+    a, b = (final["max_batch_size"], final["deadline_ms"]), (best["max_batch_size"], best["deadline_ms"])
+    if not seconds:
+        return None
+    if a == b:
+        return {"ratio": 1.0, "same_setting": True}
+    rates = {a: [], b: []}
+    for setting in (a, b, b, a):
+        rates[setting].append((await hold(*setting, seconds))["steps_per_s"])
+    return {"ratio": round(sum(rates[a]) / sum(rates[b]), 3), "final_steps_per_s": [round(r) for r in rates[a]], "best_steps_per_s": [round(r) for r in rates[b]]}
 
 
 async def measure(run: RunConfig, bench: AutotuneBench) -> dict[str, Any]:
@@ -109,6 +125,7 @@ async def measure(run: RunConfig, bench: AutotuneBench) -> dict[str, Any]:
             learner.set_batching_auto(False, "bench")
             final_setting = learner.settings()
             after = await hold(best["max_batch_size"], best["deadline_ms"], bench.bracket_s)
+            abba = await final_against_best(hold, final_setting, best, bench.ab_s)
             bracket = (before["steps_per_s"] + after["steps_per_s"]) / 2
             times = [p["time"] - start for p in series]
             rates = [p["charts/frames_per_s"] / fps for p in series]
@@ -119,6 +136,7 @@ async def measure(run: RunConfig, bench: AutotuneBench) -> dict[str, Any]:
                 "ratio_vs_best_grid": round(final["steps_per_s"] / bracket, 3),
                 "best_grid_before_after_steps_per_s": [round(before["steps_per_s"]), round(after["steps_per_s"])],
                 "best_grid_in_grid_steps_per_s": round(best["steps_per_s"]),
+                "final_setting_vs_best_grid_abba": abba,
                 "ratio_vs_best_grid_in_grid": round(final["steps_per_s"] / best["steps_per_s"], 3),
                 "seconds_to_within_5pct": round(settle_time(times, rates, final["steps_per_s"]), 1),
                 "auto_p99_ms": round(final["p99_ms"], 1),

@@ -241,6 +241,10 @@ class AutotuneBench:
     """Measured seconds per grid point."""
     bracket_s: float = 18.0
     """Measured seconds of the grid's best point just before and just after the tuner's run."""
+    ab_s: float = 10.0
+    """Measured seconds of each of four holds after the tuner's run, in the order its final setting, the
+    best point, the best point, its final setting: their ratio says where the tuner stopped, apart from
+    the host's drift (0: skip them)."""
     warmup_s: float = 20.0
     """Seconds of traffic before the first grid point (start-up, tracing)."""
     latency_target_ms: float = 50.0

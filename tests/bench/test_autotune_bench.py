@@ -3,11 +3,12 @@ snapshots and the p99 of its counted latencies, and the settling time on a rolli
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import numpy as np
 
-from aioseed.bench.autotune import settle_time, window, workload
+from aioseed.bench.autotune import final_against_best, settle_time, window, workload
 from aioseed.server.latency import LatencyCounts, quantile_ms
 
 
@@ -36,3 +37,19 @@ def test_settle_time_is_when_the_rolling_mean_first_comes_within_5_percent() -> 
     rates = [100.0] * 10 + [1000.0] * 15 + [800.0] * 5
     assert settle_time(times, rates, final=1000.0) == 19.0  # the 10 s mean reaches 955 at t=19
     assert math.isnan(settle_time(times, [100.0] * 30, final=1000.0))
+
+
+def test_the_final_setting_is_held_against_the_best_point_abba_so_a_linear_drift_cancels() -> None:
+    # The host slows by 10% per hold; the final setting runs at 0.9 of the best point throughout.
+    held: list[tuple[int, float]] = []
+
+    async def hold(size: int, deadline: float, seconds: float) -> dict[str, float]:
+        held.append((size, deadline))
+        speed = 1000.0 * (1 - 0.1 * (len(held) - 1)) * (0.9 if (size, deadline) == (32, 4.0) else 1.0)
+        return {"steps_per_s": speed, "p99_ms": 20.0}
+
+    final, best = {"max_batch_size": 32, "deadline_ms": 4.0}, {"max_batch_size": 128, "deadline_ms": 8.0}
+    result = asyncio.run(final_against_best(hold, final, best, seconds=10.0))
+    assert held == [(32, 4.0), (128, 8.0), (128, 8.0), (32, 4.0)]
+    assert result is not None and result["ratio"] == 0.9
+    assert asyncio.run(final_against_best(hold, best, best, seconds=10.0)) == {"ratio": 1.0, "same_setting": True}
