@@ -1,42 +1,19 @@
-"""Dispatch of ``aioseed bench``."""
+"""Dispatch of ``aioseed bench``: each benchmark NAME lives in ``aioseed.bench.NAME`` (dashes as
+underscores), which exposes ``main(config) -> int``."""
 
 from __future__ import annotations
 
-from aioseed.bench.config import (
-    ArchitecturesBench,
-    AtariBench,
-    AutotuneBench,
-    CartpoleBench,
-    DevicesBench,
-    FootballBench,
-    LearningCurveBench,
-    StreamsBench,
-    TransportBench,
-)
+import importlib
+from types import ModuleType
 
-Command = (
-    TransportBench | CartpoleBench | AtariBench | LearningCurveBench | StreamsBench | FootballBench | DevicesBench
-    | ArchitecturesBench | AutotuneBench
-)
+from aioseed.bench.config import BENCHES
 
 
-def run_bench(command: Command) -> int:
-    if isinstance(command, TransportBench):
-        from aioseed.bench.transport import main
-    elif isinstance(command, AtariBench):
-        from aioseed.bench.atari import main
-    elif isinstance(command, LearningCurveBench):
-        from aioseed.bench.learning_curve import main
-    elif isinstance(command, StreamsBench):
-        from aioseed.bench.streams import main
-    elif isinstance(command, FootballBench):
-        from aioseed.bench.football import main
-    elif isinstance(command, DevicesBench):
-        from aioseed.bench.devices import main
-    elif isinstance(command, ArchitecturesBench):
-        from aioseed.bench.architectures import main
-    elif isinstance(command, AutotuneBench):
-        from aioseed.bench.autotune import main
-    else:
-        from aioseed.bench.cartpole import main
-    return main(command)
+def bench_module(command: object) -> ModuleType:
+    """The module of the benchmark whose config ``command`` is (imported only now: TF and the envs load late)."""
+    name = next(name for name, config in BENCHES.items() if isinstance(command, config))
+    return importlib.import_module(f"aioseed.bench.{name.replace('-', '_')}")
+
+
+def run_bench(command: object) -> int:
+    return bench_module(command).main(command)

@@ -58,13 +58,29 @@ class Replay:
         """Unrolls inserted so far (the next unroll's id)."""
         self.sampled = 0
         """Unrolls sampled so far (with repetition)."""
+        self._restored_layout: dict[str, Any] | None = None
+        """The columns (shape, dtype) of restored unrolls, until the first new unroll is inserted."""
 
     def __len__(self) -> int:
         return min(self.inserted, self.capacity)
 
+    @property
+    def confirmed(self) -> bool:
+        """False after a restore until the first new unroll is inserted: only then is it known whether
+        the restored unrolls match the run's (a restart with another unroll length or observation shape
+        would sample batches that mix both, which cannot be stacked)."""
+        return self._restored_layout is None
+
     def insert(self, unrolls: Sequence[Unroll], priorities: np.ndarray | None = None) -> np.ndarray:
-        """Stores ``unrolls``, evicting the oldest when full. Returns their ids."""
+        """Stores ``unrolls``, evicting the oldest when full. Returns their ids. The first insert after a
+        restore discards the restored unrolls, with a warning, when their columns differ from these."""
         with self._lock:
+            if self._restored_layout is not None and unrolls:
+                layout = _layout(unrolls[0])
+                if layout != self._restored_layout:
+                    log.warning("replay_discarded", reason="the restored unrolls' columns differ from the new ones", restored=self._restored_layout, new=layout)
+                    self._clear()
+                self._restored_layout = None
             if priorities is None:
                 priorities = np.full(len(unrolls), self._max_priority)
             priorities = self._checked(priorities, len(unrolls))
@@ -125,7 +141,7 @@ class Replay:
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         try:
-            columns = {name: (np.shape(value), np.asarray(value).dtype) for name, value in (items[0] if items else {}).items()}
+            columns = _layout(items[0]) if items else {}
             for name, (shape, dtype) in columns.items():
                 rows = np.lib.format.open_memmap(staging / f"{name}.npy", mode="w+", dtype=dtype, shape=(size, *shape))
                 for position, item in enumerate(items):
@@ -133,7 +149,7 @@ class Replay:
                 rows.flush()
                 del rows
             np.save(staging / "priorities.npy", priorities)
-            meta["columns"] = {name: [list(shape), dtype.str] for name, (shape, dtype) in columns.items()}
+            meta["columns"] = columns
             (staging / "meta.json").write_text(json.dumps(meta))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -162,8 +178,15 @@ class Replay:
             self._tree.set(np.arange(size), np.load(directory / "priorities.npy"))
             self.inserted, self.sampled, self._max_priority = meta["inserted"], meta["sampled"], meta["max_priority"]
             self._rng.bit_generator.state = meta["rng"]
+            self._restored_layout = meta["columns"] if size else None
         log.info("replay_restored", path=str(directory), unrolls=size, inserted=self.inserted)
         return True
+
+    def _clear(self) -> None:
+        self._items = [None] * self.capacity
+        self._tree = SumTree(self.capacity)
+        self.inserted = self.sampled = 0
+        self._max_priority = 1.0
 
     @staticmethod
     def _checked(priorities: np.ndarray, count: int) -> np.ndarray:
@@ -171,3 +194,8 @@ class Replay:
         if priorities.shape != (count,) or not np.isfinite(priorities).all() or (priorities < 0).any():
             raise ValueError(f"need {count} finite priorities >= 0, got {priorities!r}")
         return np.maximum(priorities, MIN_PRIORITY)
+
+
+def _layout(unroll: Unroll) -> dict[str, list[Any]]:
+    """Each column's [shape, dtype] (as ``save`` writes them to meta.json)."""
+    return {name: [list(np.shape(value)), np.asarray(value).dtype.str] for name, value in unroll.items()}

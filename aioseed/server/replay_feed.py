@@ -55,7 +55,7 @@ class ReplayFeed:
     def ready(self) -> bool:
         replay = self.replay
         within_ratio = replay.sampled + self._batch_size <= self._replay_ratio * replay.inserted
-        return len(replay) >= self._min_size and within_ratio
+        return replay.confirmed and len(replay) >= self._min_size and within_ratio
 
     async def next_batch(self) -> TrainBatch:
         """A sampled batch: time-major columns plus ``ids`` and ``weights`` (<float32>[B])."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import tracemalloc
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from aioseed.server.replay import Replay
+from aioseed.server.replay_feed import ReplayFeed
 from aioseed.server.sum_tree import SumTree
 
 CHI2_DF4_P001 = 18.47  # chi-square critical value, 4 degrees of freedom, p = 0.001
@@ -179,3 +181,24 @@ def test_a_replay_of_another_capacity_or_none_is_not_restored(tmp_path) -> None:
     replay.save(tmp_path / "replay")
     other = Replay(32)
     assert not other.restore(tmp_path / "replay") and len(other) == 0
+
+
+def test_restored_unrolls_wait_for_the_first_new_one_and_go_if_their_columns_differ(tmp_path) -> None:
+    replay = Replay(16)
+    replay.insert(array_unrolls(5))
+    replay.save(tmp_path / "replay")
+    # The run restarts with a longer unroll: the old unrolls cannot be stacked with the new ones.
+    longer = [{**unroll, "observation": np.zeros((41, 4), np.float32), "action": np.zeros(41, np.int32)} for unroll in array_unrolls(2)]
+    restarted = Replay(16)
+    assert restarted.restore(tmp_path / "replay") and not restarted.confirmed and len(restarted) == 5
+    restarted.insert(longer)
+    assert restarted.confirmed and (len(restarted), restarted.inserted) == (2, 2)
+    _, sampled, _ = restarted.sample(8)
+    assert all(unroll["observation"].shape == (41, 4) for unroll in sampled)
+    # The same run restarted: the restored unrolls stay, and the new ones follow them.
+    same = Replay(16)
+    assert same.restore(tmp_path / "replay")
+    feed = ReplayFeed(same, asyncio.Queue(), batch_size=2, min_size=1, replay_ratio=8.0)
+    assert not feed.ready()  # no training on restored unrolls before a new one has vouched for them
+    same.insert(array_unrolls(2, seed=1))
+    assert same.confirmed and (len(same), same.inserted) == (7, 7) and feed.ready()
