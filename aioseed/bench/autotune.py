@@ -66,7 +66,9 @@ def settle_time(times: list[float], rates: list[float], final: float, tolerance:
     return next((t for t, r in zip(times, rolling) if r >= (1 - tolerance) * final), math.nan)
 
 
-async def final_against_best(hold: Callable[..., Awaitable[dict[str, float]]], final: dict[str, Any], best: dict[str, Any], seconds: float) -> dict[str, Any] | None:
+async def final_against_best(
+    hold: Callable[..., Awaitable[dict[str, float]]], final: dict[str, Any], best: dict[str, Any], seconds: float
+) -> dict[str, Any] | None:
     """The tuner's final setting (A) against the best grid point (B), held A B B A for ``seconds``
     each: a drift that is linear over the four cancels out of the ratio of their sums."""
     a, b = (final["max_batch_size"], final["deadline_ms"]), (best["max_batch_size"], best["deadline_ms"])
@@ -77,7 +79,11 @@ async def final_against_best(hold: Callable[..., Awaitable[dict[str, float]]], f
     rates = {a: [], b: []}
     for setting in (a, b, b, a):
         rates[setting].append((await hold(*setting, seconds))["steps_per_s"])
-    return {"ratio": round(sum(rates[a]) / sum(rates[b]), 3), "final_steps_per_s": [round(r) for r in rates[a]], "best_steps_per_s": [round(r) for r in rates[b]]}
+    return {
+        "ratio": round(sum(rates[a]) / sum(rates[b]), 3),
+        "final_steps_per_s": [round(r) for r in rates[a]],
+        "best_steps_per_s": [round(r) for r in rates[b]],
+    }
 
 
 async def measure(run: RunConfig, bench: AutotuneBench) -> dict[str, Any]:

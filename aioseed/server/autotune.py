@@ -13,9 +13,9 @@ Method, chosen by measurement (``aioseed bench autotune``): a pattern search on 
   steps/s whatever the other axis). The direction that last paid goes first. A direction that changed
   nothing (within ``PLATEAU`` or the noise), and ``SCAN`` (both growing) always, is tried two and then
   four steps out, until a move has raised the throughput by ``PLATEAU`` (a plateau crossed); after
-  that, steps are single. Batch sizes beyond the first above the connected rows are never tried, nor below the largest
-  message (a batch that splits a message answers it only after all its parts: K=32 Pong at batch 2-4
-  ran at ~60% of batch 32).
+  that, steps are single. Batch sizes beyond the first above the connected rows are never tried (they
+  all close batches on the deadline alone), nor below the largest message (a batch that splits a
+  message answers it only after all its parts: K=32 Pong at batch 2-4 ran at ~60% of batch 32).
 * Noise. A candidate becomes home when it beats it by ``margin`` and by twice the standard error of the
   difference, from the per-interval noise pooled over every setting measured (on shared cores the rate
   swings by more than the gains judged). Each candidate gets ``hold_s``; one that is not clearly worse

@@ -78,7 +78,8 @@ class Replay:
             if self._restored_layout is not None and unrolls:
                 layout = _layout(unrolls[0])
                 if layout != self._restored_layout:
-                    log.warning("replay_discarded", reason="the restored unrolls' columns differ from the new ones", restored=self._restored_layout, new=layout)
+                    why = "the restored unrolls' columns differ from the new ones"
+                    log.warning("replay_discarded", reason=why, restored=self._restored_layout, new=layout)
                     self._clear()
                 self._restored_layout = None
             if priorities is None:
