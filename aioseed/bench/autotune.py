@@ -71,9 +71,9 @@ async def final_against_best(
 ) -> dict[str, Any] | None:
     """The tuner's final setting (A) against the best grid point (B), held A B B A for ``seconds``
     each: a drift that is linear over the four cancels out of the ratio of their sums."""
-    a, b = (final["max_batch_size"], final["deadline_ms"]), (best["max_batch_size"], best["deadline_ms"])
     if not seconds:
         return None
+    a, b = (final["max_batch_size"], final["deadline_ms"]), (best["max_batch_size"], best["deadline_ms"])
     if a == b:
         return {"ratio": 1.0, "same_setting": True}
     rates = {a: [], b: []}

@@ -49,17 +49,11 @@ class Replay:
         self.capacity = capacity
         self.priority_exponent = priority_exponent
         self.importance_exponent = importance_exponent
-        self._tree = SumTree(capacity)
-        self._items: list[Unroll | None] = [None] * capacity
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
-        self._max_priority = 1.0
-        self.inserted = 0
-        """Unrolls inserted so far (the next unroll's id)."""
-        self.sampled = 0
-        """Unrolls sampled so far (with repetition)."""
         self._restored_layout: dict[str, Any] | None = None
         """The columns (shape, dtype) of restored unrolls, until the first new unroll is inserted."""
+        self._clear()
 
     def __len__(self) -> int:
         return min(self.inserted, self.capacity)
@@ -184,10 +178,14 @@ class Replay:
         return True
 
     def _clear(self) -> None:
-        self._items = [None] * self.capacity
+        """No unrolls, and the counters at zero."""
+        self._items: list[Unroll | None] = [None] * self.capacity
         self._tree = SumTree(self.capacity)
-        self.inserted = self.sampled = 0
         self._max_priority = 1.0
+        self.inserted = 0
+        """Unrolls inserted so far (the next unroll's id)."""
+        self.sampled = 0
+        """Unrolls sampled so far (with repetition)."""
 
     @staticmethod
     def _checked(priorities: np.ndarray, count: int) -> np.ndarray:
