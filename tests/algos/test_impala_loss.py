@@ -138,6 +138,31 @@ def test_targets_with_gae_match_the_gae_function_and_mask_phantom_steps() -> Non
         targets(**common, phantom=tf.constant([[False], [False], [False]]), kind="td")
 
 
+def test_gae_targets_do_not_leak_a_truncated_episodes_phantom_row_into_the_step_before() -> None:
+    """x_0 -> x_1 -> x_2, truncated there: x_2 (phantom) only bootstraps step 1, and x_3 starts a new episode.
+
+    Step 1's advantage is its one-step TD error r + gamma V(x_2) - V(x_1); the phantom row's own
+    delta (-V(x_2): no reward, no bootstrap) must not reach it through the recursion.
+    """
+    values = np.array([[0.5], [4.0], [-3.0], [2.0]], np.float32)
+    result = targets(
+        logits=tf.zeros([4, 1, 2]),
+        values=tf.constant(values),
+        behaviour_logits=tf.zeros([4, 1, 2]),
+        actions=tf.zeros([4, 1], tf.int32),
+        rewards=tf.constant([[0.0], [1.0], [2.0], [0.0]]),
+        done=tf.constant([[False], [False], [False], [True]]),
+        phantom=tf.constant([[False], [False], [True], [False]]),
+        discount=GAMMA,
+        kind="gae",
+        lambda_=0.9,
+    )
+    a_1 = 2.0 + GAMMA * values[2, 0] - values[1, 0]
+    a_0 = 1.0 + GAMMA * values[1, 0] - values[0, 0] + GAMMA * 0.9 * a_1
+    np.testing.assert_allclose(result.advantages.numpy()[:, 0], [a_0, a_1, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(result.value_targets.numpy()[:2, 0], [a_0 + values[0, 0], a_1 + values[1, 0]], rtol=1e-6)
+
+
 def test_on_policy_vtrace_targets_equal_the_loss_advantages() -> None:
     """The targets the reuse path computes once are those the one-pass loss uses."""
     common = dict(

@@ -102,7 +102,7 @@ def targets(
     discount_t = discount * (1.0 - tf.cast(done[1:], tf.float32))
     r_t, v_tm1, v_t = rewards[1:], values[:-1], values[1:]
     if kind == "gae":
-        result = gae.generalized_advantage_estimation(r_t, discount_t, v_tm1, v_t, lambda_)
+        result = gae.generalized_advantage_estimation(r_t, discount_t, v_tm1, v_t, lambda_, valid_t=valid)
         return Targets(result.advantages * valid, result.returns, valid)
     if kind != "vtrace":
         raise ValueError(f"unknown targets {kind!r}; known: vtrace, gae")
