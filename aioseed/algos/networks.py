@@ -8,14 +8,33 @@ import tensorflow as tf
 
 from aioseed.spec import EnvSpec
 
+InitKind = str
+"""Weight initialisation (``ImpalaConfig.init``): glorot, Keras's Glorot-uniform default, or orthogonal
+with the PPO references' gains (sqrt 2 in the torso, 1 on the value head; the policy head is orthogonal
+0.01 either way)."""
+
+TORSO_GAIN = float(np.sqrt(2.0))
+"""Orthogonal gain of torso layers followed by ReLU or tanh (CleanRL's ``layer_init``, Engstrom et al. 2020)."""
+
+
+def kernel(init: InitKind, gain: float) -> keras.initializers.Initializer | str:
+    """The kernel initializer of a layer whose orthogonal gain would be ``gain``."""
+    if init == "orthogonal":
+        return keras.initializers.Orthogonal(gain)
+    if init == "glorot":
+        return "glorot_uniform"
+    raise ValueError(f"unknown init {init!r}; known: glorot, orthogonal")
+
 
 # Layer stacks are keras.Sequential, not Python lists: tf.train.Checkpoint tracks layers held in
 # attributes but not in lists, so a list's variables would be saved only through the optimizer
 # (and never for a target network, which has no optimizer).
 
 
-def _mlp(hidden_sizes: tuple[int, ...], activation: str) -> keras.Sequential:
-    return keras.Sequential([keras.layers.Dense(size, activation=activation) for size in hidden_sizes])
+def _mlp(hidden_sizes: tuple[int, ...], activation: str, init: InitKind) -> keras.Sequential:
+    return keras.Sequential(
+        [keras.layers.Dense(size, activation=activation, kernel_initializer=kernel(init, TORSO_GAIN)) for size in hidden_sizes]
+    )
 
 
 def _flat(observations: tf.Tensor) -> tf.Tensor:
@@ -40,10 +59,11 @@ class PolicyValue(keras.Model):
     same for recurrent networks (``aioseed.algos.recurrent``); here the state is empty.
     """
 
-    def __init__(self, num_actions: int, **kwargs) -> None:
+    def __init__(self, num_actions: int, init: InitKind = "glorot", **kwargs) -> None:
         super().__init__(**kwargs)
+        self.init = init
         self.policy = keras.layers.Dense(num_actions, kernel_initializer=keras.initializers.Orthogonal(0.01))
-        self.value = keras.layers.Dense(1)
+        self.value = keras.layers.Dense(1, kernel_initializer=kernel(init, 1.0))
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
         raise NotImplementedError
@@ -101,11 +121,12 @@ class MLPPolicyValue(PolicyValue):
         hidden_sizes: tuple[int, ...] = (64, 64),
         shared_torso: bool = False,
         activation: str = "tanh",
+        init: InitKind = "glorot",
         **kwargs,
     ) -> None:
-        super().__init__(num_actions, **kwargs)
-        self.policy_torso = _mlp(hidden_sizes, activation)
-        self.value_torso = None if shared_torso else _mlp(hidden_sizes, activation)
+        super().__init__(num_actions, init, **kwargs)
+        self.policy_torso = _mlp(hidden_sizes, activation, init)
+        self.value_torso = None if shared_torso else _mlp(hidden_sizes, activation, init)
 
     def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         if self.value_torso is None:
@@ -131,14 +152,15 @@ class NatureCNNPolicyValue(PolicyValue):
     runs the convolutions channels-last, the layout TensorFlow's CPU kernels want.
     """
 
-    def __init__(self, num_actions: int, **kwargs) -> None:
-        super().__init__(num_actions, **kwargs)
+    def __init__(self, num_actions: int, init: InitKind = "glorot", **kwargs) -> None:
+        super().__init__(num_actions, init, **kwargs)
+        w = kernel(init, TORSO_GAIN)
         self.torso = keras.Sequential([
-            keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
-            keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
-            keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
+            keras.layers.Conv2D(32, 8, strides=4, activation="relu", kernel_initializer=w),
+            keras.layers.Conv2D(64, 4, strides=2, activation="relu", kernel_initializer=w),
+            keras.layers.Conv2D(64, 3, strides=1, activation="relu", kernel_initializer=w),
             keras.layers.Flatten(),
-            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dense(512, activation="relu", kernel_initializer=w),
         ])
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
@@ -148,10 +170,10 @@ class NatureCNNPolicyValue(PolicyValue):
 class ResidualBlock(keras.layers.Layer):
     """x + conv(relu(conv(relu(x))))."""
 
-    def __init__(self, channels: int, **kwargs) -> None:
+    def __init__(self, channels: int, init: InitKind = "glorot", **kwargs) -> None:
         super().__init__(**kwargs)
-        self.first = keras.layers.Conv2D(channels, 3, padding="same")
-        self.second = keras.layers.Conv2D(channels, 3, padding="same")
+        self.first = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=kernel(init, TORSO_GAIN))
+        self.second = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=kernel(init, TORSO_GAIN))
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
         return x + self.second(tf.nn.relu(self.first(tf.nn.relu(x))))
@@ -160,11 +182,11 @@ class ResidualBlock(keras.layers.Layer):
 class ResidualStage(keras.layers.Layer):
     """Conv, max-pool (stride 2), then two residual blocks (IMPALA, Espeholt et al. 2018, fig. 3)."""
 
-    def __init__(self, channels: int, **kwargs) -> None:
+    def __init__(self, channels: int, init: InitKind = "glorot", **kwargs) -> None:
         super().__init__(**kwargs)
-        self.conv = keras.layers.Conv2D(channels, 3, padding="same")
+        self.conv = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=kernel(init, TORSO_GAIN))
         self.pool = keras.layers.MaxPool2D(3, strides=2, padding="same")
-        self.blocks = keras.Sequential([ResidualBlock(channels), ResidualBlock(channels)])
+        self.blocks = keras.Sequential([ResidualBlock(channels, init), ResidualBlock(channels, init)])
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
         return self.blocks(self.pool(self.conv(x)))
@@ -177,23 +199,28 @@ class ImpalaResNetPolicyValue(PolicyValue):
     """
 
     def __init__(
-        self, num_actions: int, channels: tuple[int, ...] = (16, 32, 32), channels_last: bool = False, **kwargs
+        self,
+        num_actions: int,
+        channels: tuple[int, ...] = (16, 32, 32),
+        channels_last: bool = False,
+        init: InitKind = "glorot",
+        **kwargs,
     ) -> None:
-        super().__init__(num_actions, **kwargs)
+        super().__init__(num_actions, init, **kwargs)
         self.channels_last = channels_last
-        self.stages = keras.Sequential([ResidualStage(c) for c in channels])
+        self.stages = keras.Sequential([ResidualStage(c, init) for c in channels])
         self.flatten = keras.layers.Flatten()
-        self.hidden = keras.layers.Dense(256, activation="relu")
+        self.hidden = keras.layers.Dense(256, activation="relu", kernel_initializer=kernel(init, TORSO_GAIN))
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
         frames = tf.cast(observations, tf.float32) / 255.0 if self.channels_last else frames_nhwc(observations)
         return self.hidden(self.flatten(tf.nn.relu(self.stages(frames))))
 
 
-def football_resnet(num_actions: int) -> ImpalaResNetPolicyValue:
+def football_resnet(num_actions: int, init: InitKind = "glorot") -> ImpalaResNetPolicyValue:
     """SEED's Google Research Football network: the IMPALA torso with a fourth stage (16, 32, 32, 32
     channels), on the channels-last Super Mini Map ``uint8[B, 72, 96, C]``, feedforward."""
-    return ImpalaResNetPolicyValue(num_actions, channels=(16, 32, 32, 32), channels_last=True)
+    return ImpalaResNetPolicyValue(num_actions, channels=(16, 32, 32, 32), channels_last=True, init=init)
 
 
 def is_channels_last(shape: tuple[int, ...]) -> bool:
@@ -207,19 +234,21 @@ def build_policy_value(
     hidden_sizes: tuple[int, ...] = (64, 64),
     shared_torso: bool = False,
     activation: str = "tanh",
+    init: InitKind = "glorot",
 ) -> PolicyValue:
-    """The network ``kind`` names. auto: for uint8 images, the Nature CNN on stacked frames [stack, H, W]
-    and SEED's Football ResNet on channels-last maps [H, W, C]; the MLP for everything else."""
+    """The network ``kind`` names, its weights initialised as ``init`` says. auto: for uint8 images, the
+    Nature CNN on stacked frames [stack, H, W] and SEED's Football ResNet on channels-last maps [H, W, C];
+    the MLP for everything else."""
     shape = spec.observation_shape
     if kind == "auto":
         image = len(shape) == 3 and spec.dtype == np.uint8
         kind = "mlp" if not image else "football_resnet" if is_channels_last(shape) else "nature_cnn"
     if kind == "nature_cnn":
-        return NatureCNNPolicyValue(spec.num_actions)
+        return NatureCNNPolicyValue(spec.num_actions, init)
     if kind == "impala_resnet":
-        return ImpalaResNetPolicyValue(spec.num_actions, channels_last=is_channels_last(shape))
+        return ImpalaResNetPolicyValue(spec.num_actions, channels_last=is_channels_last(shape), init=init)
     if kind == "football_resnet":
-        return football_resnet(spec.num_actions)
+        return football_resnet(spec.num_actions, init)
     if kind == "mlp":
-        return MLPPolicyValue(spec.num_actions, hidden_sizes, shared_torso=shared_torso, activation=activation)
+        return MLPPolicyValue(spec.num_actions, hidden_sizes, shared_torso=shared_torso, activation=activation, init=init)
     raise ValueError(f"unknown network {kind!r}")

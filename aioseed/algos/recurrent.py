@@ -48,7 +48,9 @@ class RecurrentPolicyValue(keras.Model):
         super().__init__(**kwargs)
         self.base = base
         self.units = units
-        self.cell = keras.layers.LSTMCell(units)
+        # Orthogonal init (the references' LSTM: gain 1 on both kernels); Keras's default otherwise.
+        orthogonal = getattr(base, "init", "glorot") == "orthogonal"
+        self.cell = keras.layers.LSTMCell(units, kernel_initializer="orthogonal") if orthogonal else keras.layers.LSTMCell(units)
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]:
         return {name: (self.units,) for name in STATE_NAMES}

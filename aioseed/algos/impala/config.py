@@ -10,6 +10,9 @@ from aioseed.algos.schedule import OptimizerKind, ScheduleKind
 NetworkKind = Literal["auto", "mlp", "nature_cnn", "impala_resnet", "football_resnet"]
 """Torsos ``build_policy_value`` knows (both agents take the same names)."""
 
+InitKind = Literal["glorot", "orthogonal"]
+"""Weight initialisations ``build_policy_value`` knows (``aioseed.algos.networks.kernel``)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class ImpalaConfig:
@@ -80,6 +83,10 @@ class ImpalaConfig:
     """auto: the Nature CNN for stacked uint8 frames [stack, H, W], SEED's Football ResNet
     (football_resnet) for channels-last maps [H, W, C], the MLP otherwise. impala_resnet is the IMPALA
     deep torso (about 8x slower than the Nature CNN on this CPU)."""
+    init: InitKind = "glorot"
+    """Weight initialisation: glorot (Keras's default) or orthogonal with the PPO references' gains (sqrt 2 in
+    the torso, 1 on the value head, 0.01 on the policy head, 1 in an LSTM core). Starting features of the
+    Nature CNN on Pong are ~8x larger in RMS with orthogonal."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the MLP torso."""
     shared_torso: bool = False

@@ -25,6 +25,7 @@ def build_network(spec: EnvSpec, config: ImpalaConfig) -> PolicyValue | Recurren
         config.hidden_sizes,
         shared_torso=config.shared_torso or config.lstm_size > 0 or config.previous_action_reward,
         activation=config.activation,
+        init=config.init,
     )
     return RecurrentPolicyValue(base, config.lstm_size) if config.lstm_size else base
 
