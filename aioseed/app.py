@@ -78,9 +78,12 @@ def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:
     batch = config.training.batch_size
     replicas.check_divides(batch, "training.batch_size")
     minibatches = config.impala.minibatches if config.agent == "impala" else 1
-    if minibatches > 1 and (batch % minibatches or (batch // minibatches) % replicas.count):
+    rows, what = batch, f"training.batch_size = {batch}"
+    if config.agent == "impala" and config.impala.minibatch == "transitions":
+        rows, what = batch * config.training.unroll_length, f"the {batch} x {config.training.unroll_length} transitions"
+    if minibatches > 1 and (rows % minibatches or (rows // minibatches) % replicas.count):
         raise ValueError(
-            f"training.batch_size = {batch} must split into impala.minibatches = {minibatches} equal minibatches "
+            f"{what} must split into impala.minibatches = {minibatches} equal minibatches "
             f"that are multiples of the {replicas.count} training devices"
         )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 def zero_state(columns: Mapping[str, Column], batch: int) -> dict[str, np.ndarray]:
     """The recurrent state of ``batch`` rows at an episode's start, laid out as ``Agent.state_columns``."""
     return {name: np.zeros((batch, *shape), dtype) for name, (shape, dtype) in columns.items()}
+
+
+def no_callback() -> None:
+    """The default ``on_update`` of ``Agent.train_step``."""
 
 
 SKIPPED = "skipped_nonfinite"
@@ -62,11 +66,12 @@ class Agent(Protocol):
         """
         ...
 
-    def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
-        """One update on time-major ``[burn_in + T + 1, B, ...]`` unrolls (state columns: ``[B, ...]``).
+    def train_step(self, batch: Mapping[str, np.ndarray], on_update: Callable[[], None] = ...) -> dict[str, float]:
+        """Trains on time-major ``[burn_in + T + 1, B, ...]`` unrolls (state columns: ``[B, ...]``): one
+        update, or several with sample reuse. ``on_update`` is called (in this thread) after each update
+        applied, so the learner's parameter version moves with the weights.
 
-        Returns scalar metrics; agents trained from replay add ``"priorities"`` (<float32>[B]),
-        agents that update several times per batch say how often in ``"updates"``, and
+        Returns scalar metrics; agents trained from replay add ``"priorities"`` (<float32>[B]), and
         ``SKIPPED`` counts the updates not applied because their loss or gradients were non-finite.
         """
         ...

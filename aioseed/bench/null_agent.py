@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from aioseed.algos.agent import no_callback
 from aioseed.spec import EnvSpec
 
 
@@ -36,7 +37,8 @@ class NullAgent:
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         return {"action": np.zeros(len(observations), np.int32)}, {}
 
-    def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
+    def train_step(self, batch: Mapping[str, np.ndarray], on_update: Callable[[], None] = no_callback) -> dict[str, float]:
+        on_update()
         return {"losses/total": float(batch["reward"].sum())}
 
     def checkpoint_objects(self) -> dict[str, Any]:

@@ -168,6 +168,7 @@ class Acting:
         if evaluation.any():  # frames count the envs that train
             boundaries.env_steps = int((~boundaries.phantom & ~evaluation).sum())
         rewards = np.where(starts, np.float32(0), inputs["reward"]).astype(np.float32)
+        version = self._version()  # read first: updates that land while the policy runs are not yet counted
         outputs, next_state = self._policy.infer(observations, state, slots, evaluation, rewards)
         invalid = invalid_rows(outputs, self._num_actions)
         if invalid.any():  # stored as action 0; the rows' streams get INTERNAL instead of an action
@@ -175,7 +176,7 @@ class Acting:
         with self._per_env_state:
             self._states.write(slots, next_state)
             # Unrolls keep the state each step started from; training replays the core from the first one.
-            unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, self._version())
+            unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, version)
         evaluating = evaluation[boundaries.ended_rows]
         return StepResult(outputs["action"], boundaries, unrolls, time.perf_counter() - started, invalid, evaluating)
 

@@ -111,16 +111,24 @@ class Trainer:
             self._on_step(metrics, lag)
 
     def _step(self, batch: TrainBatch) -> tuple[dict[str, float], float]:
-        """In the train thread: the update and its version count together, so that a checkpoint (also
-        run in this thread) never sees one without the other, even if the train task is cancelled."""
-        lag = float(self.version - batch["version"][:-1].mean())
+        """In the train thread: the updates and the version count together (``_applied`` after each),
+        so that a checkpoint (also run in this thread) never sees one without the other, even if the
+        train task is cancelled. Returns the metrics and the policy lag: the mean over the step's updates
+        and steps of the updates between the version that acted and the one being updated."""
+        start = self.version
         self._agent.set_progress(self._frames())
-        metrics = self._agent.train_step(batch)
+        metrics = self._agent.train_step(batch, self._applied)
         skipped = int(metrics.pop(SKIPPED, 0))
-        self.version += int(metrics.pop("updates", 1 - skipped))
         if skipped:
             self.skipped_nonfinite += skipped
             log.warning("update_skipped_nonfinite", skipped=skipped, total=self.skipped_nonfinite, version=self.version)
         if self._on_version is not None:
             self._on_version(self.version)
-        return metrics, lag
+        acted = batch["version"][:-1]
+        last = start + max(self.version - start - 1, 0)  # the version the step's last update started from
+        metrics["learner/policy_lag_max"] = float(last - acted.min())
+        return metrics, float((start + last) / 2 - acted.mean())
+
+    def _applied(self) -> None:
+        """One more update is in the weights (the agent calls this in the train thread)."""
+        self.version += 1

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aioseed.algos.impala.loss import clipped_surrogate_loss, impala_loss, normalize, targets
+from aioseed.algos.impala.loss import clipped_surrogate_loss, diagnostics, impala_loss, normalize, targets
 from aioseed.algos.rewards import clip_rewards
 
 GAMMA = 0.9
@@ -179,3 +179,36 @@ def test_on_policy_vtrace_targets_equal_the_loss_advantages() -> None:
     losses = impala_loss(**common, baseline_cost=0.5, entropy_cost=0.0)
     expected_baseline = 0.5 * np.mean(np.square(result.value_targets.numpy() - VALUES[:2]))
     assert float(losses.baseline) == pytest.approx(expected_baseline, rel=1e-5)
+
+
+def test_diagnostics_on_policy_and_a_perfect_value_fit() -> None:
+    logits = tf.constant(LOGITS[:2])
+    targets_ = tf.constant([[1.0], [3.0]])
+    d = diagnostics(logits, targets_[:, 0:1], logits, tf.constant([[0], [1]]), targets_, tf.ones([2, 1]))
+    assert float(d.kl_behaviour) == pytest.approx(0.0, abs=1e-7)
+    assert float(d.rho_clipped_mean) == pytest.approx(1.0) and float(d.rho_below_half) == 0.0
+    assert float(d.explained_variance) == pytest.approx(1.0)
+
+
+def test_diagnostics_pinned_numbers_and_phantom_steps_left_out() -> None:
+    """Behaviour uniform over 2 actions; pi(0) = 0.2 at step 0 and 0.9 at step 1; step 2 is a phantom."""
+    behaviour = tf.zeros([3, 1, 2])
+    p = np.array([0.2, 0.9, 0.5])
+    logits = tf.constant(np.log(np.stack([p, 1 - p], -1))[:, None, :], tf.float32)
+    values = tf.constant([[0.0], [0.0], [100.0]])
+    value_targets = tf.constant([[1.0], [-1.0], [7.0]])
+    d = diagnostics(logits, values, behaviour, tf.zeros([3, 1], tf.int32), value_targets, tf.constant([[1.0], [1.0], [0.0]]))
+    rho = p[:2] / 0.5  # 0.4 and 1.8
+    kl = np.mean([0.5 * np.log(0.5 / q) + 0.5 * np.log(0.5 / (1 - q)) for q in p[:2]])
+    entropy = np.mean([-(q * np.log(q) + (1 - q) * np.log(1 - q)) for q in p[:2]])
+    assert float(d.kl_behaviour) == pytest.approx(kl, rel=1e-5)
+    assert float(d.rho_clipped_mean) == pytest.approx(np.mean(np.minimum(rho, 1.0)), rel=1e-6)
+    assert float(d.rho_below_half) == pytest.approx(0.5)
+    assert float(d.entropy) == pytest.approx(entropy, rel=1e-5)
+    assert float(d.explained_variance) == pytest.approx(0.0, abs=1e-6)  # V = 0 = the targets' mean
+
+
+def test_one_pass_loss_reports_the_diagnostics_of_its_batch() -> None:
+    losses = _losses(done_1=False, phantom_1=False)
+    assert float(losses.diagnostics.kl_behaviour) == pytest.approx(0.0, abs=1e-7)  # behaviour == target
+    assert float(losses.diagnostics.rho_clipped_mean) == pytest.approx(1.0)

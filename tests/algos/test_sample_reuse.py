@@ -50,13 +50,14 @@ def test_a_batch_is_epochs_times_minibatches_updates_and_versions() -> None:
     trainer = Trainer(TrainingConfig(), agent, UnrollQueue(asyncio.Queue(), 1), lambda *_: None)
     metrics, lag = trainer._step(bandit_batch(rng, agent))
     assert trainer.version == 6  # 2 epochs x 3 minibatches
-    assert lag == 0.0
+    assert lag == 2.5  # data from version 0, updated at versions 0..5: the lag counted per update
+    assert metrics["learner/policy_lag_max"] == 5.0
     assert {"losses/pg", "losses/clip_fraction", "losses/approx_kl", "losses/grad_norm"} <= metrics.keys()
     assert "updates" not in metrics
     assert int(agent.optimizer.iterations.numpy()) == 6
     assert any(np.abs(a - b.numpy()).max() > 0 for a, b in zip(before, agent.network.trainable_variables))
-    _, lag = trainer._step(bandit_batch(rng, agent, version=0))
-    assert lag == 6.0  # data from version 0, trained at version 6: the lag grows with the updates per batch
+    metrics, lag = trainer._step(bandit_batch(rng, agent, version=0))
+    assert lag == 8.5 and metrics["learner/policy_lag_max"] == 11.0  # updates 6..11 on data from version 0
 
 
 @pytest.mark.parametrize(
@@ -65,8 +66,9 @@ def test_a_batch_is_epochs_times_minibatches_updates_and_versions() -> None:
         ImpalaConfig(epochs=3, minibatches=2, ppo_clip=0.2, normalize_advantages=True, learning_rate=3e-3),
         ImpalaConfig(epochs=3, minibatches=2, ppo_clip=0.2, targets="gae", lambda_=0.95, learning_rate=3e-3),
         ImpalaConfig(normalize_advantages=True, learning_rate=3e-3),  # one pass, normalized
+        ImpalaConfig(epochs=3, minibatches=2, ppo_clip=0.2, minibatch="transitions", normalize_advantages=True, learning_rate=3e-3),
     ],
-    ids=["ppo-vtrace", "ppo-gae", "one-pass-normalized"],
+    ids=["ppo-vtrace", "ppo-gae", "one-pass-normalized", "ppo-transitions"],
 )
 def test_each_training_mode_learns_the_bandit(config: ImpalaConfig) -> None:
     agent = ImpalaAgent(SPEC, config, seed=1)
@@ -76,3 +78,33 @@ def test_each_training_mode_learns_the_bandit(config: ImpalaConfig) -> None:
         agent.train_step(bandit_batch(rng, agent))
     final = accuracy(agent, rng)
     assert final >= 0.95 and final > start
+
+
+def test_transition_minibatches_cover_the_batch_once_per_epoch_across_unrolls_and_steps() -> None:
+    agent = ImpalaAgent(SPEC, ImpalaConfig(epochs=2, minibatches=3, ppo_clip=0.2, minibatch="transitions"), seed=0)
+    seen: list[np.ndarray] = []
+    update = agent._update_transitions
+
+    def record(inputs: dict) -> dict:
+        seen.append(np.asarray(inputs["observation"])[..., 2].copy())  # [1, b]: each transition's id
+        return update(inputs)
+
+    agent._update_transitions = record
+    batch = bandit_batch(np.random.default_rng(0), agent)
+    ids = np.arange((T + 1) * B, dtype=np.float32).reshape(T + 1, B)
+    batch["observation"][..., 2] = ids
+    applied: list[None] = []
+    agent.train_step(batch, lambda: applied.append(None))
+    assert len(seen) == 6 and len(applied) == 6 and all(part.shape == (1, T * B // 3) for part in seen)
+    for epoch in (seen[:3], seen[3:]):  # every one of the T x B transitions once, the bootstrap row never
+        assert sorted(np.concatenate(epoch, axis=1)[0].tolist()) == sorted(ids[:-1].ravel().tolist())
+    first = seen[0][0].astype(int)
+    assert len(set(first // B)) > 1 and len(set(first % B)) > 1  # mixed steps and unrolls
+    assert seen[0][0].tolist() != seen[3][0].tolist()  # reshuffled each epoch
+
+
+def test_transition_minibatches_need_a_feedforward_network() -> None:
+    with pytest.raises(ValueError, match="feedforward"):
+        ImpalaConfig(minibatch="transitions", lstm_size=8)
+    with pytest.raises(ValueError, match="feedforward"):
+        ImpalaConfig(minibatch="transitions", previous_action_reward=True)

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from aioseed.algos.agent import SKIPPED
+from aioseed.algos.agent import SKIPPED, no_callback
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import (
+    Diagnostics,
     ImpalaLosses,
     SurrogateLosses,
     clipped_surrogate_loss,
+    diagnostics,
     impala_loss,
     normalize,
     targets,
@@ -46,6 +48,20 @@ def unroll_extras(
 COLUMNS = ("observation", "action", "logits", "reward", "done", "phantom")
 """The unroll columns a train step reads (time-major ``[T + 1, B, ...]``), besides the state columns."""
 
+PROXIMAL = ("log_probs", "advantages", "value_targets", "valid")
+"""What sample reuse computes once per batch for its T transitions (``[T, B]``), with the proximal policy."""
+
+
+def diagnostic_metrics(drift: Diagnostics) -> dict[str, tf.Tensor]:
+    """``Diagnostics`` under their metric names."""
+    return {
+        "policy/kl_behaviour": drift.kl_behaviour,
+        "policy/rho_clipped_mean": drift.rho_clipped_mean,
+        "policy/rho_below_half": drift.rho_below_half,
+        "policy/explained_variance": drift.explained_variance,
+        "policy/entropy": drift.entropy,
+    }
+
 
 class ImpalaAgent(ImpalaPolicy, LearningRateControl):
     """V-trace actor-critic, feedforward or with an LSTM core. Implements ``aioseed.algos.agent.Agent``.
@@ -53,7 +69,8 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
     One pass (the default) is IMPALA: one update per batch, the loss and its V-trace
     targets from the same forward pass. With sample reuse (``ImpalaConfig.reuses_samples``)
     the targets are computed once per batch by the network as it is then (the proximal
-    policy), followed by ``epochs`` x ``minibatches`` updates on shuffled groups of unrolls.
+    policy), followed by ``epochs`` x ``minibatches`` updates on shuffled groups of unrolls,
+    or of single transitions (``ImpalaConfig.minibatch``, feedforward networks).
     Each update is data-parallel over ``replicas``' training devices (``aioseed.algos.replicas``).
     """
 
@@ -86,31 +103,43 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         self._train = tf.function(self.update, **compile_options)
         self._targets = tf.function(self._compute_targets, **compile_options)
         self._update = tf.function(self._update_step, **compile_options)
+        self._update_transitions = tf.function(self._transitions_step, **compile_options)
 
     def _clip(self, rewards: np.ndarray | tf.Tensor) -> tf.Tensor:
         return clip_rewards(tf.cast(rewards, tf.float32), self.config.reward_clipping, self.config.reward_clip)
 
-    def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, float]:
+    def train_step(self, batch: Mapping[str, np.ndarray], on_update: Callable[[], None] = no_callback) -> dict[str, float]:
         """One pass: one update. Sample reuse: ``epochs`` x ``minibatches`` updates (metrics averaged;
-        ``updates`` says how many were applied, ``SKIPPED`` how many were not)."""
+        ``SKIPPED`` counts the updates not applied). ``on_update`` is called after each applied update."""
         columns = {name: batch[name] for name in (*COLUMNS, *self.policy.state_names)}
         if not self.config.reuses_samples:
-            return {name: float(value) for name, value in self._train(self._split(columns)).items()}
-        proximal = {name: value.numpy() for name, value in self._targets(self._split(columns)).items()}
+            metrics = {name: float(value) for name, value in self._train(self._split(columns)).items()}
+            if not metrics[SKIPPED]:
+                on_update()
+            return metrics
+        rows, proximal_metrics = self._targets(self._split(columns))
+        proximal = {name: value.numpy() for name, value in rows.items()}
+        if self.config.minibatch == "transitions":
+            columns = {name: columns[name][:-1] for name in ("observation", "action")}
+            step = self._update_transitions
+            # [T, B, ...] -> [1, T * B, ...]: one "time step" of T * B rows, split along the batch axis as unrolls are.
+            data = {name: column.reshape(1, -1, *column.shape[2:]) for name, column in {**columns, **proximal}.items()}
+        else:
+            step, data = self._update, {**columns, **proximal}
         totals: dict[str, float] = {}
         for _ in range(self.config.epochs):
-            order = self._rng.permutation(batch["action"].shape[1])
+            order = self._rng.permutation(data["action"].shape[1])
             for part in np.array_split(order, self.config.minibatches):
-                minibatch = {
-                    name: column[part] if name in self._state_axes else column[:, part]
-                    for name, column in {**columns, **proximal}.items()
-                }
-                for name, value in self._update(self._split(minibatch)).items():
-                    totals[name] = totals.get(name, 0.0) + float(value)
+                minibatch = {name: column[part] if name in self._state_axes else column[:, part] for name, column in data.items()}
+                result = {name: float(value) for name, value in step(self._split(minibatch)).items()}
+                if not result[SKIPPED]:
+                    on_update()
+                for name, value in result.items():
+                    totals[name] = totals.get(name, 0.0) + value
         updates = self.config.epochs * self.config.minibatches
         skipped = totals.pop(SKIPPED)
         means = {name: value / updates for name, value in totals.items()}
-        return {**means, SKIPPED: skipped, "updates": float(updates - skipped)}
+        return {**means, **{name: float(value) for name, value in proximal_metrics.items()}, SKIPPED: skipped}
 
     def _split(self, columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
         """Each training replica's share: time-major columns along axis 1, state columns along axis 0."""
@@ -157,7 +186,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
             normalize_advantages=c.normalize_advantages,
             cross_replica_sum=replica_sum,
         )
-        return losses.total, self._loss_metrics(losses), {}
+        return losses.total, {**self._loss_metrics(losses), **diagnostic_metrics(losses.diagnostics)}, {}
 
     @staticmethod
     def _loss_metrics(losses: ImpalaLosses | SurrogateLosses) -> dict[str, tf.Tensor]:
@@ -171,12 +200,13 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
             metrics.update({"losses/clip_fraction": losses.clip_fraction, "losses/approx_kl": losses.approx_kl})
         return metrics
 
-    def _compute_targets(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
-        """The proximal policy's log-probabilities, advantages and value targets of the T transitions
-        (``[T, B]``, computed on every replica's share and concatenated)."""
-        return self.replicas.concat(self.replicas.run(self._replica_targets, inputs), axis=1)
+    def _compute_targets(self, inputs: dict[str, Any]) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+        """The proximal policy's ``PROXIMAL`` columns of the T transitions (``[T, B]``, computed on every
+        replica's share and concatenated), and its ``diagnostic_metrics`` (averaged over the replicas)."""
+        rows, metrics = self.replicas.run(self._replica_targets, inputs)
+        return self.replicas.concat(rows, axis=1), self.replicas.mean(metrics)
 
-    def _replica_targets(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    def _replica_targets(self, inputs: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
         c = self.config
         rewards = self._clip(inputs["reward"])
         logits, values = self._unroll(inputs, rewards)
@@ -197,29 +227,48 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         )
         log_policy = tf.nn.log_softmax(logits[:-1])
         log_probs = tf.reduce_sum(log_policy * tf.one_hot(actions[:-1], self.spec.num_actions), -1)
-        return {
+        drift = diagnostics(
+            logits[:-1], values[:-1], inputs["logits"][:-1], actions[:-1], result.value_targets, result.valid, replica_sum
+        )
+        rows = {
             "log_probs": log_probs,
             "advantages": result.advantages,
             "value_targets": result.value_targets,
             "valid": result.valid,
         }
+        return rows, diagnostic_metrics(drift)
 
     def _update_step(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
         """One update of the clipped surrogate on a minibatch of unrolls and their proximal targets."""
         return minimize(self.replicas, self.optimizer, self._surrogate_loss, self.network.trainable_variables, inputs)
 
     def _surrogate_loss(self, inputs: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+        """A minibatch of ``[T + 1, b]`` unrolls with their proximal ``[T, b]`` columns."""
+        logits, values = self._unroll(inputs, self._clip(inputs["reward"]))
+        return self._clipped_surrogate(inputs, logits[:-1], values[:-1], inputs["action"][:-1])
+
+    def _transitions_step(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
+        """One update of the clipped surrogate on a minibatch of single transitions (``[1, b]``)."""
+        return minimize(self.replicas, self.optimizer, self._transitions_loss, self.network.trainable_variables, inputs)
+
+    def _transitions_loss(self, inputs: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+        logits, values, _ = self.network.step(inputs["observation"][0], {})
+        return self._clipped_surrogate(inputs, logits[None], values[None], inputs["action"])
+
+    def _clipped_surrogate(
+        self, inputs: dict[str, tf.Tensor], logits: tf.Tensor, values: tf.Tensor, actions: tf.Tensor
+    ) -> tuple[tf.Tensor, dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+        """The loss of ``[T, b]`` steps' current ``logits`` and ``values`` against their ``PROXIMAL`` columns."""
         c = self.config
         valid = inputs["valid"]
         advantages = inputs["advantages"]
         if c.normalize_advantages:  # over the whole minibatch, all replicas' shares together
             advantages = normalize(advantages, valid, cross_replica_sum=replica_sum)
-        logits, values = self._unroll(inputs, self._clip(inputs["reward"]))
         losses = clipped_surrogate_loss(
-            logits=logits[:-1],
-            values=values[:-1],
+            logits=logits,
+            values=values,
             proximal_log_probs=inputs["log_probs"],
-            actions=inputs["action"][:-1],
+            actions=actions,
             advantages=advantages,
             value_targets=inputs["value_targets"],
             valid=valid,

@@ -73,7 +73,11 @@ class ImpalaConfig:
     epochs: int = 1
     """Passes over each batch of unrolls. Each pass is ``minibatches`` updates, so the policy lag grows."""
     minibatches: int = 1
-    """Updates per pass: the batch's unrolls are shuffled and split into this many groups."""
+    """Updates per pass: the batch's unrolls (or transitions, see ``minibatch``) are shuffled and split into
+    this many groups."""
+    minibatch: Literal["unrolls", "transitions"] = "unrolls"
+    """What sample reuse shuffles into minibatches: whole unrolls (any network), or single transitions across
+    the whole batch, as PPO implementations do (feedforward networks without previous_action_reward)."""
     ppo_clip: float | None = None
     """Clip the probability ratio to the batch's starting policy at 1 +- this (PPO's epsilon, e.g. 0.1);
     None: the plain policy gradient. With sample reuse, set it."""
@@ -130,6 +134,11 @@ class ImpalaConfig:
             raise ValueError(f"lr_final_fraction must be in [0, 1], got {self.lr_final_fraction}")
         if self.epochs < 1 or self.minibatches < 1:
             raise ValueError(f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}")
+        if self.minibatch == "transitions" and (self.lstm_size or self.previous_action_reward):
+            raise ValueError(
+                "minibatch transitions needs a feedforward network: an LSTM core or previous_action_reward "
+                "replays whole unrolls (use minibatch unrolls)"
+            )
         if self.ppo_clip is not None and not 0.0 < self.ppo_clip < 1.0:
             raise ValueError(f"ppo_clip must be in (0, 1) or None, got {self.ppo_clip}")
         if self.reward_clip <= 0:

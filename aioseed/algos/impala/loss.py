@@ -19,11 +19,31 @@ import tensorflow as tf
 from aioseed.algos import gae, vtrace
 
 
+class Diagnostics(NamedTuple):
+    """How far the policy being trained has drifted from the one that acted, and how well V fits.
+
+    All are means over the valid steps of ``[T, B]``; rho_t = pi(a_t | x_t) / mu(a_t | x_t).
+    """
+
+    kl_behaviour: tf.Tensor
+    """KL(mu || pi) of the whole action distributions: the behaviour policy's drift from pi."""
+    rho_clipped_mean: tf.Tensor
+    """Mean of min(1, rho_t): 1 on-policy; V-trace's traces shrink as it falls."""
+    rho_below_half: tf.Tensor
+    """Share of steps with rho_t < 0.5 (traces cut at least in half)."""
+    explained_variance: tf.Tensor
+    """1 - Var[G - V] / Var[G] of the value targets G: 1 is a perfect fit, 0 no better than their mean."""
+    entropy: tf.Tensor
+    """Mean entropy of pi (nats)."""
+
+
 class ImpalaLosses(NamedTuple):
     total: tf.Tensor
     policy_gradient: tf.Tensor
     baseline: tf.Tensor
     entropy: tf.Tensor
+    diagnostics: Diagnostics
+    """The network's drift from the behaviour policy and its value fit, on this batch."""
 
 
 class SurrogateLosses(NamedTuple):
@@ -75,6 +95,48 @@ def _log_probs(logits: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
 def _entropy(logits: tf.Tensor) -> tf.Tensor:
     log_policy = tf.nn.log_softmax(logits)
     return -tf.reduce_sum(tf.exp(log_policy) * log_policy, -1)
+
+
+def diagnostics(
+    logits: tf.Tensor,
+    values: tf.Tensor,
+    behaviour_logits: tf.Tensor,
+    actions: tf.Tensor,
+    value_targets: tf.Tensor,
+    valid: tf.Tensor,
+    cross_replica_sum: Callable[[tf.Tensor], tf.Tensor] = _identity,
+) -> Diagnostics:
+    """Policy drift and value fit over the T transitions (gradients stopped).
+
+    Args:
+      logits: <float32>[T, B, A] pi's logits (the proximal policy, or the network of a one-pass update).
+      values: <float32>[T, B] its V(x_t).
+      behaviour_logits: <float32>[T, B, A] mu's logits, which chose the actions.
+      actions: <int32>[T, B] a_t.
+      value_targets: <float32>[T, B] the regression targets of V(x_t).
+      valid: <float32>[T, B] 0 for phantom steps.
+      cross_replica_sum: as ``normalize``'s: every replica then gets the whole batch's figures.
+    """
+    logits, values, behaviour_logits = (tf.stop_gradient(x) for x in (logits, values, behaviour_logits))
+    count = tf.maximum(cross_replica_sum(tf.reduce_sum(valid)), 1.0)
+
+    def mean(x: tf.Tensor) -> tf.Tensor:
+        return cross_replica_sum(tf.reduce_sum(x * valid)) / count
+
+    log_pi, log_mu = tf.nn.log_softmax(logits), tf.nn.log_softmax(behaviour_logits)
+    kl = tf.reduce_sum(tf.exp(log_mu) * (log_mu - log_pi), -1)
+    rho = tf.exp(_log_probs(logits, actions) - _log_probs(behaviour_logits, actions))
+    target_mean = mean(value_targets)
+    target_variance = mean(tf.square(value_targets - target_mean))
+    errors = value_targets - values
+    error_variance = mean(tf.square(errors - mean(errors)))
+    return Diagnostics(
+        kl_behaviour=mean(kl),
+        rho_clipped_mean=mean(tf.minimum(rho, 1.0)),
+        rho_below_half=mean(tf.cast(rho < 0.5, tf.float32)),
+        explained_variance=1.0 - error_variance / tf.maximum(target_variance, 1e-8),
+        entropy=mean(_entropy(logits)),
+    )
 
 
 def targets(
@@ -167,7 +229,10 @@ def impala_loss(
     baseline = 0.5 * tf.reduce_sum(tf.square(t.value_targets - values[:-1]) * t.valid) / count
     entropy_loss = -tf.reduce_sum(_entropy(logits[:-1]) * t.valid) / count
     total = pg + baseline_cost * baseline + entropy_cost * entropy_loss
-    return ImpalaLosses(total=total, policy_gradient=pg, baseline=baseline, entropy=entropy_loss)
+    drift = diagnostics(
+        logits[:-1], values[:-1], behaviour_logits[:-1], actions[:-1], t.value_targets, t.valid, cross_replica_sum
+    )
+    return ImpalaLosses(total=total, policy_gradient=pg, baseline=baseline, entropy=entropy_loss, diagnostics=drift)
 
 
 def clipped_surrogate_loss(

@@ -3,13 +3,13 @@ burn-in, the double-Q train step on replayed sequences, and a periodically copie
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from aioseed.algos.agent import zero_state
+from aioseed.algos.agent import SKIPPED, no_callback, zero_state
 from aioseed.algos.rewards import clip_rewards
 from aioseed.algos.networks import build_policy_value
 from aioseed.algos.optimizer import LearningRateControl, adam, minimize
@@ -102,8 +102,9 @@ class R2D2Agent(LearningRateControl):
         action = tf.where(tf.random.uniform([rows]) < epsilon, random, greedy)
         return action, state["core_h"], state["core_c"]
 
-    def train_step(self, batch: Mapping[str, np.ndarray]) -> dict[str, Any]:
-        """One update on ``[burn_in + T + 1, B]`` sequences weighted by ``batch["weights"]``.
+    def train_step(self, batch: Mapping[str, np.ndarray], on_update: Callable[[], None] = no_callback) -> dict[str, Any]:
+        """One update on ``[burn_in + T + 1, B]`` sequences weighted by ``batch["weights"]`` (``on_update``:
+        called once it is applied).
 
         Returns scalar metrics plus ``"priorities"``: <float32>[B], the sequences' new priorities.
         """
@@ -116,6 +117,8 @@ class R2D2Agent(LearningRateControl):
             self.update_target()
         metrics: dict[str, Any] = {name: float(value) for name, value in out.items() if name != "priorities"}
         metrics["priorities"] = out["priorities"].numpy()
+        if not metrics[SKIPPED]:
+            on_update()
         return metrics
 
     def update_target(self) -> None:
