@@ -29,6 +29,7 @@ from aioseed.server.config import LearnerConfig
 from aioseed.server.endpoint import GrpcEndpoint, server_options
 from aioseed.server.inference import InferenceLoop
 from aioseed.server.learner import Learner, Stages
+from aioseed.server.pacing import Pacing
 from aioseed.server.params import ParamsPublisher
 from aioseed.server.protocol import RowBounds
 from aioseed.server.replay import Replay
@@ -136,11 +137,18 @@ def assemble(
     bounds = RowBounds(server.max_abs_reward, server.max_abs_observation)
     uploads = impala_uploads(config, spec, agent, unrolls, bounds, stats, stopping) if config.architecture == "impala" else None
     params = None if uploads is None else uploads.publisher
+    pacing = Pacing(config.training.acting, config.training.batch_size)
     trainer = Trainer(
-        config.training, agent, source, stats.record_train, lambda: stats.frames, None if params is None else params.publish
+        config.training,
+        agent,
+        source,
+        stats.record_train,
+        lambda: stats.frames,
+        None if params is None else params.publish,
+        pacing,
     )
     acting = acting_for(agent, spec, config.training.unroll_length, lambda: trainer.version, stack)
-    inference = InferenceLoop(batcher, acting, unrolls, on_batch(stats, stopping, spec.frames_per_step), lanes)
+    inference = InferenceLoop(batcher, acting, unrolls, on_batch(stats, stopping, spec.frames_per_step), lanes, pacing)
     limits = StreamLimits(
         server.max_streams,
         server.max_envs_per_stream,

@@ -55,6 +55,19 @@ class ActingAgent(Policy, Protocol):
     def state_columns(self) -> Mapping[str, Column]: ...
 
 
+@dataclasses.dataclass(frozen=True)
+class PolicyCall:
+    """What the policy was given for a batch of rows, kept so that ``Acting.redo`` can ask it again."""
+
+    slots: np.ndarray
+    observations: np.ndarray
+    """As the policy saw them (stacked where the learner stacks frames)."""
+    state: Mapping[str, np.ndarray]
+    """The recurrent state the rows started from."""
+    evaluation: np.ndarray
+    rewards: np.ndarray
+
+
 @dataclasses.dataclass
 class StepResult:
     actions: np.ndarray
@@ -67,6 +80,8 @@ class StepResult:
     """<bool>[B] rows whose policy outputs are non-finite or whose action is out of range (no action is sent)."""
     evaluation_episodes: np.ndarray | None = None
     """<bool>[E] which of the batch's ended episodes (``boundaries.episode_returns``) were evaluation envs'."""
+    call: PolicyCall | None = None
+    """The policy's inputs (for ``Acting.redo``)."""
 
 
 def invalid_rows(outputs: Mapping[str, np.ndarray], num_actions: int) -> np.ndarray:
@@ -168,17 +183,44 @@ class Acting:
         if evaluation.any():  # frames count the envs that train
             boundaries.env_steps = int((~boundaries.phantom & ~evaluation).sum())
         rewards = np.where(starts, np.float32(0), inputs["reward"]).astype(np.float32)
+        call = PolicyCall(slots, observations, state, evaluation, rewards)
         version = self._version()  # read first: updates that land while the policy runs are not yet counted
-        outputs, next_state = self._policy.infer(observations, state, slots, evaluation, rewards)
-        invalid = invalid_rows(outputs, self._num_actions)
-        if invalid.any():  # stored as action 0; the rows' streams get INTERNAL instead of an action
-            outputs["action"] = np.where(invalid, 0, outputs["action"]).astype(outputs["action"].dtype)
+        outputs, next_state, invalid = self._infer(call)
         with self._per_env_state:
             self._states.write(slots, next_state)
             # Unrolls keep the state each step started from; training replays the core from the first one.
             unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, version)
         evaluating = evaluation[boundaries.ended_rows]
-        return StepResult(outputs["action"], boundaries, unrolls, time.perf_counter() - started, invalid, evaluating)
+        seconds = time.perf_counter() - started
+        return StepResult(outputs["action"], boundaries, unrolls, seconds, invalid, evaluating, call)
+
+    def redo(self, result: StepResult) -> StepResult:
+        """Asks the policy again for ``result``'s rows, after an update (synchronous mode): their actions,
+        the outputs of their newest stored step, their version and their next recurrent state become the
+        updated policy's. Unrolls that batch completed are already emitted and keep the first answers
+        (only their last step had them, as its bootstrap row)."""
+        started = time.perf_counter()
+        call = result.call
+        if call is None:
+            raise ValueError("this step result keeps no policy inputs to redo")
+        version = self._version()
+        outputs, next_state, invalid = self._infer(call)
+        learn = ~call.evaluation
+        with self._per_env_state:
+            self._states.write(call.slots, next_state)
+            rows = {name: column[learn] for name, column in outputs.items()}
+            rows["version"] = np.full(int(learn.sum()), version, np.int64)
+            self._store.rewrite_last(call.slots[learn], rows)
+        seconds = result.seconds + time.perf_counter() - started
+        return dataclasses.replace(result, actions=outputs["action"], invalid=invalid, seconds=seconds)
+
+    def _infer(self, call: PolicyCall) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+        """The policy on ``call``: outputs, next state, and the invalid rows (answered as action 0, flagged)."""
+        outputs, next_state = self._policy.infer(call.observations, call.state, call.slots, call.evaluation, call.rewards)
+        invalid = invalid_rows(outputs, self._num_actions)
+        if invalid.any():  # stored as action 0; the rows' streams get INTERNAL instead of an action
+            outputs["action"] = np.where(invalid, 0, outputs["action"]).astype(outputs["action"].dtype)
+        return outputs, next_state, invalid
 
 
 def unroll_columns(agent: ActingAgent, spec: EnvSpec) -> dict[str, Column]:

@@ -193,6 +193,11 @@ class LearnerConfig:
             raise ValueError("init_checkpoint needs a logdir (the warm-started run keeps its own checkpoints)")
         if self.architecture == "impala" and (self.agent != "impala" or self.learner_frame_stack != 1):
             raise ValueError("architecture impala trains V-trace (agent impala) on the actors' observations (learner_frame_stack 1)")
+        if self.training.acting != "async" and (self.agent != "impala" or self.architecture != "seed"):
+            raise ValueError(
+                f"training.acting {self.training.acting} paces SEED actors against V-trace's train batches "
+                "(agent impala, architecture seed); R2D2's replay and IMPALA-mode uploads run async"
+            )
         if self.learner_frame_stack < 1:
             raise ValueError(f"learner_frame_stack must be >= 1, got {self.learner_frame_stack}")
         if self.return_window < 1:

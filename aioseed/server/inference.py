@@ -2,7 +2,8 @@
 
 Each batch runs ``Acting.step`` in a worker thread: one by default, or one per inference device
 (``lanes``), so that several batches run the policy at once. The event loop only moves batches,
-futures and completed unrolls.
+futures and completed unrolls. ``Pacing`` says how far acting may run ahead of training; when it
+holds acting back (bounded and synchronous modes), batches are judged one at a time.
 """
 
 from __future__ import annotations
@@ -16,9 +17,14 @@ import structlog
 
 from aioseed.server.acting import Acting, StepResult
 from aioseed.server.batcher import Batch, Batcher
+from aioseed.server.pacing import Pacing
 from aioseed.types import Rows, Unroll
 
 log = structlog.get_logger()
+
+
+Started = tuple[Batch, "asyncio.Future[StepResult]", "asyncio.Future[None]"]
+"""A batch, its policy step in a worker thread, and a future set once its unrolls are counted."""
 
 
 class InferenceError(RuntimeError):
@@ -35,13 +41,16 @@ class InferenceLoop:
         unrolls: asyncio.Queue[Unroll],
         on_batch: Callable[[Batch, StepResult], None],
         lanes: int = 1,
+        pacing: Pacing | None = None,
     ) -> None:
-        """``lanes``: batches whose policy may run at once (one per inference device)."""
+        """``lanes``: batches whose policy may run at once (one per inference device); ``pacing``: how far
+        acting may run ahead of training (None: async, held back by the bounded queue only)."""
         self._batcher = batcher
         self._acting = acting
         self._unrolls = unrolls
         self._on_batch = on_batch
         self._lanes = lanes
+        self._pacing = pacing or Pacing("async", 1)
         self._executor = concurrent.futures.ThreadPoolExecutor(lanes, thread_name_prefix="inference")
 
     @property
@@ -60,7 +69,7 @@ class InferenceLoop:
         """Two stages: ``_start`` hands each batch to the worker thread as soon as it closes, so
         the next batch fills and starts while one runs; ``_finish`` answers batches in order,
         then queues their completed unrolls, which waits while training lags (back-pressure)."""
-        started: asyncio.Queue[tuple[Batch, asyncio.Future[StepResult]]] = asyncio.Queue(self._lanes)
+        started: asyncio.Queue[Started] = asyncio.Queue(self._lanes)
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._start(started), name="inference-start")
@@ -68,29 +77,66 @@ class InferenceLoop:
         finally:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
-    async def _start(self, started: asyncio.Queue[tuple[Batch, asyncio.Future[StepResult]]]) -> None:
+    async def _start(self, started: asyncio.Queue[Started]) -> None:
+        loop = asyncio.get_running_loop()
+        pacing = self._pacing
+        while True:
+            await pacing.ready()
+            batch = await self._batcher.get()
+            judged = loop.create_future()
+            await started.put((batch, loop.run_in_executor(self._executor, self._acting.step, batch.inputs), judged))
+            if pacing.paced:  # the next batch starts only once this one's unrolls are counted
+                await judged
+
+    async def _finish(self, started: asyncio.Queue[Started]) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            batch = await self._batcher.get()
-            await started.put((batch, loop.run_in_executor(self._executor, self._acting.step, batch.inputs)))
-
-    async def _finish(self, started: asyncio.Queue[tuple[Batch, asyncio.Future[StepResult]]]) -> None:
-        while True:
-            batch, job = await started.get()
+            batch, job, judged = await started.get()
             try:
                 result = await job
             except Exception as exc:  # the learner carries on; the streams get INTERNAL
                 log.warning("inference_failed", rows=batch.size, error=repr(exc))
                 batch.set_exception(InferenceError(f"inference failed: {exc!r}"))
+                judged.set_result(None)
                 continue
-            if result.invalid.any():
-                log.error("policy_outputs_nonfinite", rows=int(result.invalid.sum()), batch=batch.size)
-            batch.set_result({"action": result.actions, "invalid": result.invalid})
-            self._on_batch(batch, result)
-            if result.unrolls is not None:
-                for i in range(len(result.unrolls["slot"])):
-                    # Back-pressure: when training lags, this waits, and so do the next batches and the actors.
-                    await self._unrolls.put({k: v[i] for k, v in result.unrolls.items()})
+            count = 0 if result.unrolls is None else len(result.unrolls["slot"])
+            hold = self._pacing.completed(count)
+            judged.set_result(None)
+            if hold:
+                # Acting stops here until an update. This batch is answered only after it, by the updated
+                # policy, so the unrolls that start here start on the policy that trains next.
+                if self._pacing.allowance < 0:
+                    log.warning(
+                        "acting_overshoot",
+                        unrolls=int(-self._pacing.allowance),
+                        hint="these unrolls were acted before the update they will train after; make "
+                        "training.batch_size a multiple of the envs whose rows arrive together",
+                    )
+                await self._queue(result)
+                await self._pacing.ready()
+                try:
+                    result = await loop.run_in_executor(self._executor, self._acting.redo, result)
+                except Exception as exc:
+                    log.warning("inference_failed", rows=batch.size, error=repr(exc))
+                    batch.set_exception(InferenceError(f"inference failed: {exc!r}"))
+                    continue
+                self._answer(batch, result)
+                continue
+            self._answer(batch, result)
+            await self._queue(result)
+
+    def _answer(self, batch: Batch, result: StepResult) -> None:
+        if result.invalid.any():
+            log.error("policy_outputs_nonfinite", rows=int(result.invalid.sum()), batch=batch.size)
+        batch.set_result({"action": result.actions, "invalid": result.invalid})
+        self._on_batch(batch, result)
+
+    async def _queue(self, result: StepResult) -> None:
+        """The batch's completed unrolls into the bounded queue."""
+        if result.unrolls is not None:
+            for i in range(len(result.unrolls["slot"])):
+                # Back-pressure: when training lags, this waits, and so do the next batches and the actors.
+                await self._unrolls.put({k: v[i] for k, v in result.unrolls.items()})
 
     def detach(self, slots: np.ndarray, pending: asyncio.Future | None, release: Callable[[], None]) -> None:
         """After a stream ends: once its last rows are answered, forget its slots, then ``release``."""

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import structlog
 
 from aioseed.algos.agent import SKIPPED, Agent
+from aioseed.server.pacing import ActingMode, Pacing
 from aioseed.server.source import Source
 from aioseed.types import TrainBatch
 
@@ -28,6 +29,12 @@ class TrainingConfig:
     """Bound of the unroll queue; when full, inference waits and the actors stall (back-pressure)."""
     prefetch_batches: int = 1
     """Time-major batches prepared ahead of the train step."""
+    acting: ActingMode = "async"
+    """How far acting may run ahead of training (V-trace with SEED actors): async (SEED: acting never waits
+    for an update; the lag is what the queues hold), bounded (at most one batch ahead: acting overlaps
+    training, for GPU learners), or synchronous (PPO: acting stops from the moment a batch is complete
+    until its update has applied, so the behaviour policy is the proximal one; batch_size should then be
+    the number of envs, or a multiple, with each actor sending all its envs in one message)."""
 
     def __post_init__(self) -> None:
         for name in ("unroll_length", "batch_size", "queue_capacity", "prefetch_batches"):
@@ -54,11 +61,12 @@ class Trainer:
         on_step: Callable[[dict[str, float], float], None],
         frames: Callable[[], int] = lambda: 0,
         on_version: Callable[[int], None] | None = None,
+        pacing: Pacing | None = None,
     ) -> None:
         """Batches come from ``source`` (V-trace's unroll queue, R2D2's replay), which hears back after
         each train step. ``frames`` reads the learner's frame count, which moves the learning-rate schedule.
         ``on_version`` hears each new version in the train thread, right after its update (IMPALA mode
-        publishes the parameters there)."""
+        publishes the parameters there). ``pacing`` hears of each train step once its updates have applied."""
         self._config = config
         self._agent = agent
         self._source = source
@@ -66,6 +74,7 @@ class Trainer:
         self._on_step = on_step
         self._frames = frames
         self._on_version = on_version
+        self._pacing = pacing
         self._running = asyncio.Event()
         self._running.set()
         self.version = 0
@@ -107,6 +116,8 @@ class Trainer:
                 metrics, lag = await loop.run_in_executor(self.executor, self._step, batch)
             finally:
                 self.stepping = False
+            if self._pacing is not None:
+                self._pacing.trained()
             self._source.update(batch, metrics)
             self._on_step(metrics, lag)
 

@@ -17,7 +17,7 @@ from aioseed.types import Column, Unroll
 
 
 class UnrollStore:
-    """Verbs: ``append`` a batch of steps, ``reset`` slots."""
+    """Verbs: ``append`` a batch of steps, ``rewrite_last`` of them, ``reset`` slots."""
 
     def __init__(
         self,
@@ -75,6 +75,19 @@ class UnrollStore:
                 buffer[done, : self.overlap] = buffer[done, self.steps_per_unroll - self.overlap :]
         self._pos[done] = self.overlap
         return unrolls
+
+    def rewrite_last(self, slots: np.ndarray, columns: Mapping[str, np.ndarray]) -> None:
+        """Replaces ``columns`` of each slot's newest step (the one the last ``append`` gave it, or the
+        step a completed unroll left as the next one's first); as in ``append``, columns the store does
+        not keep are ignored. Unrolls already emitted keep theirs."""
+        if len(slots) == 0:
+            return
+        pos = self._pos[slots] - 1
+        if (pos < 0).any():
+            raise ValueError(f"slots without a step to rewrite: {slots[pos < 0].tolist()}")
+        for name, column in columns.items():
+            if name in self._buffers:
+                self._buffers[name][slots, pos] = column
 
     def reset(self, slots: np.ndarray) -> None:
         """Discards the partial unrolls of ``slots``."""

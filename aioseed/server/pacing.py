@@ -1,0 +1,75 @@
+"""How far acting may run ahead of training: a mode, counted in completed unrolls (pure asyncio).
+
+- ``async`` (SEED's default): acting runs on while the learner trains, held back only by the
+  bounded unroll queue. The policy lag is whatever the queues hold.
+- ``bounded``: acting may complete at most one train batch beyond the one being trained, so it
+  overlaps training (which suits a GPU learner) and the lag stays under two batches of updates.
+- ``synchronous``: acting stops from the moment a train batch is complete until its update has
+  applied, as in PPO, so every step of a train batch was acted by the policy that computes its
+  targets (the proximal one).
+
+When acting must wait, the inference batch that made it wait is answered only after the update,
+with actions the updated policy chooses again (``Acting.redo``): its rows are the first steps of
+the next unrolls, which would otherwise carry the old policy's actions into the next batch.
+
+The inference loop asks ``ready`` before each batch and reports ``completed`` unrolls after it;
+the trainer reports ``trained`` after each update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Literal
+
+ActingMode = Literal["async", "bounded", "synchronous"]
+
+
+class Pacing:
+    """Verbs: ``ready`` (wait until acting may go on), ``completed`` unrolls, ``trained`` a batch."""
+
+    def __init__(self, mode: ActingMode, batch_size: int) -> None:
+        """``batch_size``: unrolls per train batch."""
+        if mode not in ("async", "bounded", "synchronous"):
+            raise ValueError(f"unknown acting mode {mode!r}; known: async, bounded, synchronous")
+        self.mode = mode
+        self._batch_size = batch_size
+        self._allowance: float = {"async": math.inf, "bounded": 2 * batch_size, "synchronous": batch_size}[mode]
+        """Unrolls acting may still complete before it must wait for an update."""
+        self._open = asyncio.Event()
+        self._open.set()
+
+    @property
+    def paced(self) -> bool:
+        """Acting waits for training (bounded or synchronous), so batches are judged one at a time."""
+        return self.mode != "async"
+
+    @property
+    def synchronous(self) -> bool:
+        return self.mode == "synchronous"
+
+    @property
+    def allowance(self) -> float:
+        """Unrolls acting may still complete (inf in async mode; negative after an overshoot)."""
+        return self._allowance
+
+    async def ready(self) -> None:
+        """Returns once acting may start another inference batch."""
+        while not self._open.is_set():
+            await self._open.wait()
+
+    def completed(self, unrolls: int) -> bool:
+        """Counts unrolls an inference batch completed; True when acting must now wait for an update."""
+        if unrolls and self.paced:
+            self._allowance -= unrolls
+            if self._allowance <= 0:
+                self._open.clear()
+                return True
+        return False
+
+    def trained(self) -> None:
+        """A train batch's updates have applied: acting may complete one more batch of unrolls."""
+        if self.paced:
+            self._allowance += self._batch_size
+            if self._allowance > 0:
+                self._open.set()
