@@ -68,10 +68,10 @@ def build_agent(config: LearnerConfig, spec: EnvSpec, replicas: Replicas) -> Age
     if config.agent == "r2d2":
         from aioseed.algos.r2d2.agent import R2D2Agent
 
-        return R2D2Agent(spec, config.r2d2, replicas)
+        return R2D2Agent(spec, config.r2d2, replicas, config.precision)
     from aioseed.algos.impala.agent import ImpalaAgent
 
-    return ImpalaAgent(spec, config.impala, replicas, seed=config.seed)
+    return ImpalaAgent(spec, config.impala, replicas, seed=config.seed, precision=config.precision)
 
 
 def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
-PresetName = Literal["none", "atari", "catch", "football-academy", "football-academy-smm", "r2d2-cartpole"]
+PresetName = Literal[
+    "none", "atari", "atari-noframeskip", "atari-ppo", "catch", "football-academy", "football-academy-smm", "r2d2-cartpole"
+]
 """The presets: aioseed/presets/NAME.toml (a test checks that each file is named here and the other way round)."""
 
 
@@ -30,7 +32,9 @@ class RunConfig:
 
     preset: PresetName = "none"
     """Start from a named preset (aioseed/presets/NAME.toml); every other flag given overrides the preset's
-    value. atari: V-trace with the Nature CNN on ALE/Pong-v5 (any ALE/ id with --learner.env); catch: the
+    value. atari: V-trace with the Nature CNN on ALE/Pong-v5 (any ALE/ id with --learner.env);
+    atari-noframeskip: the same on the references' protocol (no sticky actions); atari-ppo: CleanRL's PPO
+    recipe (synchronous acting, 8 envs x 128 steps, shuffled transitions) on that protocol; catch: the
     same network on aioseed/Catch-v0; football-academy: V-trace on Google Research Football's
     academy_empty_goal_close from the simple115v2 state (MLP); football-academy-smm: the same from the
     stacked Super Mini Map with SEED's Football ResNet; r2d2-cartpole: R2D2 sized for CartPole-v1."""

@@ -24,7 +24,21 @@ const CHARTS = [
     series: [["batching/max_batch_size", "max batch size"], ["batching/deadline_ms", "deadline ms"]],
   },
   { title: "unroll queue depth", series: [["queue/depth", "depth"], ["queue/capacity", "capacity"]] },
-  { title: "policy lag (updates)", series: [["learner/policy_lag", "lag"]] },
+  { title: "policy lag (updates)", series: [["learner/policy_lag", "mean over updates"], ["learner/policy_lag_max", "max"]] },
+  // PPO's diagnostics (V-trace: all but the clip fraction); shown once reported.
+  {
+    title: "policy drift", when: "policy/kl_behaviour",
+    series: [["policy/kl_behaviour", "KL(behaviour || proximal)"], ["losses/approx_kl", "approx KL per update"],
+             ["losses/clip_fraction", "clip fraction"], ["policy/rho_below_half", "share of rho < 0.5"]],
+  },
+  {
+    title: "importance weights and value fit", when: "policy/rho_clipped_mean",
+    series: [["policy/rho_clipped_mean", "mean min(1, rho)"], ["policy/explained_variance", "explained variance"]],
+  },
+  {
+    title: "entropy and gradient norm", when: "policy/entropy",
+    series: [["policy/entropy", "entropy (nats)"], ["losses/grad_norm", "gradient norm"]],
+  },
   {
     title: "losses",
     series: [["losses/total", "total"], ["losses/pg", "pg"], ["losses/baseline", "baseline"], ["losses/entropy", "entropy"],

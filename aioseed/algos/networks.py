@@ -2,28 +2,51 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 import numpy as np
 import tensorflow as tf
 
 from aioseed.spec import EnvSpec
 
-InitKind = str
-"""Weight initialisation (``ImpalaConfig.init``): glorot, Keras's Glorot-uniform default, or orthogonal
-with the PPO references' gains (sqrt 2 in the torso, 1 on the value head; the policy head is orthogonal
-0.01 either way)."""
-
 TORSO_GAIN = float(np.sqrt(2.0))
 """Orthogonal gain of torso layers followed by ReLU or tanh (CleanRL's ``layer_init``, Engstrom et al. 2020)."""
 
 
-def kernel(init: InitKind, gain: float) -> keras.initializers.Initializer | str:
-    """The kernel initializer of a layer whose orthogonal gain would be ``gain``."""
-    if init == "orthogonal":
-        return keras.initializers.Orthogonal(gain)
-    if init == "glorot":
-        return "glorot_uniform"
-    raise ValueError(f"unknown init {init!r}; known: glorot, orthogonal")
+@dataclasses.dataclass(frozen=True)
+class Layers:
+    """How a network's layers are made: their initialisation, and the precision the torso computes in."""
+
+    init: str = "glorot"
+    """glorot (Keras's Glorot-uniform default), or orthogonal with the PPO references' gains: sqrt 2 in the
+    torso, 1 on the value head (the policy head is orthogonal 0.01 either way)."""
+    precision: str = "float32"
+    """float32, or bfloat16: the torso computes in bfloat16 (Keras's mixed_bfloat16: float32 weights) and the
+    heads, the recurrent core and the loss stay float32."""
+
+    def __post_init__(self) -> None:
+        if self.init not in ("glorot", "orthogonal"):
+            raise ValueError(f"unknown init {self.init!r}; known: glorot, orthogonal")
+        if self.precision not in ("float32", "bfloat16"):
+            raise ValueError(f"unknown precision {self.precision!r}; known: float32, bfloat16")
+
+    def kernel(self, gain: float = TORSO_GAIN) -> keras.initializers.Initializer | str:
+        """The kernel initializer of a layer whose orthogonal gain would be ``gain``."""
+        return keras.initializers.Orthogonal(gain) if self.init == "orthogonal" else "glorot_uniform"
+
+    @property
+    def torso_dtype(self) -> str:
+        """The Keras dtype policy of torso layers."""
+        return "mixed_bfloat16" if self.precision == "bfloat16" else "float32"
+
+    def conv(self, filters: int, size: int, **options: object) -> keras.layers.Conv2D:
+        """A torso convolution."""
+        return keras.layers.Conv2D(filters, size, kernel_initializer=self.kernel(), dtype=self.torso_dtype, **options)
+
+    def dense(self, units: int, **options: object) -> keras.layers.Dense:
+        """A torso dense layer."""
+        return keras.layers.Dense(units, kernel_initializer=self.kernel(), dtype=self.torso_dtype, **options)
 
 
 # Layer stacks are keras.Sequential, not Python lists: tf.train.Checkpoint tracks layers held in
@@ -31,10 +54,8 @@ def kernel(init: InitKind, gain: float) -> keras.initializers.Initializer | str:
 # (and never for a target network, which has no optimizer).
 
 
-def _mlp(hidden_sizes: tuple[int, ...], activation: str, init: InitKind) -> keras.Sequential:
-    return keras.Sequential(
-        [keras.layers.Dense(size, activation=activation, kernel_initializer=kernel(init, TORSO_GAIN)) for size in hidden_sizes]
-    )
+def _mlp(hidden_sizes: tuple[int, ...], activation: str, layers: Layers) -> keras.Sequential:
+    return keras.Sequential([layers.dense(size, activation=activation) for size in hidden_sizes])
 
 
 def _flat(observations: tf.Tensor) -> tf.Tensor:
@@ -59,13 +80,14 @@ class PolicyValue(keras.Model):
     same for recurrent networks (``aioseed.algos.recurrent``); here the state is empty.
     """
 
-    def __init__(self, num_actions: int, init: InitKind = "glorot", **kwargs) -> None:
+    def __init__(self, num_actions: int, layers: Layers = Layers(), **kwargs) -> None:
         super().__init__(**kwargs)
-        self.init = init
+        self.layer_options = layers
         self.policy = keras.layers.Dense(num_actions, kernel_initializer=keras.initializers.Orthogonal(0.01))
-        self.value = keras.layers.Dense(1, kernel_initializer=kernel(init, 1.0))
+        self.value = keras.layers.Dense(1, kernel_initializer=layers.kernel(1.0))
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
+        """<float32>[B, F] (a bfloat16 torso's output is cast back, for the heads, extras and the core)."""
         raise NotImplementedError
 
     def heads(self, x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -121,12 +143,12 @@ class MLPPolicyValue(PolicyValue):
         hidden_sizes: tuple[int, ...] = (64, 64),
         shared_torso: bool = False,
         activation: str = "tanh",
-        init: InitKind = "glorot",
+        layers: Layers = Layers(),
         **kwargs,
     ) -> None:
-        super().__init__(num_actions, init, **kwargs)
-        self.policy_torso = _mlp(hidden_sizes, activation, init)
-        self.value_torso = None if shared_torso else _mlp(hidden_sizes, activation, init)
+        super().__init__(num_actions, layers, **kwargs)
+        self.policy_torso = _mlp(hidden_sizes, activation, layers)
+        self.value_torso = None if shared_torso else _mlp(hidden_sizes, activation, layers)
 
     def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         if self.value_torso is None:
@@ -137,7 +159,7 @@ class MLPPolicyValue(PolicyValue):
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
         """The (policy) torso's output; a recurrent core feeds both heads from it (build with shared_torso)."""
-        return self.policy_torso(_flat(observations))
+        return tf.cast(self.policy_torso(_flat(observations)), tf.float32)
 
 
 def frames_nhwc(observations: tf.Tensor) -> tf.Tensor:
@@ -152,28 +174,27 @@ class NatureCNNPolicyValue(PolicyValue):
     runs the convolutions channels-last, the layout TensorFlow's CPU kernels want.
     """
 
-    def __init__(self, num_actions: int, init: InitKind = "glorot", **kwargs) -> None:
-        super().__init__(num_actions, init, **kwargs)
-        w = kernel(init, TORSO_GAIN)
+    def __init__(self, num_actions: int, layers: Layers = Layers(), **kwargs) -> None:
+        super().__init__(num_actions, layers, **kwargs)
         self.torso = keras.Sequential([
-            keras.layers.Conv2D(32, 8, strides=4, activation="relu", kernel_initializer=w),
-            keras.layers.Conv2D(64, 4, strides=2, activation="relu", kernel_initializer=w),
-            keras.layers.Conv2D(64, 3, strides=1, activation="relu", kernel_initializer=w),
-            keras.layers.Flatten(),
-            keras.layers.Dense(512, activation="relu", kernel_initializer=w),
+            layers.conv(32, 8, strides=4, activation="relu"),
+            layers.conv(64, 4, strides=2, activation="relu"),
+            layers.conv(64, 3, strides=1, activation="relu"),
+            keras.layers.Flatten(dtype=layers.torso_dtype),
+            layers.dense(512, activation="relu"),
         ])
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
-        return self.torso(frames_nhwc(observations))
+        return tf.cast(self.torso(frames_nhwc(observations)), tf.float32)
 
 
 class ResidualBlock(keras.layers.Layer):
     """x + conv(relu(conv(relu(x))))."""
 
-    def __init__(self, channels: int, init: InitKind = "glorot", **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.first = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=kernel(init, TORSO_GAIN))
-        self.second = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=kernel(init, TORSO_GAIN))
+    def __init__(self, channels: int, layers: Layers = Layers(), **kwargs) -> None:
+        super().__init__(dtype=layers.torso_dtype, **kwargs)
+        self.first = layers.conv(channels, 3, padding="same")
+        self.second = layers.conv(channels, 3, padding="same")
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
         return x + self.second(tf.nn.relu(self.first(tf.nn.relu(x))))
@@ -182,11 +203,11 @@ class ResidualBlock(keras.layers.Layer):
 class ResidualStage(keras.layers.Layer):
     """Conv, max-pool (stride 2), then two residual blocks (IMPALA, Espeholt et al. 2018, fig. 3)."""
 
-    def __init__(self, channels: int, init: InitKind = "glorot", **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.conv = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=kernel(init, TORSO_GAIN))
-        self.pool = keras.layers.MaxPool2D(3, strides=2, padding="same")
-        self.blocks = keras.Sequential([ResidualBlock(channels, init), ResidualBlock(channels, init)])
+    def __init__(self, channels: int, layers: Layers = Layers(), **kwargs) -> None:
+        super().__init__(dtype=layers.torso_dtype, **kwargs)
+        self.conv = layers.conv(channels, 3, padding="same")
+        self.pool = keras.layers.MaxPool2D(3, strides=2, padding="same", dtype=layers.torso_dtype)
+        self.blocks = keras.Sequential([ResidualBlock(channels, layers), ResidualBlock(channels, layers)])
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
         return self.blocks(self.pool(self.conv(x)))
@@ -203,24 +224,24 @@ class ImpalaResNetPolicyValue(PolicyValue):
         num_actions: int,
         channels: tuple[int, ...] = (16, 32, 32),
         channels_last: bool = False,
-        init: InitKind = "glorot",
+        layers: Layers = Layers(),
         **kwargs,
     ) -> None:
-        super().__init__(num_actions, init, **kwargs)
+        super().__init__(num_actions, layers, **kwargs)
         self.channels_last = channels_last
-        self.stages = keras.Sequential([ResidualStage(c, init) for c in channels])
-        self.flatten = keras.layers.Flatten()
-        self.hidden = keras.layers.Dense(256, activation="relu", kernel_initializer=kernel(init, TORSO_GAIN))
+        self.stages = keras.Sequential([ResidualStage(c, layers) for c in channels])
+        self.flatten = keras.layers.Flatten(dtype=layers.torso_dtype)
+        self.hidden = layers.dense(256, activation="relu")
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
         frames = tf.cast(observations, tf.float32) / 255.0 if self.channels_last else frames_nhwc(observations)
-        return self.hidden(self.flatten(tf.nn.relu(self.stages(frames))))
+        return tf.cast(self.hidden(self.flatten(tf.nn.relu(self.stages(frames)))), tf.float32)
 
 
-def football_resnet(num_actions: int, init: InitKind = "glorot") -> ImpalaResNetPolicyValue:
+def football_resnet(num_actions: int, layers: Layers = Layers()) -> ImpalaResNetPolicyValue:
     """SEED's Google Research Football network: the IMPALA torso with a fourth stage (16, 32, 32, 32
     channels), on the channels-last Super Mini Map ``uint8[B, 72, 96, C]``, feedforward."""
-    return ImpalaResNetPolicyValue(num_actions, channels=(16, 32, 32, 32), channels_last=True, init=init)
+    return ImpalaResNetPolicyValue(num_actions, channels=(16, 32, 32, 32), channels_last=True, layers=layers)
 
 
 def is_channels_last(shape: tuple[int, ...]) -> bool:
@@ -234,9 +255,9 @@ def build_policy_value(
     hidden_sizes: tuple[int, ...] = (64, 64),
     shared_torso: bool = False,
     activation: str = "tanh",
-    init: InitKind = "glorot",
+    layers: Layers = Layers(),
 ) -> PolicyValue:
-    """The network ``kind`` names, its weights initialised as ``init`` says. auto: for uint8 images, the
+    """The network ``kind`` names, its layers made as ``layers`` says. auto: for uint8 images, the
     Nature CNN on stacked frames [stack, H, W] and SEED's Football ResNet on channels-last maps [H, W, C];
     the MLP for everything else."""
     shape = spec.observation_shape
@@ -244,11 +265,11 @@ def build_policy_value(
         image = len(shape) == 3 and spec.dtype == np.uint8
         kind = "mlp" if not image else "football_resnet" if is_channels_last(shape) else "nature_cnn"
     if kind == "nature_cnn":
-        return NatureCNNPolicyValue(spec.num_actions, init)
+        return NatureCNNPolicyValue(spec.num_actions, layers)
     if kind == "impala_resnet":
-        return ImpalaResNetPolicyValue(spec.num_actions, channels_last=is_channels_last(shape), init=init)
+        return ImpalaResNetPolicyValue(spec.num_actions, channels_last=is_channels_last(shape), layers=layers)
     if kind == "football_resnet":
-        return football_resnet(spec.num_actions, init)
+        return football_resnet(spec.num_actions, layers)
     if kind == "mlp":
-        return MLPPolicyValue(spec.num_actions, hidden_sizes, shared_torso=shared_torso, activation=activation, init=init)
+        return MLPPolicyValue(spec.num_actions, hidden_sizes, shared_torso=shared_torso, activation=activation, layers=layers)
     raise ValueError(f"unknown network {kind!r}")

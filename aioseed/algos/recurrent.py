@@ -49,7 +49,7 @@ class RecurrentPolicyValue(keras.Model):
         self.base = base
         self.units = units
         # Orthogonal init (the references' LSTM: gain 1 on both kernels); Keras's default otherwise.
-        orthogonal = getattr(base, "init", "glorot") == "orthogonal"
+        orthogonal = base.layer_options.init == "orthogonal"
         self.cell = keras.layers.LSTMCell(units, kernel_initializer="orthogonal") if orthogonal else keras.layers.LSTMCell(units)
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable
 
@@ -28,10 +29,21 @@ def progress_fields(snapshot: Snapshot, fps: float) -> dict[str, float | int]:
         "streams": int(snapshot.get("actors/streams", 0)),
         "lag": round(snapshot["learner/policy_lag"], 2),
     }
-    eval_return = snapshot["charts/eval_return"]
-    if eval_return == eval_return:  # not NaN: evaluation envs have finished episodes
-        fields["eval_return"] = round(eval_return, 1)
+    for name, key, digits in SHORT_DIAGNOSTICS:
+        value = snapshot.get(key, math.nan)
+        if value == value:  # not NaN: the figure is reported (evaluation envs, PPO-style reuse, ...)
+            fields[name] = round(value, digits)
     return fields
+
+
+SHORT_DIAGNOSTICS = (
+    ("eval_return", "charts/eval_return", 1),
+    ("kl", "policy/kl_behaviour", 4),
+    ("clip", "losses/clip_fraction", 3),
+    ("ev", "policy/explained_variance", 2),
+    ("entropy", "policy/entropy", 2),
+)
+"""(name, metric, rounding) of figures the progress line shows when they are reported."""
 
 
 class Reporter:

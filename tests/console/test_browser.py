@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import pathlib
 
 import grpc
@@ -54,6 +55,11 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
             first = await chart(page, "frames/s")
             await until(lambda: _changed(page, "frames/s", first), "the frames/s chart to change")
             await until(lambda: _points_at_least(page, "losses", 3), "losses plotted")
+            # The policy diagnostics appear once the learner reports them (V-trace does, every train step).
+            await until(page.locator('.chart[data-chart="policy drift"]').is_visible, "the policy drift chart")
+            await until(lambda: _points_at_least(page, "entropy and gradient norm", 3), "entropy plotted")
+            entropy = (await chart(page, "entropy and gradient norm"))[1]
+            assert 0.0 < entropy[0] <= math.log(2) + 1e-6  # CartPole's two actions
 
             # Changing the batch size in the UI changes the batches the learner runs.
             await page.fill("#max_batch_size", "4")

@@ -35,5 +35,14 @@ async def test_final_reports_the_stop_even_within_the_logging_interval() -> None
         await reporter.final()
     [line] = [entry for entry in logs if entry["event"] == "progress"]
     assert (line["frames"], line["lag"], line["train_steps"]) == (1000, 1.5, 7)
-    assert "eval_return" not in line  # NaN figures stay off the line
+    assert "eval_return" not in line and "kl" not in line  # NaN or missing figures stay off the line
     assert written == [history.latest] and history.latest["charts/frames"] == 1000.0
+
+
+def test_the_progress_line_carries_the_ppo_diagnostics_when_reported() -> None:
+    from aioseed.server.reporter import progress_fields
+
+    point = {**snapshot(10.0, 2.0), "policy/kl_behaviour": 0.00123, "losses/clip_fraction": 0.1234,
+             "policy/explained_variance": 0.567, "policy/entropy": 1.7891}
+    fields = progress_fields(point, 100.0)
+    assert (fields["kl"], fields["clip"], fields["ev"], fields["entropy"]) == (0.0012, 0.123, 0.57, 1.79)

@@ -78,14 +78,20 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
     """Trains once on each unroll, in arrival order, from the bounded queue."""
 
     def __init__(
-        self, spec: EnvSpec, config: ImpalaConfig, replicas: Replicas | None = None, seed: int | None = None
+        self,
+        spec: EnvSpec,
+        config: ImpalaConfig,
+        replicas: Replicas | None = None,
+        seed: int | None = None,
+        precision: str = "float32",
     ) -> None:
+        """``precision``: the torso's (``aioseed.algos.networks.Layers``): float32 or bfloat16."""
         self.replicas = replicas or Replicas()
         if config.jit_compile and self.replicas.count > 1:
             raise ValueError("impala.jit_compile trains on one device only; drop it or name one training device")
         self._rng = np.random.default_rng(seed)
         with self.replicas.scope():
-            ImpalaPolicy.__init__(self, spec, config, self.replicas.inference_device)
+            ImpalaPolicy.__init__(self, spec, config, self.replicas.inference_device, precision)
             self.optimizer = make_optimizer(
                 config.optimizer,
                 config.learning_rate,

@@ -11,7 +11,7 @@ NetworkKind = Literal["auto", "mlp", "nature_cnn", "impala_resnet", "football_re
 """Torsos ``build_policy_value`` knows (both agents take the same names)."""
 
 InitKind = Literal["glorot", "orthogonal"]
-"""Weight initialisations ``build_policy_value`` knows (``aioseed.algos.networks.kernel``)."""
+"""Weight initialisations ``build_policy_value`` knows (``aioseed.algos.networks.Layers``)."""
 
 
 @dataclasses.dataclass(frozen=True)

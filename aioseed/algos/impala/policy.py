@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from aioseed.algos.impala.config import ImpalaConfig
-from aioseed.algos.networks import PolicyValue, build_policy_value
+from aioseed.algos.networks import Layers, PolicyValue, build_policy_value
 from aioseed.algos.recurrent import RecurrentPolicyValue
 from aioseed.algos.rewards import clip_rewards
 from aioseed.spec import EnvSpec
@@ -18,14 +18,14 @@ PREVIOUS_ACTION = "prev_action"
 """State column of the previous action (one-hot; zero at an episode's start) with ``previous_action_reward``."""
 
 
-def build_network(spec: EnvSpec, config: ImpalaConfig) -> PolicyValue | RecurrentPolicyValue:
+def build_network(spec: EnvSpec, config: ImpalaConfig, precision: str = "float32") -> PolicyValue | RecurrentPolicyValue:
     base = build_policy_value(
         spec,
         config.network,
         config.hidden_sizes,
         shared_torso=config.shared_torso or config.lstm_size > 0 or config.previous_action_reward,
         activation=config.activation,
-        init=config.init,
+        layers=Layers(config.init, precision),
     )
     return RecurrentPolicyValue(base, config.lstm_size) if config.lstm_size else base
 
@@ -93,12 +93,19 @@ class ImpalaPolicy:
     burn_in = 0
     """Unroll steps that only warm up recurrent state (none: V-trace learns from every step)."""
 
-    def __init__(self, spec: EnvSpec, config: ImpalaConfig, inference_device: Callable[[], str] = lambda: "/CPU:0") -> None:
-        """Builds the network's variables (in the caller's distribution scope, if any)."""
+    def __init__(
+        self,
+        spec: EnvSpec,
+        config: ImpalaConfig,
+        inference_device: Callable[[], str] = lambda: "/CPU:0",
+        precision: str = "float32",
+    ) -> None:
+        """Builds the network's variables (in the caller's distribution scope, if any); ``precision``: the
+        torso's (``aioseed.algos.networks.Layers``; the weights are float32 either way)."""
         self.spec = spec
         self.config = config
         self._inference_device = inference_device
-        self.network = build_network(spec, config)
+        self.network = build_network(spec, config, precision)
         extras = np.zeros((1, spec.num_actions + 1), np.float32) if config.previous_action_reward else None
         core = {name: np.zeros((1, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
         self.network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), core, extras)

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED, no_callback, zero_state
 from aioseed.algos.rewards import clip_rewards
-from aioseed.algos.networks import build_policy_value
+from aioseed.algos.networks import Layers, build_policy_value
 from aioseed.algos.optimizer import LearningRateControl, adam, minimize
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.algos.r2d2.loss import dueling_q, r2d2_loss
@@ -38,8 +38,8 @@ class RecurrentDuelingQ(RecurrentPolicyValue):
         return dueling_q(*self.unroll(observations, state, starts))
 
 
-def build_q_network(spec: EnvSpec, config: R2D2Config) -> RecurrentDuelingQ:
-    base = build_policy_value(spec, config.network, config.hidden_sizes, shared_torso=True)
+def build_q_network(spec: EnvSpec, config: R2D2Config, precision: str = "float32") -> RecurrentDuelingQ:
+    base = build_policy_value(spec, config.network, config.hidden_sizes, shared_torso=True, layers=Layers(precision=precision))
     return RecurrentDuelingQ(base, config.lstm_size)
 
 
@@ -48,14 +48,17 @@ class R2D2Agent(LearningRateControl):
 
     uses_replay = True
 
-    def __init__(self, spec: EnvSpec, config: R2D2Config, replicas: Replicas | None = None) -> None:
+    def __init__(
+        self, spec: EnvSpec, config: R2D2Config, replicas: Replicas | None = None, precision: str = "float32"
+    ) -> None:
+        """``precision``: the torso's (``aioseed.algos.networks.Layers``)."""
         self.spec = spec
         self.config = config
         self.replicas = replicas or Replicas()
         self.burn_in = config.burn_in
         with self.replicas.scope():
-            self.network = build_q_network(spec, config)
-            self.target_network = build_q_network(spec, config)
+            self.network = build_q_network(spec, config, precision)
+            self.target_network = build_q_network(spec, config, precision)
             for network in (self.network, self.target_network):
                 network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), zero_state(self.state_columns(), 1))
             self.update_target()
