@@ -23,6 +23,7 @@ import numpy as np
 
 from aioseed.bench.config import AtariBench
 from aioseed.bench.spawned import run_in_process
+from aioseed.launch import RunConfig
 from aioseed.server.config import StopConfig
 
 
@@ -36,11 +37,17 @@ def core_seconds(work: Callable[[], int], seconds: float) -> tuple[float, float]
 
 
 def end_to_end(bench: AtariBench) -> dict[str, float]:
-    stop = StopConfig(after_seconds=bench.warmup_s + bench.seconds)
-    learner = dataclasses.replace(bench.run.learner, stop=stop)
-    summary = run_in_process(dataclasses.replace(bench.run, learner=learner), bench.warmup_s + bench.seconds)
+    return measure(bench.run, bench.warmup_s, bench.seconds)
+
+
+def measure(run: RunConfig, warmup_s: float, seconds: float) -> dict[str, float]:
+    """Trains ``run`` in a spawned process for ``warmup_s + seconds``; frames/s and the rest over the last
+    ``seconds``."""
+    stop = StopConfig(after_seconds=warmup_s + seconds)
+    learner = dataclasses.replace(run.learner, stop=stop)
+    summary = run_in_process(dataclasses.replace(run, learner=learner), warmup_s + seconds)
     points = summary.history
-    start_at = points[-1]["time"] - bench.seconds
+    start_at = points[-1]["time"] - seconds
     window = [p for p in points if p["time"] >= start_at]
     first, last = window[0], window[-1]
     frames_per_s = (last["charts/frames"] - first["charts/frames"]) / (last["time"] - first["time"])
@@ -54,7 +61,7 @@ def end_to_end(bench: AtariBench) -> dict[str, float]:
     if "impala/received_bytes" in last:  # IMPALA mode: unroll uploads and parameter downloads, measured
         from aioseed.app import learner_specs
 
-        frames_per_step = learner_specs(bench.run.learner)[0].frames_per_step
+        frames_per_step = learner_specs(run.learner)[0].frames_per_step
         env_steps = (last["charts/frames"] - first["charts/frames"]) / frames_per_step
         moved = sum(last[k] - first[k] for k in ("impala/received_bytes", "impala/params_sent_bytes"))
         result["wire_bytes_per_step"] = moved / max(env_steps, 1.0)

@@ -10,6 +10,7 @@ import tyro
 
 from aioseed.launch import PresetName, RunConfig
 from aioseed.server.config import ConsoleConfig, StopConfig
+from aioseed.server.pacing import ActingMode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,6 +254,48 @@ class AutotuneBench:
     """Print one JSON object per workload."""
 
 
+def ppo_run() -> RunConfig:
+    """``--preset atari-ppo`` (CleanRL's recipe, synchronous) with nothing written and no console."""
+    from aioseed.presets import preset
+
+    run = preset("atari-ppo")
+    return dataclasses.replace(run, learner=dataclasses.replace(run.learner, logdir=None, console=ConsoleConfig(enabled=False)))
+
+
+@dataclasses.dataclass(frozen=True)
+class ActingBench:
+    """Training frames/s of one set-up in each acting mode, held in the order of ``modes`` and back again
+    (A B C C B A), so that a linear drift of the host's speed cancels in each mode's mean."""
+
+    run: RunConfig = dataclasses.field(default_factory=ppo_run)
+    """The ``aioseed run`` set-up (default: --preset atari-ppo, Pong); only training.acting changes."""
+    modes: tuple[ActingMode, ...] = ("async", "bounded", "synchronous")
+    """Acting modes, in order; the first is the baseline of the ratios."""
+    seconds: float = 60.0
+    """Measured seconds per hold, after the warm-up."""
+    warmup_s: float = 25.0
+    """Seconds of training before measuring (start-up, tracing, the first batches)."""
+    json: bool = False
+    """Print one JSON object per mode."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PrecisionBench:
+    """The train step and inference in float32 and bfloat16, timed in turn (A B B A) in this process."""
+
+    run: RunConfig = dataclasses.field(default_factory=ppo_run)
+    """Whose network, env and train batch are timed (default: --preset atari-ppo's)."""
+    networks: tuple[str, ...] = ("nature_cnn",)
+    """Torsos to time (the run's impala.network is replaced by each; impala_resnet's train step on the
+    default batch takes ~10 s here)."""
+    inference_batches: tuple[int, ...] = (8, 32, 256)
+    """Inference batch sizes."""
+    seconds: float = 5.0
+    """Seconds per hold (four holds per figure)."""
+    json: bool = False
+    """Print one JSON object per network."""
+
+
 BENCHES: dict[str, type] = {
     "transport": TransportBench,
     "cartpole": CartpoleBench,
@@ -263,6 +306,8 @@ BENCHES: dict[str, type] = {
     "devices": DevicesBench,
     "architectures": ArchitecturesBench,
     "autotune": AutotuneBench,
+    "acting": ActingBench,
+    "precision": PrecisionBench,
 }
 """``aioseed bench NAME``: the config of each benchmark."""
 BenchCommand = Union[tuple(Annotated[config, tyro.conf.subcommand(name)] for name, config in BENCHES.items())]  # noqa: UP007
