@@ -88,3 +88,24 @@ def test_version_prints_the_package_version(capsys) -> None:
     assert main(["--version"]) == 0
     assert capsys.readouterr().out == f"aioseed {__version__}\n"
     assert version("aioseed") == __version__  # the installed metadata reads the same attribute
+
+
+def test_the_ppo_and_noframeskip_presets_and_the_acting_modes_they_allow() -> None:
+    ppo = parse(["run", "--preset", "atari-ppo"])
+    assert (ppo.num_actors, ppo.envs_per_actor, ppo.envs_per_message) == (1, 8, 8)
+    training, impala = ppo.learner.training, ppo.learner.impala
+    assert (training.acting, training.unroll_length, training.batch_size) == ("synchronous", 128, 8)
+    assert (impala.init, impala.minibatch, impala.targets, impala.epochs, impala.minibatches) == ("orthogonal", "transitions", "gae", 4, 4)
+    assert ppo.learner.atari.sticky_action_probability == 0.0 and ppo.learner.atari.noop_max == 30
+    plain = parse(["run", "--preset", "atari-noframeskip"])
+    assert plain.learner.atari.sticky_action_probability == 0.0 and plain.learner.training.acting == "async"
+    assert parse(["run", "--preset", "atari"]).learner.atari.sticky_action_probability == 0.25  # v5 stays the headline
+    assert parse(["learner", "--training.acting", "bounded"]).training.acting == "bounded"
+    for bad in (
+        ["learner", "--agent", "r2d2", "--training.acting", "synchronous"],
+        ["learner", "--architecture", "impala", "--training.acting", "bounded"],
+        ["learner", "--impala.minibatch", "transitions", "--impala.lstm-size", "8"],
+        ["learner", "--precision", "float16"],
+    ):
+        with pytest.raises((ValueError, SystemExit)):
+            parse(bad)
