@@ -95,8 +95,7 @@ class InferenceLoop:
             try:
                 result = await job
             except Exception as exc:  # the learner carries on; the streams get INTERNAL
-                log.warning("inference_failed", rows=batch.size, error=repr(exc))
-                batch.set_exception(InferenceError(f"inference failed: {exc!r}"))
+                _fail(batch, exc)
                 judged.set_result(None)
                 continue
             count = 0 if result.unrolls is None else len(result.unrolls["slot"])
@@ -117,8 +116,7 @@ class InferenceLoop:
                 try:
                     result = await loop.run_in_executor(self._executor, self._acting.redo, result)
                 except Exception as exc:
-                    log.warning("inference_failed", rows=batch.size, error=repr(exc))
-                    batch.set_exception(InferenceError(f"inference failed: {exc!r}"))
+                    _fail(batch, exc)
                     continue
                 self._answer(batch, result)
                 continue
@@ -154,3 +152,9 @@ class InferenceLoop:
             pending.add_done_callback(forget)
         else:
             forget()
+
+
+def _fail(batch: Batch, exc: Exception) -> None:
+    """The policy failed on ``batch``: every stream with rows in it gets INTERNAL."""
+    log.warning("inference_failed", rows=batch.size, error=repr(exc))
+    batch.set_exception(InferenceError(f"inference failed: {exc!r}"))

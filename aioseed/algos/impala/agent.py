@@ -48,9 +48,6 @@ def unroll_extras(
 COLUMNS = ("observation", "action", "logits", "reward", "done", "phantom")
 """The unroll columns a train step reads (time-major ``[T + 1, B, ...]``), besides the state columns."""
 
-PROXIMAL = ("log_probs", "advantages", "value_targets", "valid")
-"""What sample reuse computes once per batch for its T transitions (``[T, B]``), with the proximal policy."""
-
 
 def diagnostic_metrics(drift: Diagnostics) -> dict[str, tf.Tensor]:
     """``Diagnostics`` under their metric names."""
@@ -126,10 +123,10 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         rows, proximal_metrics = self._targets(self._split(columns))
         proximal = {name: value.numpy() for name, value in rows.items()}
         if self.config.minibatch == "transitions":
-            columns = {name: columns[name][:-1] for name in ("observation", "action")}
+            steps = {name: columns[name][:-1] for name in ("observation", "action")}
             step = self._update_transitions
             # [T, B, ...] -> [1, T * B, ...]: one "time step" of T * B rows, split along the batch axis as unrolls are.
-            data = {name: column.reshape(1, -1, *column.shape[2:]) for name, column in {**columns, **proximal}.items()}
+            data = {name: column.reshape(1, -1, *column.shape[2:]) for name, column in {**steps, **proximal}.items()}
         else:
             step, data = self._update, {**columns, **proximal}
         totals: dict[str, float] = {}
@@ -207,8 +204,8 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         return metrics
 
     def _compute_targets(self, inputs: dict[str, Any]) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
-        """The proximal policy's ``PROXIMAL`` columns of the T transitions (``[T, B]``, computed on every
-        replica's share and concatenated), and its ``diagnostic_metrics`` (averaged over the replicas)."""
+        """The proximal policy's columns of the T transitions (``[T, B]``: log_probs, advantages, value_targets,
+        valid; computed on every replica's share and concatenated), and its ``diagnostic_metrics``."""
         rows, metrics = self.replicas.run(self._replica_targets, inputs)
         return self.replicas.concat(rows, axis=1), self.replicas.mean(metrics)
 
@@ -264,7 +261,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
     def _clipped_surrogate(
         self, inputs: dict[str, tf.Tensor], logits: tf.Tensor, values: tf.Tensor, actions: tf.Tensor
     ) -> tuple[tf.Tensor, dict[str, tf.Tensor], dict[str, tf.Tensor]]:
-        """The loss of ``[T, b]`` steps' current ``logits`` and ``values`` against their ``PROXIMAL`` columns."""
+        """The loss of ``[T, b]`` steps' current ``logits`` and ``values`` against their proximal columns."""
         c = self.config
         valid = inputs["valid"]
         advantages = inputs["advantages"]
