@@ -97,7 +97,10 @@ def write_csv(points: list[Point], path: pathlib.Path, rows: int = 500) -> None:
             writer.writerow([p.frames, f"{p.seconds:.1f}", f"{p.mean_return:.3f}", eval_return])
 
 
-def write_png(points: list[Point], path: pathlib.Path, title: str, target_return: float | None, target_frames: int) -> None:
+def write_png(
+    points: list[Point], path: pathlib.Path, title: str, target_return: float | None, target_frames: int, window: int = 100
+) -> None:
+    """The curve; ``window``: the episodes each mean return is taken over (the learner's return_window)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -105,7 +108,7 @@ def write_png(points: list[Point], path: pathlib.Path, title: str, target_return
 
     figure, axes = plt.subplots(figsize=(8, 4.5), dpi=100)
     frames = [p.frames / 1e6 for p in points]
-    axes.plot(frames, [p.mean_return for p in points], label="mean return (last 100 episodes)")
+    axes.plot(frames, [p.mean_return for p in points], label=f"mean return (last {window} episodes)")
     if any(not math.isnan(p.eval_return) for p in points):
         axes.plot(frames, [p.eval_return for p in points], label="evaluation return", alpha=0.7)
     if target_return is not None:
@@ -157,7 +160,7 @@ def main(bench: LearningCurveBench) -> int:
         raise SystemExit(f"no {RETURN_TAG} summaries under {logdir / 'tensorboard'} yet")
     write_csv(points, logdir / "curve.csv")
     title = f"aioseed {run.learner.agent} on {run.learner.env} (preset {bench.preset})"
-    write_png(points, logdir / "curve.png", title, bench.target_return, bench.target_frames)
+    write_png(points, logdir / "curve.png", title, bench.target_return, bench.target_frames, run.learner.return_window)
     result = summarize(points, bench.target_return)
     result.update(csv=str(logdir / "curve.csv"), png=str(logdir / "curve.png"))
     print(json.dumps(result), file=sys.stdout, flush=True)
