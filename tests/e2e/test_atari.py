@@ -100,3 +100,25 @@ def test_atari_frames_stack_by_shifting_and_episodes_end_with_a_final_row() -> N
     group.step(np.zeros(2, np.int32))  # the autoreset step: the new episode's first observation
     assert group.flags.tolist() == [0, 0] and group.rewards.tolist() == [0.0, 0.0]
     assert group.steps == 2 * 40
+
+
+async def test_the_ppo_preset_acts_synchronously_through_real_processes(tmp_path) -> None:
+    """--preset atari-ppo: one actor process steps 8 Pong envs in lockstep, and every train step starts on
+    the policy that acted its batch (lag 0 at the first of 16 updates, so 7.5 on average; KL 0)."""
+    import re
+
+    from tests.processes import Process
+
+    run = await Process(
+        ["run", "--preset", "atari-ppo", "--learner.logdir", str(tmp_path), "--learner.training.unroll-length", "16",
+         "--learner.stop.after-frames", "4000", "--learner.console.no-enabled", "--learner.display", "lines",
+         "--learner.log-every-s", "0.5"]
+    ).start()
+    try:
+        assert await run.wait(timeout_s=300) == 0, run.log
+    finally:
+        run.kill()
+    trained = re.findall(r"progress .*?kl=([-\d.e]+) .*?lag=([\d.]+)", run.log)
+    assert trained, run.log
+    assert all(float(lag) == 7.5 and abs(float(kl)) < 1e-3 for kl, lag in trained), trained
+    assert run.errors() == [], run.log
