@@ -3,7 +3,7 @@
 - ``async`` (SEED's default): acting runs on while the learner trains, held back only by the
   bounded unroll queue. The policy lag is whatever the queues hold.
 - ``bounded``: acting may complete at most one train batch beyond the one being trained, so it
-  overlaps training (which suits a GPU learner) and the lag stays under two batches of updates.
+  overlaps training (which suits a GPU learner) and the lag stays at most two batches of updates.
 - ``synchronous``: acting stops from the moment a train batch is complete until its update has
   applied, as in PPO, so every step of a train batch was acted by the policy that computes its
   targets (the proximal one).

@@ -108,7 +108,9 @@ async def test_synchronous_mode_trains_every_batch_on_the_policy_that_acted(runn
         assert point["policy/rho_below_half"] == 0.0
 
 
-async def test_bounded_mode_keeps_the_lag_under_two_batches_of_updates(running_learner, tmp_path) -> None:
+async def test_bounded_mode_keeps_the_lag_within_two_batches_of_updates(running_learner, tmp_path) -> None:
     points = await _train(running_learner, tmp_path, "bounded")
     assert len(points) >= 3
-    assert max(point["learner/policy_lag_max"] for point in points) <= 2 * UPDATES - 1
+    # A row's version is read before its policy runs, so an update landing during that call counts one
+    # low: 2 x UPDATES, not 2 x UPDATES - 1 (async reached 3 x UPDATES - 1 here before the redo).
+    assert max(point["learner/policy_lag_max"] for point in points) <= 2 * UPDATES
