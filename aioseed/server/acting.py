@@ -195,7 +195,7 @@ class Acting:
         return StepResult(outputs["action"], boundaries, unrolls, seconds, invalid, evaluating, call)
 
     def redo(self, result: StepResult) -> StepResult:
-        """Asks the policy again for ``result``'s rows, after an update (synchronous mode): their actions,
+        """Asks the policy again for ``result``'s rows, after an update (when acting waited for one): their actions,
         the outputs of their newest stored step, their version and their next recurrent state become the
         updated policy's. Unrolls that batch completed are already emitted and keep the first answers
         (only their last step had them, as its bootstrap row)."""

@@ -45,10 +45,6 @@ class Pacing:
         return self.mode != "async"
 
     @property
-    def synchronous(self) -> bool:
-        return self.mode == "synchronous"
-
-    @property
     def allowance(self) -> float:
         """Unrolls acting may still complete (inf in async mode; negative after an overshoot)."""
         return self._allowance
