@@ -82,6 +82,8 @@ class StepResult:
     """<bool>[E] which of the batch's ended episodes (``boundaries.episode_returns``) were evaluation envs'."""
     call: PolicyCall | None = None
     """The policy's inputs (for ``Acting.redo``)."""
+    version: int = -1
+    """The parameter version read before the policy ran (stamped on the batch's steps); -1: none read."""
 
 
 def invalid_rows(outputs: Mapping[str, np.ndarray], num_actions: int) -> np.ndarray:
@@ -192,7 +194,7 @@ class Acting:
             unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, version)
         evaluating = evaluation[boundaries.ended_rows]
         seconds = time.perf_counter() - started
-        return StepResult(outputs["action"], boundaries, unrolls, seconds, invalid, evaluating, call)
+        return StepResult(outputs["action"], boundaries, unrolls, seconds, invalid, evaluating, call, version)
 
     def redo(self, result: StepResult) -> StepResult:
         """Asks the policy again for ``result``'s rows, after an update (when acting waited for one): their actions,
@@ -212,7 +214,7 @@ class Acting:
             rows["version"] = np.full(int(learn.sum()), version, np.int64)
             self._store.rewrite_last(call.slots[learn], rows)
         seconds = result.seconds + time.perf_counter() - started
-        return dataclasses.replace(result, actions=outputs["action"], invalid=invalid, seconds=seconds)
+        return dataclasses.replace(result, actions=outputs["action"], invalid=invalid, seconds=seconds, version=version)
 
     def _infer(self, call: PolicyCall) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
         """The policy on ``call``: outputs, next state, and the invalid rows (answered as action 0, flagged)."""

@@ -101,18 +101,14 @@ class InferenceLoop:
             count = 0 if result.unrolls is None else len(result.unrolls["slot"])
             hold = self._pacing.completed(count)
             judged.set_result(None)
-            if hold:
-                # Acting stops here until an update. This batch is answered only after it, by the updated
-                # policy, so the unrolls that start here start on the policy that trains next.
-                if self._pacing.allowance < 0:
-                    log.warning(
-                        "acting_overshoot",
-                        unrolls=int(-self._pacing.allowance),
-                        hint="these unrolls were acted before the update they will train after; make "
-                        "training.batch_size a multiple of the envs whose rows arrive together",
-                    )
+            if hold or self._pacing.stale(result.version):
+                # Acting stops here until an update (or one landed while the policy ran). This batch is
+                # answered only after it, by the updated policy, so the unrolls that start here start on
+                # the policy that trains next.
                 await self._queue(result)
-                await self._pacing.ready()
+                if hold:
+                    self._warn_overshoot()
+                    await self._pacing.ready()
                 try:
                     result = await loop.run_in_executor(self._executor, self._acting.redo, result)
                 except Exception as exc:
@@ -122,6 +118,15 @@ class InferenceLoop:
                 continue
             self._answer(batch, result)
             await self._queue(result)
+
+    def _warn_overshoot(self) -> None:
+        if self._pacing.allowance < 0:
+            log.warning(
+                "acting_overshoot",
+                unrolls=int(-self._pacing.allowance),
+                hint="these unrolls were acted before the update they will train after; make "
+                "training.batch_size a multiple of the envs whose rows arrive together",
+            )
 
     def _answer(self, batch: Batch, result: StepResult) -> None:
         if result.invalid.any():

@@ -10,10 +10,12 @@
 
 When acting must wait, the inference batch that made it wait is answered only after the update,
 with actions the updated policy chooses again (``Acting.redo``): its rows are the first steps of
-the next unrolls, which would otherwise carry the old policy's actions into the next batch.
+the next unrolls, which would otherwise carry the old policy's actions into the next batch. So is
+a batch whose policy started before the latest update and finished after it (``stale``): acting
+did not have to wait for that update, but the batch's rows would count as acted before it.
 
 The inference loop asks ``ready`` before each batch and reports ``completed`` unrolls after it;
-the trainer reports ``trained`` after each update.
+the trainer reports ``trained`` after each train batch, with the version its updates reached.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ ActingMode = Literal["async", "bounded", "synchronous"]
 
 
 class Pacing:
-    """Verbs: ``ready`` (wait until acting may go on), ``completed`` unrolls, ``trained`` a batch."""
+    """Verbs: ``ready`` (wait until acting may go on), ``completed`` unrolls, ``trained`` a batch,
+    ``stale`` (a batch acted before the latest update)."""
 
     def __init__(self, mode: ActingMode, batch_size: int) -> None:
         """``batch_size``: unrolls per train batch."""
@@ -38,6 +41,8 @@ class Pacing:
         """Unrolls acting may still complete before it must wait for an update."""
         self._open = asyncio.Event()
         self._open.set()
+        self._trained_version = 0
+        """The parameter version when the latest train batch's updates had applied."""
 
     @property
     def paced(self) -> bool:
@@ -63,9 +68,16 @@ class Pacing:
                 return True
         return False
 
-    def trained(self) -> None:
-        """A train batch's updates have applied: acting may complete one more batch of unrolls."""
+    def trained(self, version: int) -> None:
+        """A train batch's updates have applied, bringing the parameters to ``version``: acting may
+        complete one more batch of unrolls."""
         if self.paced:
+            self._trained_version = version
             self._allowance += self._batch_size
             if self._allowance > 0:
                 self._open.set()
+
+    def stale(self, version: int) -> bool:
+        """Whether steps acted at ``version`` predate the latest train batch's updates (paced modes only),
+        so that acting would run further ahead of training than its mode allows."""
+        return self.paced and version < self._trained_version

@@ -117,7 +117,7 @@ class Trainer:
             finally:
                 self.stepping = False
             if self._pacing is not None:
-                self._pacing.trained()
+                self._pacing.trained(self.version)
             self._source.update(batch, metrics)
             self._on_step(metrics, lag)
 
