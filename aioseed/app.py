@@ -22,25 +22,25 @@ from aioseed.console.server import ConsoleServer
 from aioseed.devices import place
 from aioseed.envs.atari import is_atari
 from aioseed.envs.registry import env_kwargs, env_spec
-from aioseed.server.acting import StepResult, acting_for, unroll_columns
-from aioseed.server.batcher import Batch, Batcher
-from aioseed.server.checkpoint import Checkpointer, WarmStart
+from aioseed.server.acting.inference import InferenceLoop
+from aioseed.server.acting.step import StepResult, acting_for, unroll_columns
+from aioseed.server.batching.batcher import Batch, Batcher
 from aioseed.server.config import LearnerConfig
-from aioseed.server.endpoint import GrpcEndpoint, server_options
-from aioseed.server.inference import InferenceLoop
 from aioseed.server.learner import Learner, Stages
-from aioseed.server.pacing import Pacing
-from aioseed.server.params import ParamsPublisher
-from aioseed.server.protocol import RowBounds
-from aioseed.server.replay import Replay
-from aioseed.server.replay_feed import ReplayFeed
-from aioseed.server.service import LearnerService, StreamLimits
-from aioseed.server.slots import SlotTable
-from aioseed.server.source import Source, UnrollQueue
-from aioseed.server.stats import Stats
+from aioseed.server.reporting.stats import Stats
 from aioseed.server.stopping import Stopping
-from aioseed.server.training import Trainer
-from aioseed.server.uploads import UnrollParser, Upload, Uploads
+from aioseed.server.training.checkpoint import Checkpointer, WarmStart
+from aioseed.server.training.trainer import Trainer
+from aioseed.server.trajectories.pacing import Pacing
+from aioseed.server.trajectories.replay import Replay
+from aioseed.server.trajectories.replay_feed import ReplayFeed
+from aioseed.server.trajectories.source import Source, UnrollQueue
+from aioseed.server.transport.endpoint import GrpcEndpoint, server_options
+from aioseed.server.transport.params import ParamsPublisher
+from aioseed.server.transport.protocol import RowBounds
+from aioseed.server.transport.service import LearnerService, StreamLimits
+from aioseed.server.transport.slots import SlotTable
+from aioseed.server.transport.uploads import UnrollParser, Upload, Uploads
 from aioseed.spec import EnvSpec
 from aioseed.types import Unroll
 
@@ -234,7 +234,7 @@ def record_episodes(
 def summary_writer(config: LearnerConfig) -> Callable[[dict[str, float], int], None] | None:
     if config.logdir is None or not config.tensorboard:
         return None
-    from aioseed.server.summaries import SummaryWriter
+    from aioseed.server.reporting.summaries import SummaryWriter
 
     return SummaryWriter(config.logdir)
 

@@ -70,7 +70,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     from aioseed.app import build_agent
     from aioseed.devices import place
     from aioseed.envs.registry import vector_env_spec
-    from aioseed.server.checkpoint import Checkpointer
+    from aioseed.server.training.checkpoint import Checkpointer
 
     saved = config_file.saved_learner(config.logdir)
     env_id = config.env or saved.env

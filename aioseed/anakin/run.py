@@ -12,9 +12,9 @@ from aioseed.algos.impala.agent import ImpalaAgent
 from aioseed.anakin.envs import ENVS, TFEnv
 from aioseed.anakin.loop import Anakin
 from aioseed.devices import place
-from aioseed.server.checkpoint import Checkpointer
 from aioseed.server.config import LearnerConfig
-from aioseed.server.training import Progress
+from aioseed.server.training.checkpoint import Checkpointer
+from aioseed.server.training.trainer import Progress
 from aioseed.spec import EnvSpec
 
 log = structlog.get_logger()

@@ -32,9 +32,9 @@ import numpy as np
 
 from aioseed.bench.config import AutotuneBench, atari_run, cartpole_run
 from aioseed.launch import RunConfig
-from aioseed.server.autotune import BatchingConfig
+from aioseed.server.batching.autotune import BatchingConfig
+from aioseed.server.batching.latency import quantile_ms
 from aioseed.server.config import StopConfig
-from aioseed.server.latency import quantile_ms
 
 BAD_START = (1, 0.1)
 

@@ -10,7 +10,7 @@ import tyro
 
 from aioseed.launch import PresetName, RunConfig
 from aioseed.server.config import ConsoleConfig, StopConfig
-from aioseed.server.pacing import ActingMode
+from aioseed.server.trajectories.pacing import ActingMode
 
 
 @dataclasses.dataclass(frozen=True)

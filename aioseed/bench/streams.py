@@ -16,7 +16,7 @@ import numpy as np
 
 from aioseed.bench.config import StreamsBench
 from aioseed.bench.transport import Trial, run_trial
-from aioseed.server.batcher import BatcherConfig
+from aioseed.server.batching.batcher import BatcherConfig
 
 
 def measure(config: StreamsBench, streams: int) -> dict[str, float | int]:

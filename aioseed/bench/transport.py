@@ -22,7 +22,7 @@ import numpy as np
 
 from aioseed.bench.config import TransportBench
 from aioseed.proto import aioseed_pb2 as pb
-from aioseed.server.batcher import BatcherConfig
+from aioseed.server.batching.batcher import BatcherConfig
 from aioseed.spec import EnvSpec
 
 SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)
@@ -79,7 +79,7 @@ async def _serve_async(trial: Trial, ready, stop) -> None:
         handler = grpc.method_handlers_generic_handler(
             "aioseed.v1.Learner", {"Act": grpc.stream_stream_rpc_method_handler(echo)}
         )
-        from aioseed.server.endpoint import server_options
+        from aioseed.server.transport.endpoint import server_options
 
         grpc_server = grpc.aio.server(options=server_options(streams, 64 * 1024 * 1024))
         grpc_server.add_generic_rpc_handlers((handler,))

@@ -27,7 +27,7 @@ from aioseed.clients.env_group import EnvGroup
 from aioseed.impala_actor.params import Params, ParamsError, receive_params
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
-from aioseed.server.acting import Acting, acting_for
+from aioseed.server.acting.step import Acting, acting_for
 from aioseed.spec import EnvSpec
 from aioseed.types import Unroll
 

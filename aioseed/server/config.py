@@ -11,9 +11,9 @@ from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig
 from aioseed.envs.registry import env_kwargs
-from aioseed.server.autotune import BatchingConfig
-from aioseed.server.batcher import BatcherConfig
-from aioseed.server.training import TrainingConfig
+from aioseed.server.batching.autotune import BatchingConfig
+from aioseed.server.batching.batcher import BatcherConfig
+from aioseed.server.training.trainer import TrainingConfig
 
 
 @dataclasses.dataclass(frozen=True)

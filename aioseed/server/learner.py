@@ -20,21 +20,21 @@ import numpy as np
 import structlog
 
 from aioseed.algos.agent import Agent
-from aioseed.server.autotune import BatchTuner
-from aioseed.server.batcher import Batcher, BatcherConfig
-from aioseed.server.checkpoint import Checkpointer, CheckpointRefused
+from aioseed.server.acting.inference import InferenceLoop
+from aioseed.server.batching.autotune import BatchTuner
+from aioseed.server.batching.batcher import Batcher, BatcherConfig
+from aioseed.server.batching.tuner_measure import Observation
 from aioseed.server.config import LearnerConfig
-from aioseed.server.endpoint import GrpcEndpoint
-from aioseed.server.inference import InferenceLoop
-from aioseed.server.params import ParamsPublisher
-from aioseed.server.reporter import Reporter, Snapshot
+from aioseed.server.reporting.reporter import Reporter, Snapshot
+from aioseed.server.reporting.stats import History, Stats
 from aioseed.server.run_info import describe
-from aioseed.server.service import LearnerService, LocalStream
-from aioseed.server.source import Source
-from aioseed.server.stats import History, Stats
 from aioseed.server.stopping import Stopping
-from aioseed.server.tuner_measure import Observation
-from aioseed.server.training import Progress, Trainer
+from aioseed.server.training.checkpoint import Checkpointer, CheckpointRefused
+from aioseed.server.training.trainer import Progress, Trainer
+from aioseed.server.trajectories.source import Source
+from aioseed.server.transport.endpoint import GrpcEndpoint
+from aioseed.server.transport.params import ParamsPublisher
+from aioseed.server.transport.service import LearnerService, LocalStream
 from aioseed.spec import EnvSpec
 
 log = structlog.get_logger()

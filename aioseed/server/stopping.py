@@ -8,7 +8,7 @@ import time
 
 import structlog
 
-from aioseed.server.stats import Stats
+from aioseed.server.reporting.stats import Stats
 
 log = structlog.get_logger()
 

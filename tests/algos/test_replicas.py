@@ -15,8 +15,8 @@ from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.agent import R2D2Agent
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.algos.replicas import Replicas
-from aioseed.server.checkpoint import Checkpointer
-from aioseed.server.training import Progress
+from aioseed.server.training.checkpoint import Checkpointer
+from aioseed.server.training.trainer import Progress
 from aioseed.spec import EnvSpec
 
 SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=3)

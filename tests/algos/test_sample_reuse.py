@@ -9,8 +9,8 @@ import pytest
 
 from aioseed.algos.impala.agent import ImpalaAgent
 from aioseed.algos.impala.config import ImpalaConfig
-from aioseed.server.source import UnrollQueue
-from aioseed.server.training import Trainer, TrainingConfig
+from aioseed.server.training.trainer import Trainer, TrainingConfig
+from aioseed.server.trajectories.source import UnrollQueue
 from aioseed.spec import EnvSpec
 
 SPEC = EnvSpec(observation_shape=(3,), observation_dtype="float32", num_actions=2)

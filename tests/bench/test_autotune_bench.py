@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from aioseed.bench.autotune import final_against_best, settle_time, window, workload
-from aioseed.server.latency import LatencyCounts, quantile_ms
+from aioseed.server.batching.latency import LatencyCounts, quantile_ms
 
 
 def test_the_workloads_are_64_and_1024_streams_at_k1_and_pong_at_k32() -> None:

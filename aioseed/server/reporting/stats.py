@@ -1,0 +1,144 @@
+"""Learner metrics kept on the event loop, sampled once a second into a bounded history.
+
+``Stats`` accumulates raw observations; ``take`` turns what arrived since the
+previous call into one flat snapshot named after the module map
+(``charts/``, ``batcher/``, ``inference/``, ``queue/``, ``learner/``,
+``losses/``). One task calls ``take`` per interval and keeps the snapshots in a
+``History``; logs, TensorBoard, the console and Prometheus all read from it.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import time
+
+import numpy as np
+
+from aioseed.server.batching.latency import LatencyCounts
+
+WINDOW = 4096
+"""Samples of a per-batch or per-message quantity kept between two snapshots."""
+
+
+def _percentile(values: collections.deque[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else math.nan
+
+
+class Stats:
+    """Verbs: ``record_batch``, ``record_latency``, ``record_episodes``, ``record_train``, ``take``."""
+
+    def __init__(self, window: int = 100) -> None:
+        self.started = time.monotonic()
+        self.frames = 0
+        self.train_steps = 0
+        self.episodes = 0
+        self.returns: collections.deque[float] = collections.deque(maxlen=window)
+        self.lengths: collections.deque[int] = collections.deque(maxlen=window)
+        self.last_return = math.nan
+        self.eval_returns: collections.deque[float] = collections.deque(maxlen=window)
+        """Returns of evaluation envs' episodes (not in ``returns``)."""
+        self.losses: dict[str, float] = {}
+        self.policy_lag = math.nan
+        self._batch_sizes: collections.deque[int] = collections.deque(maxlen=WINDOW)
+        self._fill_ms: collections.deque[float] = collections.deque(maxlen=WINDOW)
+        self._inference_ms: collections.deque[float] = collections.deque(maxlen=WINDOW)
+        self._latency_ms: collections.deque[float] = collections.deque(maxlen=WINDOW)
+        self.latency_counts = LatencyCounts()
+        """Every action latency, counted (the p99 of any span: the batching tuner's holds, the bench's windows)."""
+        self._mark = (self.started, 0, 0)
+
+    def restore(self, frames: int, train_steps: int) -> None:
+        """Counters from a checkpoint: frames and train steps go on from there."""
+        self.frames, self.train_steps = frames, train_steps
+        self._mark = (time.monotonic(), frames, train_steps)
+
+    def full_window(self) -> bool:
+        """As many episodes as the mean return averages have ended."""
+        return len(self.returns) == self.returns.maxlen
+
+    def record_batch(self, size: int, fill_s: float, inference_s: float, frames: int) -> None:
+        self.frames += frames
+        self._batch_sizes.append(size)
+        self._fill_ms.append(fill_s * 1e3)
+        self._inference_ms.append(inference_s * 1e3)
+
+    def record_frames(self, frames: int) -> None:
+        """Frames that arrived without an inference batch (IMPALA mode's uploads)."""
+        self.frames += frames
+
+    def record_latency(self, seconds: float) -> None:
+        """Action latency of one message: rows submitted -> actions ready."""
+        self._latency_ms.append(seconds * 1e3)
+        self.latency_counts.add(seconds * 1e3)
+
+    def record_episodes(self, returns: np.ndarray, lengths: np.ndarray, evaluation: np.ndarray | None = None) -> None:
+        if evaluation is not None and evaluation.any():
+            self.eval_returns.extend(returns[evaluation].tolist())
+            returns, lengths = returns[~evaluation], lengths[~evaluation]
+            if not len(returns):
+                return
+        self.episodes += len(returns)
+        self.returns.extend(returns.tolist())
+        self.lengths.extend(lengths.tolist())
+        self.last_return = float(returns[-1])
+
+    def record_train(self, metrics: dict[str, float], policy_lag: float) -> None:
+        self.train_steps += 1
+        self.losses = metrics
+        self.policy_lag = policy_lag
+
+    def mean_return(self) -> float:
+        return float(np.mean(self.returns)) if self.returns else math.nan
+
+    def take(self, extra: dict[str, float] | None = None) -> dict[str, float]:
+        """One snapshot: counters, and rates and distributions since the previous ``take``."""
+        now = time.monotonic()
+        mark_time, mark_frames, mark_steps = self._mark
+        elapsed = max(now - mark_time, 1e-9)
+        self._mark = (now, self.frames, self.train_steps)
+        sizes = self._batch_sizes
+        out = {
+            "time": time.time(),
+            "charts/frames": float(self.frames),
+            "charts/frames_per_s": (self.frames - mark_frames) / elapsed,
+            "charts/episodes": float(self.episodes),
+            "charts/return": self.mean_return(),
+            "charts/return_last": self.last_return,
+            "charts/eval_return": float(np.mean(self.eval_returns)) if self.eval_returns else math.nan,
+            "charts/episode_length": float(np.mean(self.lengths)) if self.lengths else math.nan,
+            "learner/train_steps": float(self.train_steps),
+            "learner/train_steps_per_s": (self.train_steps - mark_steps) / elapsed,
+            "learner/policy_lag": self.policy_lag,
+            "batcher/batches": float(len(sizes)),
+            "batcher/batch_size": float(np.mean(sizes)) if sizes else math.nan,
+            "batcher/batch_size_max": float(max(sizes)) if sizes else math.nan,
+            "batcher/fill_ms_p50": _percentile(self._fill_ms, 50),
+            "batcher/fill_ms_p99": _percentile(self._fill_ms, 99),
+            "inference/ms": float(np.mean(self._inference_ms)) if self._inference_ms else math.nan,
+            "inference/latency_ms_p50": _percentile(self._latency_ms, 50),
+            "inference/latency_ms_p99": _percentile(self._latency_ms, 99),
+        }
+        for window in (sizes, self._fill_ms, self._inference_ms, self._latency_ms):
+            window.clear()
+        out.update(self.losses)
+        out.update(extra or {})
+        return out
+
+
+class History:
+    """The last ``capacity`` snapshots, oldest first. Verbs: ``append``, ``latest``, ``since``."""
+
+    def __init__(self, capacity: int = 900) -> None:
+        self._points: collections.deque[dict[str, float]] = collections.deque(maxlen=capacity)
+
+    def append(self, snapshot: dict[str, float]) -> None:
+        self._points.append(snapshot)
+
+    @property
+    def latest(self) -> dict[str, float]:
+        return self._points[-1] if self._points else {}
+
+    def since(self, timestamp: float = 0.0) -> list[dict[str, float]]:
+        """Snapshots taken after ``timestamp`` (time.time())."""
+        return [p for p in self._points if p["time"] > timestamp]

@@ -1,0 +1,150 @@
+"""Checkpoints through tf.train.CheckpointManager: model, optimizer and counters."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Any, Protocol
+
+import structlog
+
+from aioseed.control import CommandRefused
+from aioseed.server.training.trainer import Progress
+
+log = structlog.get_logger()
+
+
+class CheckpointRefused(CommandRefused):
+    """The weights or optimizer state hold NaN or inf: saving them would replace a good checkpoint."""
+
+
+def non_finite_variables(objects: dict[str, Any]) -> list[str]:
+    """Names of the float variables of ``objects`` (models, optimizers, variables) with a NaN or inf."""
+    import tensorflow as tf
+
+    bad = []
+    for name, obj in objects.items():
+        variables = [obj] if isinstance(obj, tf.Variable) else list(getattr(obj, "variables", []))
+        for variable in variables:
+            if tf.as_dtype(variable.dtype).is_floating and not bool(tf.reduce_all(tf.math.is_finite(variable))):
+                bad.append(f"{name}/{variable.name}")
+    return bad
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmStart:
+    """Weights of another run, loaded where a run's own logdir holds no checkpoint yet."""
+
+    source: pathlib.Path
+    """A run's logdir, its checkpoints/ directory, or one checkpoint (logs/x/checkpoints/ckpt-160)."""
+    objects: tuple[str, ...]
+    """Which of the agent's checkpoint objects to load (the networks; the optimizer too if asked)."""
+
+    def checkpoint_path(self) -> str:
+        import tensorflow as tf
+
+        if not self.source.is_dir():
+            if not pathlib.Path(f"{self.source}.index").exists():
+                raise FileNotFoundError(f"init checkpoint: no checkpoint at {self.source} (and no directory)")
+            return str(self.source)
+        for directory in (self.source / "checkpoints", self.source):
+            if latest := tf.train.latest_checkpoint(str(directory)):
+                return latest
+        raise FileNotFoundError(f"init checkpoint: no checkpoint under {self.source}")
+
+
+class Attachment(Protocol):
+    """State saved beside the TensorFlow checkpoint in a directory of its own (R2D2's replay)."""
+
+    def save(self, directory: pathlib.Path) -> int: ...
+
+    def restore(self, directory: pathlib.Path) -> bool: ...
+
+
+class Checkpointer:
+    """Verbs: ``attach`` more state, ``restore`` the latest (or warm start), ``save`` now. Call them
+    from the train thread."""
+
+    def __init__(
+        self, directory: pathlib.Path, objects: dict[str, Any], max_to_keep: int = 3, warm_start: WarmStart | None = None
+    ) -> None:
+        import tensorflow as tf  # here, so that importing CheckpointRefused loads no TensorFlow
+
+        self._train_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self._frames = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self._objects = objects
+        self._warm_start = warm_start
+        self._directory = directory
+        self._attachments: dict[str, Attachment] = {}
+        self._checkpoint = tf.train.Checkpoint(train_steps=self._train_steps, frames=self._frames, **objects)
+        self._manager = tf.train.CheckpointManager(self._checkpoint, str(directory), max_to_keep=max_to_keep)
+
+    def attach(self, name: str, attachment: Attachment) -> None:
+        """Saves ``attachment`` under checkpoints/NAME with every checkpoint, and restores it with one."""
+        self._attachments[name] = attachment
+
+    @property
+    def latest(self) -> str | None:
+        return self._manager.latest_checkpoint
+
+    def restore(self) -> Progress | None:
+        """Restores the latest checkpoint, if any, and returns its counters; without one, loads the
+        warm start's weights, if any (counters stay at zero: a new run)."""
+        path = self._manager.latest_checkpoint
+        if path is None:
+            if self._warm_start is not None:
+                self._load_warm_start(self._warm_start)
+            return None
+        self._checkpoint.restore(path).assert_existing_objects_matched()
+        for name, attachment in self._attachments.items():
+            attachment.restore(self._directory / name)
+        progress = Progress(int(self._train_steps.numpy()), int(self._frames.numpy()))
+        log.info("checkpoint_restored", path=path, train_steps=progress.train_steps, frames=progress.frames)
+        return progress
+
+    def _load_warm_start(self, warm: WarmStart) -> None:
+        import tensorflow as tf
+
+        path = warm.checkpoint_path()
+        objects = {name: self._objects[name] for name in warm.objects if name in self._objects}
+        try:
+            tf.train.Checkpoint(**objects).restore(path).expect_partial().assert_existing_objects_matched()
+        except (AssertionError, ValueError, tf.errors.OpError) as exc:
+            first = str(exc).strip().splitlines()[0][:300]
+            raise ValueError(f"init checkpoint {path} does not fit this agent ({', '.join(objects)}): {first}") from None
+        log.info("checkpoint_warm_start", path=path, loaded=list(objects))
+
+    def listing(self) -> list[dict[str, Any]]:
+        """The checkpoints kept, oldest first: path, train steps, frames and when written (reads their
+        counters from disk: call it in a thread)."""
+        import tensorflow as tf
+
+        kept = []
+        for path in self._manager.checkpoints:
+            try:
+                frames = int(tf.train.load_variable(path, "frames/.ATTRIBUTES/VARIABLE_VALUE"))
+                steps = int(tf.train.load_variable(path, "train_steps/.ATTRIBUTES/VARIABLE_VALUE"))
+                written = pathlib.Path(f"{path}.index").stat().st_mtime
+            except (tf.errors.OpError, OSError):  # deleted meanwhile (max_to_keep)
+                continue
+            kept.append({"path": path, "train_steps": steps, "frames": frames, "time": written})
+        return kept
+
+    def save(self, progress: Progress) -> str:
+        """Raises CheckpointRefused, keeping the checkpoints already written, when any variable is non-finite."""
+        bad = non_finite_variables(self._objects)
+        if bad:
+            log.error("checkpoint_refused_nonfinite", variables=bad[:5], count=len(bad), kept=self.latest)
+            raise CheckpointRefused(
+                f"{len(bad)} variable(s) hold NaN or inf (e.g. {bad[0]}); kept the last good checkpoint {self.latest}"
+            )
+        self._train_steps.assign(progress.train_steps)
+        self._frames.assign(progress.frames)
+        path = self._manager.save(checkpoint_number=progress.train_steps)
+        for name, attachment in self._attachments.items():
+            try:
+                attachment.save(self._directory / name)
+            except OSError as exc:  # a full disk: the weights are saved, the previous copy of this is kept
+                log.error("checkpoint_attachment_failed", name=name, error=str(exc), checkpoint=path)
+        log.info("checkpoint_saved", path=path, train_steps=progress.train_steps, frames=progress.frames)
+        return path

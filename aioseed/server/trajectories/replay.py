@@ -1,0 +1,200 @@
+"""Prioritized sequence replay for R2D2 (TF-free): a FIFO ring of unrolls over a sum tree.
+
+Unroll i is sampled with probability P(i) = p_i^alpha / sum_j p_j^alpha and
+weighted by (N P(i))^-beta, normalised by the batch maximum (Schaul et al. 2016;
+R2D2 uses alpha 0.9, beta 0.6). New unrolls get the given priorities, or the
+largest priority seen so far. Ids returned by ``insert`` and ``sample`` count
+insertions, so an update for an unroll that has been evicted since it was
+sampled is ignored rather than applied to its successor. A lock serializes
+inserts, samples, updates and saves.
+
+``save`` writes a directory that ``restore`` reads back: one ``.npy`` per unroll
+column, written row by row into a memory-mapped file (the replay is never copied
+in memory), the priorities, and the counters and sampling RNG in ``meta.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import structlog
+
+from aioseed.server.trajectories.sum_tree import SumTree
+
+log = structlog.get_logger()
+
+Unroll = Mapping[str, Any]
+FORMAT = 1
+"""Version of the directory ``save`` writes."""
+MIN_PRIORITY = 1e-6
+"""Priorities are floored here so that every stored unroll stays reachable."""
+
+
+class Replay:
+    """Verbs: ``insert`` unrolls, ``sample`` a batch, ``update_priorities``."""
+
+    def __init__(
+        self,
+        capacity: int,
+        priority_exponent: float = 0.9,
+        importance_exponent: float = 0.6,
+        seed: int | None = None,
+    ) -> None:
+        self.capacity = capacity
+        self.priority_exponent = priority_exponent
+        self.importance_exponent = importance_exponent
+        self._rng = np.random.default_rng(seed)
+        self._lock = threading.Lock()
+        self._restored_layout: dict[str, Any] | None = None
+        """The columns (shape, dtype) of restored unrolls, until the first new unroll is inserted."""
+        self._clear()
+
+    def __len__(self) -> int:
+        return min(self.inserted, self.capacity)
+
+    @property
+    def confirmed(self) -> bool:
+        """False after a restore until the first new unroll is inserted: only then is it known whether
+        the restored unrolls match the run's (a restart with another unroll length or observation shape
+        would sample batches that mix both, which cannot be stacked)."""
+        return self._restored_layout is None
+
+    def insert(self, unrolls: Sequence[Unroll], priorities: np.ndarray | None = None) -> np.ndarray:
+        """Stores ``unrolls``, evicting the oldest when full. Returns their ids. The first insert after a
+        restore discards the restored unrolls, with a warning, when their columns differ from these."""
+        with self._lock:
+            if self._restored_layout is not None and unrolls:
+                layout = _layout(unrolls[0])
+                if layout != self._restored_layout:
+                    why = "the restored unrolls' columns differ from the new ones"
+                    log.warning("replay_discarded", reason=why, restored=self._restored_layout, new=layout)
+                    self._clear()
+                self._restored_layout = None
+            if priorities is None:
+                priorities = np.full(len(unrolls), self._max_priority)
+            priorities = self._checked(priorities, len(unrolls))
+            ids = np.arange(self.inserted, self.inserted + len(unrolls), dtype=np.int64)
+            kept = slice(max(0, len(unrolls) - self.capacity), None)  # more than capacity at once: the newest
+            for unroll_id, unroll in zip(ids[kept], unrolls[kept]):
+                self._items[unroll_id % self.capacity] = unroll
+            self._tree.set(ids[kept] % self.capacity, priorities[kept] ** self.priority_exponent)
+            self._max_priority = max(self._max_priority, float(priorities.max(initial=0.0)))
+            self.inserted += len(unrolls)
+            return ids
+
+    def sample(self, batch_size: int) -> tuple[np.ndarray, list[Unroll], np.ndarray]:
+        """``batch_size`` unrolls drawn with replacement by priority: (ids, unrolls, importance weights)."""
+        with self._lock:
+            size = len(self)
+            if size == 0:
+                raise LookupError("sample from an empty replay")
+            total = self._tree.total
+            # Stratified: one draw from each of batch_size equal slices of the priority mass.
+            masses = (np.arange(batch_size) + self._rng.random(batch_size)) * (total / batch_size)
+            positions = self._tree.find(np.minimum(masses, np.nextafter(total, 0.0)))
+            probabilities = self._tree.get(positions) / total
+            weights = (size * probabilities) ** -self.importance_exponent
+            weights = (weights / weights.max()).astype(np.float32)
+            oldest = self.inserted - size
+            ids = oldest + (positions - oldest) % self.capacity
+            self.sampled += batch_size
+            return ids, [self._items[p] for p in positions], weights
+
+    def update_priorities(self, ids: np.ndarray, priorities: np.ndarray) -> int:
+        """Sets the priorities of sampled unrolls still stored; returns how many were updated."""
+        with self._lock:
+            ids = np.asarray(ids, np.int64)
+            priorities = self._checked(priorities, len(ids))
+            live = ids >= self.inserted - len(self)
+            ids, priorities = ids[live], priorities[live]
+            # A batch can hold an unroll twice; keep one update per unroll (the last).
+            positions, last = np.unique((ids % self.capacity)[::-1], return_index=True)
+            values = priorities[::-1][last]
+            self._tree.set(positions, values**self.priority_exponent)
+            self._max_priority = max(self._max_priority, float(values.max(initial=0.0)))
+            return len(positions)
+
+    def save(self, directory: pathlib.Path) -> int:
+        """Writes the stored unrolls, priorities, counters and RNG under ``directory`` (replacing what
+        is there only once complete); returns the bytes written. The lock is held only to take the
+        references and counters (stored unrolls are never changed in place), not while writing."""
+        with self._lock:
+            size = len(self)  # positions 0 .. size - 1 hold unrolls, whether or not the ring has wrapped
+            items = self._items[:size]
+            priorities = self._tree.get(np.arange(size))
+            meta = {
+                "format": FORMAT, "capacity": self.capacity, "size": size, "inserted": self.inserted,
+                "sampled": self.sampled, "max_priority": self._max_priority, "rng": self._rng.bit_generator.state,
+            }
+        staging = directory.with_name(directory.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        try:
+            columns = _layout(items[0]) if items else {}
+            for name, (shape, dtype) in columns.items():
+                rows = np.lib.format.open_memmap(staging / f"{name}.npy", mode="w+", dtype=dtype, shape=(size, *shape))
+                for position, item in enumerate(items):
+                    rows[position] = item[name]
+                rows.flush()
+                del rows
+            np.save(staging / "priorities.npy", priorities)
+            meta["columns"] = columns
+            (staging / "meta.json").write_text(json.dumps(meta))
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        shutil.rmtree(directory, ignore_errors=True)
+        staging.rename(directory)
+        written = sum(path.stat().st_size for path in directory.iterdir())
+        log.info("replay_saved", path=str(directory), unrolls=size, mib=round(written / 2**20, 1))
+        return written
+
+    def restore(self, directory: pathlib.Path) -> bool:
+        """Reads what ``save`` wrote into this (empty) replay; False, with a warning, when there is
+        nothing to read or it was saved with another capacity."""
+        try:
+            meta = json.loads((directory / "meta.json").read_text())
+        except FileNotFoundError:
+            return False
+        if meta.get("format") != FORMAT or meta["capacity"] != self.capacity:
+            log.warning("replay_not_restored", path=str(directory), saved_capacity=meta.get("capacity"), capacity=self.capacity)
+            return False
+        size = meta["size"]
+        columns = {name: np.load(directory / f"{name}.npy", mmap_mode="r") for name in meta["columns"]}
+        with self._lock:
+            for position in range(size):  # one unroll's rows at a time, off the memory map
+                self._items[position] = {name: np.array(rows[position]) for name, rows in columns.items()}
+            self._tree.set(np.arange(size), np.load(directory / "priorities.npy"))
+            self.inserted, self.sampled, self._max_priority = meta["inserted"], meta["sampled"], meta["max_priority"]
+            self._rng.bit_generator.state = meta["rng"]
+            self._restored_layout = meta["columns"] if size else None
+        log.info("replay_restored", path=str(directory), unrolls=size, inserted=self.inserted)
+        return True
+
+    def _clear(self) -> None:
+        """No unrolls, and the counters at zero."""
+        self._items: list[Unroll | None] = [None] * self.capacity
+        self._tree = SumTree(self.capacity)
+        self._max_priority = 1.0
+        self.inserted = 0
+        """Unrolls inserted so far (the next unroll's id)."""
+        self.sampled = 0
+        """Unrolls sampled so far (with repetition)."""
+
+    @staticmethod
+    def _checked(priorities: np.ndarray, count: int) -> np.ndarray:
+        priorities = np.asarray(priorities, np.float64)
+        if priorities.shape != (count,) or not np.isfinite(priorities).all() or (priorities < 0).any():
+            raise ValueError(f"need {count} finite priorities >= 0, got {priorities!r}")
+        return np.maximum(priorities, MIN_PRIORITY)
+
+
+def _layout(unroll: Unroll) -> dict[str, list[Any]]:
+    """Each column's [shape, dtype] (as ``save`` writes them to meta.json)."""
+    return {name: [list(np.shape(value)), np.asarray(value).dtype.str] for name, value in unroll.items()}

@@ -1,0 +1,89 @@
+"""Unroll queue -> prioritized replay -> time-major training batches, at a bounded replay ratio.
+
+One task inserts completed unrolls into the replay as they arrive (new unrolls
+get the largest priority seen). ``next_batch`` waits until the replay holds
+``min_size`` unrolls and sampling one more batch keeps the replay ratio (unrolls
+sampled per unroll inserted) within bounds, then samples and stacks in a
+thread. After each train step, ``update`` writes the new priorities back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+import structlog
+
+from aioseed.server.trajectories.replay import Replay
+from aioseed.server.trajectories.source import stack_time_major
+from aioseed.types import TrainBatch, Unroll
+
+log = structlog.get_logger()
+
+
+class ReplayFeed:
+    """R2D2's ``Source``. Verbs: ``run`` (the insert task), ``next_batch``, ``update``."""
+
+    def __init__(
+        self,
+        replay: Replay,
+        unrolls: asyncio.Queue[Unroll],
+        batch_size: int,
+        min_size: int,
+        replay_ratio: float,
+        per_unroll: Collection[str] = (),
+    ) -> None:
+        self.replay = replay
+        self._unrolls = unrolls
+        self._batch_size = batch_size
+        self._min_size = min_size
+        self._replay_ratio = replay_ratio
+        self._per_unroll = tuple(per_unroll)
+        self._inserted = asyncio.Event()
+
+    async def run(self) -> None:
+        """Inserts completed unrolls as they arrive, up to 256 at a time."""
+        while True:
+            batch = [await self._unrolls.get()]
+            while not self._unrolls.empty() and len(batch) < 256:
+                batch.append(self._unrolls.get_nowait())
+            self.replay.insert(batch)
+            self._inserted.set()
+
+    def ready(self) -> bool:
+        replay = self.replay
+        within_ratio = replay.sampled + self._batch_size <= self._replay_ratio * replay.inserted
+        return replay.confirmed and len(replay) >= self._min_size and within_ratio
+
+    async def next_batch(self) -> TrainBatch:
+        """A sampled batch: time-major columns plus ``ids`` and ``weights`` (<float32>[B])."""
+        while not self.ready():
+            self._inserted.clear()
+            await self._inserted.wait()
+        return await asyncio.to_thread(self._sample)
+
+    def _sample(self) -> TrainBatch:
+        ids, unrolls, weights = self.replay.sample(self._batch_size)
+        batch = stack_time_major(unrolls, self._per_unroll)
+        batch["ids"], batch["weights"] = ids, weights
+        return batch
+
+    def update(self, batch: TrainBatch, metrics: dict[str, Any]) -> None:
+        """Writes the train step's new priorities (popped from ``metrics``) back for ``batch["ids"]``."""
+        ids, priorities = batch["ids"], metrics.pop("priorities")
+        if not np.isfinite(priorities).all():  # the loss diverged; keep the old priorities and say so
+            log.error("non_finite_priorities", count=int((~np.isfinite(priorities)).sum()))
+            return
+        self.replay.update_priorities(ids, priorities)
+
+    def metrics(self) -> dict[str, float]:
+        replay = self.replay
+        return {
+            "replay/size": float(len(replay)),
+            "replay/capacity": float(replay.capacity),
+            "replay/inserted": float(replay.inserted),
+            "replay/sampled": float(replay.sampled),
+            "replay/ratio": replay.sampled / max(replay.inserted, 1),
+        }

@@ -1,0 +1,82 @@
+"""The gRPC server actors connect to: the learner service, health, the token check and TLS."""
+
+from __future__ import annotations
+
+import pathlib
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from aioseed.proto import SERVICE_NAME
+from aioseed.proto import aioseed_pb2_grpc as pb_grpc
+from aioseed.server.transport.auth import TokenInterceptor
+
+
+def server_options(max_streams: int, max_message_bytes: int) -> list[tuple[str, int]]:
+    """gRPC server options for ``max_streams`` concurrent streams of messages up to ``max_message_bytes``."""
+    return [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+        # Calls that arrived but were not yet picked up by the handler loop. gRPC's defaults (soft
+        # 1,000, hard 3,000) cancel calls at random when a few thousand actors connect at once, so
+        # the queue is sized to the stream limit: every stream reaches the handler and any past
+        # max_streams gets RESOURCE_EXHAUSTED there.
+        ("grpc.server.max_pending_requests", 2 * max_streams),
+        ("grpc.server.max_pending_requests_hard_limit", 4 * max_streams),
+    ]
+
+
+class GrpcEndpoint:
+    """Verbs: ``start`` (binds, serves, reports SERVING; returns the port), ``drain``, ``stop``."""
+
+    def __init__(
+        self,
+        servicer: pb_grpc.LearnerServicer,
+        host: str,
+        port: int,
+        options: list[tuple[str, int]],
+        token: str | None = None,
+        tls: tuple[pathlib.Path, pathlib.Path] | None = None,
+    ) -> None:
+        """``tls``: (certificate chain, private key) PEM files; the port then serves TLS only."""
+        self._servicer = servicer
+        self._address = f"{host}:{port}"
+        self._options = options
+        self._token = token
+        self._tls = tls
+        self._health = health.aio.HealthServicer()
+        self._server: grpc.aio.Server | None = None
+        self.auth_refused = 0
+        """Calls refused for a missing or wrong token."""
+        self.port: int | None = None
+
+    async def start(self) -> int:
+        """The server is made here, inside the running loop that serves it."""
+        interceptors = [TokenInterceptor(self._token, self._count_refusal)] if self._token else []
+        server = grpc.aio.server(options=self._options, interceptors=interceptors)
+        pb_grpc.add_LearnerServicer_to_server(self._servicer, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        if self._tls is not None:
+            cert, key = self._tls
+            self.port = server.add_secure_port(self._address, grpc.ssl_server_credentials([(key.read_bytes(), cert.read_bytes())]))
+        else:
+            self.port = server.add_insecure_port(self._address)
+        if self.port == 0:
+            raise OSError(f"cannot bind {self._address}")
+        await server.start()
+        self._server = server
+        await self._health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        return self.port
+
+    async def drain(self, grace_s: float) -> None:
+        """Health says NOT_SERVING, new calls are refused, and streams in flight get ``grace_s`` to end."""
+        await self._health.enter_graceful_shutdown()
+        if self._server is not None:
+            await self._server.stop(grace_s)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            await self._server.stop(None)
+
+    def _count_refusal(self) -> None:
+        self.auth_refused += 1

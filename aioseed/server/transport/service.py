@@ -1,0 +1,379 @@
+"""The grpc.aio servicer. SEED mode's ``Act``: handshake, then one Actions answer per Steps message.
+IMPALA mode's ``Learn``: the same handshake, then one Accepted answer per Unrolls upload; and
+``GetParams``, the versioned parameter pulls. Each mode refuses the other's calls."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NoReturn, Protocol
+
+import grpc
+import numpy as np
+import structlog
+
+from aioseed.proto import aioseed_pb2 as pb
+from aioseed.proto import aioseed_pb2_grpc as pb_grpc
+from aioseed.server.batching.batcher import InferenceError
+from aioseed.server.transport.protocol import ProtocolError, RowBounds, RowParser, SpecMismatch, check_hello, decoded, shorten
+from aioseed.server.transport.slots import SlotsExhausted, SlotTable
+from aioseed.server.transport.uploads import Uploads
+from aioseed.spec import EnvSpec
+from aioseed.types import Rows
+
+log = structlog.get_logger()
+
+IMPALA_LEARNER = (
+    "this learner runs in IMPALA mode (--architecture impala): its actors run the policy themselves; "
+    "start them with aioseed actor --architecture impala"
+)
+SEED_LEARNER = (
+    "this learner runs in SEED mode: parameters never leave it and it runs the policy for its actors; "
+    "start actors without --architecture impala, or the learner with --architecture impala"
+)
+
+
+@dataclasses.dataclass
+class StreamInfo:
+    """One connected stream, as the console and logs see it."""
+
+    peer: str
+    actor: str
+    slots: np.ndarray
+    task: asyncio.Task | None
+    """The handler's task; cancelling it ends the stream (CANCELLED on the actor's side)."""
+    connected_at: float = dataclasses.field(default_factory=time.time)
+    last_seen: float = dataclasses.field(default_factory=time.time)
+    steps: int = 0
+    steps_per_s: float = 0.0
+    """Env steps per second over the last metrics interval."""
+    pending: asyncio.Future | None = None
+    """The rows in flight; the slots are forgotten only once they are answered."""
+    _counted: tuple[float, int] = (0.0, 0)
+
+    def update_rate(self, now: float) -> None:
+        """Called once per metrics interval."""
+        then, steps = self._counted
+        if then:
+            self.steps_per_s = (self.steps - steps) / max(now - then, 1e-9)
+        self._counted = (now, self.steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamLimits:
+    """Past any of these a call gets RESOURCE_EXHAUSTED; streams already connected carry on."""
+
+    streams: int
+    """Concurrent streams."""
+    envs_per_stream: int
+    """K one hello may declare (beyond it the hello is INVALID_ARGUMENT)."""
+    envs_per_actor: int
+    """Env slots held at once by the streams of one connection (one actor process)."""
+    slots: int = 65536
+    """Env slots in all (a hello's previous_slots beyond are INVALID_ARGUMENT)."""
+    hello_timeout_s: float = 10.0
+    """A stream that sends no hello within this is closed (DEADLINE_EXCEEDED); until then it counts
+    against ``streams``."""
+    params_calls: int = 64
+    """IMPALA mode: parameter downloads served at once; more get RESOURCE_EXHAUSTED (not a handshake limit)."""
+
+
+class Inference(Protocol):
+    """Where the streams' rows go (acting's ``InferenceLoop``): the transport knows only these two verbs."""
+
+    def submit(self, rows: Rows) -> asyncio.Future[dict[str, np.ndarray]]:
+        """The rows' outputs (``action``, ``invalid``), once their batch has run; InferenceError if it failed."""
+        ...
+
+    def detach(self, slots: np.ndarray, pending: asyncio.Future | None, release: Callable[[], None]) -> None:
+        """After a stream ends: once ``pending`` is answered, forget the slots' state, then ``release``."""
+        ...
+
+
+class LearnerService(pb_grpc.LearnerServicer):
+    def __init__(
+        self,
+        spec: EnvSpec,
+        slots: SlotTable,
+        inference: Inference,
+        limits: StreamLimits,
+        on_connected_rows: Callable[[int], None],
+        on_latency: Callable[[float], None] = lambda seconds: None,
+        bounds: RowBounds = RowBounds(),
+        uploads: Uploads | None = None,
+    ) -> None:
+        """``uploads``: IMPALA mode (actors run the policy and upload unrolls; ``Act`` is refused), else
+        SEED mode (``Learn`` and ``GetParams`` are refused)."""
+        self._spec = spec
+        self._uploads = uploads
+        self._params_calls = 0
+        self._slots = slots
+        self._inference = inference
+        self._limits = limits
+        self._bounds = bounds
+        self._on_connected_rows = on_connected_rows
+        self._on_latency = on_latency
+        self.streams: dict[int, StreamInfo] = {}
+        self._envs_by_peer: collections.Counter[str] = collections.Counter()
+        self._next_stream = 0
+        self.handshaking = 0
+        """Streams waiting for their hello (they count against ``limits.streams``)."""
+
+    def describe_streams(self) -> list[dict[str, Any]]:
+        """The connected streams, for the console and /api/actors."""
+        return [
+            {
+                "stream": stream_id,
+                "actor": info.actor,
+                "address": info.peer,
+                "envs": len(info.slots),
+                "steps": info.steps,
+                "steps_per_s": info.steps_per_s,
+                "connected_since": info.connected_at,
+                "last_seen": info.last_seen,
+            }
+            for stream_id, info in sorted(self.streams.items())
+        ]
+
+    @property
+    def connected_envs(self) -> int:
+        return self._slots.connected
+
+    @property
+    def largest_stream(self) -> int:
+        """Env rows of the connected stream with the most (its rows per message)."""
+        return max((len(info.slots) for info in self.streams.values()), default=0)
+
+    def metrics(self) -> dict[str, float]:
+        """Gauges for the metrics snapshot; also moves each stream's steps_per_s on (one call per interval)."""
+        now = time.time()
+        for info in self.streams.values():
+            info.update_rate(now)
+        return {
+            "actors/streams": float(len(self.streams)),
+            "actors/handshaking": float(self.handshaking),
+            "actors/envs": float(self.connected_envs),
+            "actors/reserved_slots": float(self._slots.reserved),
+            **({} if self._uploads is None else self._uploads.metrics()),
+        }
+
+    def disconnect(self, stream_id: int) -> None:
+        """Ends one stream; its slots are kept for the grace period, and the actor may reconnect."""
+        info = self.streams.get(stream_id)
+        if info is None:
+            raise KeyError(f"no connected stream {stream_id}")
+        log.info("stream_disconnected", stream=stream_id, actor=info.actor)
+        if info.task is not None:
+            info.task.cancel()
+
+    async def Act(
+        self, request_iterator: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.LearnerMessage]:
+        """Every refusal carries a precise status and a detail of at most a few hundred bytes."""
+        if self._uploads is not None:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, IMPALA_LEARNER)
+        messages = decoded(request_iterator)
+        handshake = await self._handshake(messages, context)
+        if handshake is None:
+            return
+        hello, slots = handshake
+        stream_id, info = self._attach(context.peer(), hello.actor_name, slots, hello.evaluation)
+        parser = RowParser(self._spec, slots, hello.evaluation, self._bounds)
+        try:
+            yield pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist()))
+            try:
+                async for message in messages:
+                    rows = parser.parse(message)
+                    try:
+                        actions = await self._answer(info, rows)
+                    except InferenceError as exc:
+                        await abort(context, grpc.StatusCode.INTERNAL, str(exc), stream=stream_id, actor=info.actor)
+                    yield pb.LearnerMessage(actions=pb.Actions(actions=actions.astype("<i4").tobytes()))
+            except ProtocolError as exc:
+                await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
+        finally:
+            self._detach(stream_id)
+
+    async def Learn(
+        self, request_iterator: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.LearnerMessage]:
+        """IMPALA mode: the handshake of ``Act``, then one Accepted answer per Unrolls message, sent once
+        its unrolls are queued (a full queue holds the answer back, and so the actor)."""
+        uploads = self._uploads
+        if uploads is None:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
+        messages = decoded(request_iterator)
+        handshake = await self._handshake(messages, context, evaluation=False)
+        if handshake is None:
+            return
+        hello, slots = handshake
+        stream_id, info = self._attach(context.peer(), hello.actor_name, slots, False)
+        parser = uploads.parser(slots)
+        try:
+            yield pb.LearnerMessage(welcome=uploads.welcome(slots))
+            try:
+                async for message in messages:
+                    upload = parser.parse(message, uploads.version)
+                    await uploads.receive(upload, message.ByteSize())
+                    info.last_seen = time.time()
+                    info.steps += upload.env_steps
+                    yield pb.LearnerMessage(accepted=pb.Accepted(params_version=uploads.version))
+            except ProtocolError as exc:
+                await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
+        finally:
+            self._detach(stream_id)
+
+    async def GetParams(self, request: pb.ParamsRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[pb.ParamsChunk]:
+        """IMPALA mode: the newest parameters, or only their version when the actor holds them."""
+        uploads = self._uploads
+        if uploads is None:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
+        if request.have_version < -1:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"have_version must be >= -1, got {request.have_version}")
+        if self._params_calls >= self._limits.params_calls:
+            await abort(
+                context,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"the learner already serves its maximum of {self._limits.params_calls} parameter downloads at once",
+            )
+        self._params_calls += 1
+        context.add_done_callback(self._params_call_done)  # also when the actor cancels mid-download
+        try:
+            for chunk in uploads.params(request.have_version):
+                yield chunk
+        except LookupError as exc:
+            await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
+
+    def _params_call_done(self, _: object) -> None:
+        self._params_calls -= 1
+
+    async def _handshake(
+        self, messages: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext, evaluation: bool = True
+    ) -> tuple[pb.Hello, np.ndarray] | None:
+        """The stream's hello, checked against the spec and the limits, and the env slots it was granted
+        (None if the stream ended first); aborts the call otherwise. ``evaluation``: whether evaluation envs are served."""
+        limits = self._limits
+        if len(self.streams) + self.handshaking >= limits.streams:
+            await abort(
+                context, grpc.StatusCode.RESOURCE_EXHAUSTED, f"the learner already serves its maximum of {limits.streams} streams"
+            )
+        self.handshaking += 1
+        try:
+            async with asyncio.timeout(limits.hello_timeout_s):
+                first = await anext(messages)
+        except StopAsyncIteration:  # the actor went away before its hello
+            return None
+        except TimeoutError:
+            await abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, f"no hello within {limits.hello_timeout_s:g} s")
+        except ProtocolError as exc:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        finally:
+            self.handshaking -= 1
+        if first.WhichOneof("payload") != "hello":
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello")
+        hello, peer = first.hello, context.peer()
+        try:
+            check_hello(hello, self._spec, limits.envs_per_stream, limits.slots)
+        except SpecMismatch as exc:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except ProtocolError as exc:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if hello.evaluation and not evaluation:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "IMPALA-mode actors cannot run evaluation envs; use aioseed eval")
+        held = self._envs_by_peer[peer]
+        if held + hello.num_envs > limits.envs_per_actor:
+            await abort(
+                context,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"actor {peer} holds {held} envs and asks for {hello.num_envs} more; "
+                f"the maximum per actor is {limits.envs_per_actor}",
+            )
+        try:
+            slots = self._slots.acquire(list(hello.run_ids), list(hello.previous_slots))
+        except SlotsExhausted as exc:
+            await abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        return hello, slots
+
+    async def _answer(self, info: StreamInfo, rows: Rows) -> np.ndarray:
+        """One message's rows -> their actions, through the batcher; raises InferenceError when the policy
+        failed on them or its outputs for them are non-finite (no action is sent then)."""
+        submitted = time.perf_counter()
+        info.pending = self._inference.submit(rows)
+        outputs = await asyncio.shield(info.pending)
+        if outputs["invalid"].any():
+            raise InferenceError(invalid_outputs(outputs["invalid"]))
+        self._on_latency(time.perf_counter() - submitted)
+        info.last_seen = time.time()
+        info.steps += len(info.slots)
+        return outputs["action"]
+
+    def _attach(self, peer: str, actor: str, slots: np.ndarray, evaluation: bool) -> tuple[int, StreamInfo]:
+        """Registers a stream that holds ``slots``: the console's list, the per-peer count, the batcher's."""
+        stream_id = self._next_stream
+        self._next_stream += 1
+        info = StreamInfo(peer=peer, actor=shorten(actor, 80), slots=slots, task=asyncio.current_task())
+        self.streams[stream_id] = info
+        self._envs_by_peer[peer] += len(slots)
+        self._on_connected_rows(self._slots.connected)
+        log.info("stream_connected", stream=stream_id, actor=info.actor, peer=peer, slots=len(slots), evaluation=evaluation)
+        return stream_id, info
+
+    def _detach(self, stream_id: int) -> None:
+        """After a stream ends: once its last rows are answered, its slots are released (kept for the grace period)."""
+        info = self.streams.pop(stream_id)
+        peer, slots = info.peer, info.slots
+        self._envs_by_peer[peer] -= len(slots)
+        if not self._envs_by_peer[peer]:
+            del self._envs_by_peer[peer]
+        log.info("stream_closed", stream=stream_id, actor=info.actor, steps=info.steps)
+
+        def release() -> None:
+            self._slots.release(slots.tolist())
+            self._on_connected_rows(self._slots.connected)
+
+        self._inference.detach(slots, info.pending, release)
+
+    def open_local(self, spec: EnvSpec, run_ids: np.ndarray, actor: str, evaluation: bool = False) -> LocalStream:
+        """An in-process stream (Sebulba's actor threads): slots, bookkeeping and batching as for a gRPC
+        stream, but rows go to the batcher as arrays, with no serialization and no network."""
+        if spec != self._spec:
+            raise SpecMismatch(f"the in-process actor steps {spec}; the learner serves {self._spec}")
+        slots = self._slots.acquire([int(r) for r in run_ids])
+        stream_id, info = self._attach("in-process", actor, slots, evaluation)
+        return LocalStream(slots, lambda rows: self._answer(info, rows), lambda: self._detach(stream_id))
+
+
+class LocalStream:
+    """Verbs: ``act`` on the stream's rows (answered by the learner's batched policy), ``close``."""
+
+    def __init__(self, slots: np.ndarray, answer: Callable[[Rows], Awaitable[np.ndarray]], detach: Callable[[], None]) -> None:
+        self.slots = slots
+        self._answer, self._detach = answer, detach
+        self._closed = False
+
+    async def act(self, rows: Rows) -> np.ndarray:
+        """<int32>[K] actions for the rows of this stream's slots; raises InferenceError if the policy failed
+        or answered non-finite outputs for them."""
+        return await self._answer(rows)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._detach()
+
+
+async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, detail: str, **fields: object) -> NoReturn:
+    """Ends the stream with ``code`` and logs why; the detail is cut so it always fits gRPC's metadata limit."""
+    detail = shorten(detail)
+    log.info("stream_refused", code=code.name, peer=context.peer(), detail=detail, **fields)
+    await context.abort(code, detail)
+
+
+def invalid_outputs(invalid: np.ndarray) -> str:
+    return (
+        f"the policy's outputs are non-finite (or its action out of range) for {int(invalid.sum())} of this "
+        "stream's rows; no actions were sent (check the learner's weights)"
+    )

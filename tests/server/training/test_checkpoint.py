@@ -1,0 +1,96 @@
+"""Checkpoints: periodic and at shutdown; a restarted learner resumes counters and parameters."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from tests.conftest import small_config
+from tests.waiting import until
+
+from aioseed.clients.actor import Actor, ActorConfig
+
+
+@pytest.mark.parametrize("agent", ["impala", "r2d2"])
+async def test_restart_restores_step_counter_and_parameters(running_learner, tmp_path, agent) -> None:
+    from aioseed.presets import preset
+
+    config = small_config(tmp_path, checkpoint_every_s=0.5, agent=agent, r2d2=preset("r2d2-cartpole").learner.r2d2)
+    async with running_learner(config) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=8, envs_per_message=8))
+        task = asyncio.create_task(actor.run())
+        await until(lambda: learner.train_steps >= 20, "20 updates", 3000)
+        await until(lambda: list((tmp_path / "checkpoints").glob("ckpt-*.index")), "a periodic checkpoint", 3000)
+        task.cancel()
+    # the block's end stopped the learner, which wrote a final checkpoint
+    steps, frames = learner.train_steps, learner.frames
+    networks = ["network", "target_network"] if agent == "r2d2" else ["network"]
+    weights = [w.numpy().copy() for name in networks for w in getattr(learner.agent, name).weights]
+
+    async with running_learner(config) as restarted:
+        assert restarted.train_steps == steps
+        assert restarted.frames == frames
+        restored = [w.numpy() for name in networks for w in getattr(restarted.agent, name).weights]
+        assert len(restored) == len(weights)
+        for before, after in zip(weights, restored):
+            np.testing.assert_array_equal(before, after)
+        assert restarted.agent.optimizer.iterations.numpy() == steps
+
+
+@pytest.mark.parametrize("agent", ["impala", "r2d2"])
+async def test_init_checkpoint_warm_starts_a_new_run_with_a_fresh_optimizer(running_learner, tmp_path, agent) -> None:
+    from aioseed.presets import preset
+
+    r2d2 = preset("r2d2-cartpole").learner.r2d2
+    async with running_learner(small_config(tmp_path / "a", agent=agent, r2d2=r2d2)) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=8, envs_per_message=8))
+        task = asyncio.create_task(actor.run())
+        await until(lambda: learner.train_steps >= 10, "10 updates", 3000)
+        task.cancel()
+    steps = learner.train_steps  # the source's final checkpoint, written at its stop
+    networks = ["network", "target_network"] if agent == "r2d2" else ["network"]
+    trained = [w.numpy().copy() for name in networks for w in getattr(learner.agent, name).weights]
+
+    for init_optimizer, logdir in ((False, "b"), (True, "c")):
+        config = small_config(tmp_path / logdir, agent=agent, r2d2=r2d2, init_checkpoint=tmp_path / "a", init_optimizer=init_optimizer)
+        async with running_learner(config) as warm:
+            assert (warm.train_steps, warm.frames) == (0, 0)  # a new run
+            loaded = [w.numpy() for name in networks for w in getattr(warm.agent, name).weights]
+            for before, after in zip(trained, loaded, strict=True):
+                np.testing.assert_array_equal(before, after)
+            assert warm.agent.optimizer.iterations.numpy() == (steps if init_optimizer else 0)
+
+
+async def test_an_init_checkpoint_of_another_network_is_a_clear_error(running_learner, tmp_path) -> None:
+    async with running_learner(small_config(tmp_path / "a")):
+        pass  # writes a checkpoint of the default MLP at its stop
+    config = small_config(tmp_path / "b", impala={"hidden_sizes": (8,)}, init_checkpoint=tmp_path / "a" / "checkpoints")
+    with pytest.raises(ValueError, match=r"init checkpoint .*ckpt-0 does not fit this agent \(network"):
+        async with running_learner(config):
+            pass
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        async with running_learner(small_config(tmp_path / "c", init_checkpoint=tmp_path / "b" / "nothing")):
+            pass
+
+
+async def test_r2d2_replay_is_checkpointed_and_restored_when_asked(running_learner, tmp_path) -> None:
+    import dataclasses
+    import json
+
+    from aioseed.presets import preset
+
+    r2d2 = dataclasses.replace(preset("r2d2-cartpole").learner.r2d2, checkpoint_replay=True)
+    config = small_config(tmp_path, agent="r2d2", r2d2=r2d2, metrics_every_s=0.1)
+    async with running_learner(config) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=8, envs_per_message=8))
+        task = asyncio.create_task(actor.run())
+        await until(lambda: learner.train_steps >= 5, "5 updates", 3000)
+        task.cancel()
+    saved = json.loads((tmp_path / "checkpoints" / "replay" / "meta.json").read_text())
+    assert saved["size"] >= r2d2.min_replay_size  # training had started
+
+    async with running_learner(config) as restarted:  # no actors: nothing new is inserted
+        await until(lambda: "replay/size" in restarted.metrics(), "a snapshot")
+        metrics = restarted.metrics()
+        assert (metrics["replay/size"], metrics["replay/inserted"]) == (saved["size"], saved["inserted"])

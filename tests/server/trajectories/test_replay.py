@@ -1,0 +1,204 @@
+"""Prioritized sequence replay and its sum tree (pure NumPy, no TensorFlow)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from aioseed.server.trajectories.replay import Replay
+from aioseed.server.trajectories.replay_feed import ReplayFeed
+from aioseed.server.trajectories.sum_tree import SumTree
+
+CHI2_DF4_P001 = 18.47  # chi-square critical value, 4 degrees of freedom, p = 0.001
+
+
+def unrolls(*names: int) -> list[dict[str, int]]:
+    return [{"name": n} for n in names]
+
+
+def test_sum_tree_finds_the_leaf_holding_each_prefix_mass() -> None:
+    rng = np.random.default_rng(0)
+    tree = SumTree(13)
+    values = rng.random(13) * (rng.random(13) < 0.7)  # some zero leaves
+    tree.set(np.arange(13), values)
+    assert tree.total == pytest.approx(values.sum())
+    masses = rng.random(1000) * values.sum()
+    expected = np.searchsorted(np.cumsum(values), masses, side="right")
+    np.testing.assert_array_equal(tree.find(masses), expected)
+    assert (values[tree.find(masses)] > 0).all()
+
+
+def test_sampling_frequencies_follow_priority_to_the_alpha() -> None:
+    replay = Replay(capacity=8, priority_exponent=0.9, seed=1)
+    priorities = np.array([1.0, 2.0, 4.0, 8.0, 0.5])
+    replay.insert(unrolls(0, 1, 2, 3, 4), priorities)
+    counts = np.zeros(5)
+    for _ in range(400):
+        _, items, _ = replay.sample(50)
+        np.add.at(counts, [u["name"] for u in items], 1)
+    expected = priorities**0.9 / (priorities**0.9).sum() * counts.sum()
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert chi2 < CHI2_DF4_P001, (counts, expected)
+    # alpha matters: proportional-to-p frequencies would be rejected
+    plain = priorities / priorities.sum() * counts.sum()
+    assert ((counts - plain) ** 2 / plain).sum() > CHI2_DF4_P001
+
+
+def test_importance_weights_are_n_p_to_the_minus_beta_over_the_batch_max() -> None:
+    replay = Replay(capacity=16, priority_exponent=0.7, importance_exponent=0.6, seed=2)
+    priorities = np.array([0.3, 1.0, 5.0, 2.0])
+    replay.insert(unrolls(0, 1, 2, 3), priorities)
+    ids, items, weights = replay.sample(32)
+    p = priorities**0.7 / (priorities**0.7).sum()
+    names = [u["name"] for u in items]
+    raw = (4 * p[names]) ** -0.6
+    np.testing.assert_allclose(weights, raw / raw.max(), rtol=1e-6)
+    assert weights.dtype == np.float32 and weights.max() == 1.0
+    assert [int(i) for i in ids] == names  # ids are insertion numbers
+
+
+def test_the_oldest_unrolls_are_evicted_first() -> None:
+    replay = Replay(capacity=3, seed=3)
+    ids = replay.insert(unrolls(0, 1, 2, 3, 4))
+    assert ids.tolist() == [0, 1, 2, 3, 4] and len(replay) == 3
+    seen = {u["name"] for _ in range(50) for u in replay.sample(8)[1]}
+    assert seen == {2, 3, 4}
+    replay.insert(unrolls(5))
+    seen = {u["name"] for _ in range(50) for u in replay.sample(8)[1]}
+    assert seen == {3, 4, 5}
+
+
+def test_priority_updates_take_effect_and_evicted_ids_are_ignored() -> None:
+    replay = Replay(capacity=4, seed=4)
+    replay.insert(unrolls(0, 1, 2, 3))
+    assert replay.update_priorities(np.array([0, 1, 2, 3]), np.array([0.0, 0.0, 0.0, 5.0])) == 4
+    assert {u["name"] for u in replay.sample(64)[1]} == {3}
+    replay.insert(unrolls(4))  # evicts id 0; its slot now holds id 4 (max priority 5)
+    assert replay.update_priorities(np.array([0]), np.array([0.0])) == 0  # stale: not applied to id 4
+    ids, items, _ = replay.sample(64)
+    assert {u["name"] for u in items} == {3, 4} and set(ids.tolist()) == {3, 4}
+    # New unrolls get the largest priority seen so far.
+    replay.update_priorities(np.array([3]), np.array([50.0]))
+    replay.insert(unrolls(5))
+    counts = np.bincount([u["name"] for u in replay.sample(1000)[1]], minlength=6)
+    assert counts[5] == pytest.approx(counts[3], rel=0.2) and counts[4] < counts[3] / 5
+
+
+def test_bad_priorities_are_refused() -> None:
+    replay = Replay(capacity=4)
+    with pytest.raises(ValueError, match="finite priorities"):
+        replay.insert(unrolls(0, 1), np.array([1.0, np.nan]))
+    with pytest.raises(ValueError, match="need 2"):
+        replay.insert(unrolls(0, 1), np.array([1.0]))
+    with pytest.raises(LookupError):
+        replay.sample(1)
+
+
+def test_concurrent_inserts_and_samples_are_serialized() -> None:
+    replay = Replay(capacity=64, seed=5)
+    replay.insert(unrolls(*range(8)))
+    errors: list[BaseException] = []
+
+    def insert() -> None:
+        for i in range(500):
+            replay.insert(unrolls(i), np.array([1.0 + i % 7]))
+
+    def sample() -> None:
+        try:
+            for _ in range(500):
+                ids, items, weights = replay.sample(16)
+                assert all(item is not None for item in items) and np.isfinite(weights).all()
+                replay.update_priorities(ids, np.ones(16))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=insert), threading.Thread(target=sample)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and replay.inserted == 508 and replay.sampled == 8000
+
+
+def array_unrolls(count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """Unrolls as the learner stores them: arrays of several shapes and dtypes."""
+    rng = np.random.default_rng(seed)
+    return [
+        {"observation": rng.random((21, 4), dtype=np.float32), "action": rng.integers(0, 2, 21, dtype=np.int32),
+         "core_h": rng.random(8, dtype=np.float32), "slot": np.int64(i)}
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize("count", [5, 23])  # not full; wrapped round the ring (capacity 16)
+def test_a_saved_replay_restores_its_unrolls_priorities_counters_and_sampling(tmp_path, count: int) -> None:
+    replay = Replay(16, seed=0)
+    replay.insert(array_unrolls(count), np.linspace(0.1, 3.0, count))
+    ids, _, _ = replay.sample(8)
+    replay.update_priorities(ids, np.full(len(ids), 5.0))
+    assert replay.save(tmp_path / "replay") > 0
+    assert not (tmp_path / "replay.partial").exists()
+
+    restored = Replay(16, seed=123)  # another seed: the RNG state comes from the save
+    assert restored.restore(tmp_path / "replay")
+    assert (len(restored), restored.inserted, restored.sampled) == (len(replay), replay.inserted, replay.sampled)
+    np.testing.assert_array_equal(restored._tree.get(np.arange(16)), replay._tree.get(np.arange(16)))
+    for mine, theirs in zip(replay._items, restored._items, strict=True):
+        assert (mine is None) == (theirs is None)
+        if mine is not None:
+            assert mine.keys() == theirs.keys()
+            for name in mine:
+                np.testing.assert_array_equal(mine[name], theirs[name])
+                assert np.asarray(theirs[name]).dtype == np.asarray(mine[name]).dtype
+    # The same draws follow, and a new insert gets the same id in both.
+    (ids, _, weights), (restored_ids, _, restored_weights) = replay.sample(8), restored.sample(8)
+    np.testing.assert_array_equal(ids, restored_ids)
+    np.testing.assert_array_equal(weights, restored_weights)
+    assert replay.insert(array_unrolls(1, seed=9))[0] == restored.insert(array_unrolls(1, seed=9))[0]
+
+
+def test_saving_streams_to_disk_without_copying_the_replay_in_memory(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    replay = Replay(64)
+    replay.insert([{"frames": rng.integers(0, 255, (40, 4, 84, 84), dtype=np.uint8)} for _ in range(64)])  # 72 MiB
+    stored = 64 * 40 * 4 * 84 * 84
+    tracemalloc.start()
+    written = replay.save(tmp_path / "replay")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert written >= stored
+    assert peak < stored / 20  # rows go one by one into a memory-mapped file, not through a stacked copy
+
+
+def test_a_replay_of_another_capacity_or_none_is_not_restored(tmp_path) -> None:
+    assert not Replay(16).restore(tmp_path / "nothing")
+    replay = Replay(16)
+    replay.insert(array_unrolls(3))
+    replay.save(tmp_path / "replay")
+    other = Replay(32)
+    assert not other.restore(tmp_path / "replay") and len(other) == 0
+
+
+def test_restored_unrolls_wait_for_the_first_new_one_and_go_if_their_columns_differ(tmp_path) -> None:
+    replay = Replay(16)
+    replay.insert(array_unrolls(5))
+    replay.save(tmp_path / "replay")
+    # The run restarts with a longer unroll: the old unrolls cannot be stacked with the new ones.
+    longer = [{**unroll, "observation": np.zeros((41, 4), np.float32), "action": np.zeros(41, np.int32)} for unroll in array_unrolls(2)]
+    restarted = Replay(16)
+    assert restarted.restore(tmp_path / "replay") and not restarted.confirmed and len(restarted) == 5
+    restarted.insert(longer)
+    assert restarted.confirmed and (len(restarted), restarted.inserted) == (2, 2)
+    _, sampled, _ = restarted.sample(8)
+    assert all(unroll["observation"].shape == (41, 4) for unroll in sampled)
+    # The same run restarted: the restored unrolls stay, and the new ones follow them.
+    same = Replay(16)
+    assert same.restore(tmp_path / "replay")
+    feed = ReplayFeed(same, asyncio.Queue(), batch_size=2, min_size=1, replay_ratio=8.0)
+    assert not feed.ready()  # no training on restored unrolls before a new one has vouched for them
+    same.insert(array_unrolls(2, seed=1))
+    assert same.confirmed and (len(same), same.inserted) == (7, 7) and feed.ready()

@@ -1,0 +1,167 @@
+"""IMPALA mode over real gRPC on loopback: the versioned parameter pulls (authenticated, chunked,
+bounded), unroll uploads and their checks, and each mode refusing the other's calls."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import grpc
+import numpy as np
+from tests.conftest import small_config
+from tests.server.transport.test_security import self_signed
+from tests.waiting import until
+from tests.wire import Stream, hello, refused
+
+from aioseed.clients.actor import ActorConfig
+from aioseed.impala_actor.actor import ImpalaActor, upload_message
+from aioseed.proto import aioseed_pb2 as pb
+from aioseed.proto import aioseed_pb2_grpc as pb_grpc
+from aioseed.server.acting.step import unroll_columns
+
+TOKEN = (("authorization", "Bearer s3cret"),)
+
+
+def impala_config(tmp_path, server=None, **overrides):
+    return small_config(
+        tmp_path,
+        architecture="impala",
+        server={"token": "s3cret", **(server or {})},
+        console={"enabled": False},
+        **overrides,
+    )
+
+
+async def get_params(channel: grpc.aio.Channel, have_version: int, metadata: tuple = TOKEN) -> list[pb.ParamsChunk]:
+    return [chunk async for chunk in pb_grpc.LearnerStub(channel).GetParams(pb.ParamsRequest(have_version=have_version), metadata=metadata)]
+
+
+def weights_bytes(learner) -> bytes:
+    return b"".join(np.asarray(v.numpy()).astype("<f4").tobytes() for v in learner.agent.policy_variables())
+
+
+async def test_params_come_chunked_as_the_learners_weights_and_only_when_newer(running_learner, tmp_path) -> None:
+    async with running_learner(impala_config(tmp_path, server={"params_chunk_bytes": 1000})) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            header, *data = await get_params(channel, -1)
+            assert header.version == 0 and not header.data
+            assert [(tuple(t.shape), t.dtype) for t in header.manifest] == learner.agent.variable_specs()
+            assert len(data) == math.ceil(header.total_bytes / 1000) > 1
+            assert all(len(chunk.data) <= 1000 and chunk.version == 0 for chunk in data)
+            assert b"".join(chunk.data for chunk in data) == weights_bytes(learner)
+            # The actor holds the newest version: the header alone, no tensors.
+            (current,) = await get_params(channel, 0)
+            assert (current.version, current.total_bytes, len(current.manifest), current.data) == (0, 0, 0, b"")
+            error = await refused_params(channel, -2)
+            assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def refused_params(channel: grpc.aio.Channel, have_version: int, metadata: tuple = TOKEN) -> grpc.aio.AioRpcError:
+    try:
+        await get_params(channel, have_version, metadata)
+    except grpc.aio.AioRpcError as error:
+        return error
+    raise AssertionError("the learner sent parameters")
+
+
+async def test_an_impala_actor_over_tls_trains_pulls_new_versions_and_tokens_are_required(running_learner, tmp_path) -> None:
+    cert, key = self_signed(tmp_path)
+    config = impala_config(
+        tmp_path, server={"tls_cert": cert, "tls_key": key}, training={"batch_size": 4, "unroll_length": 5}
+    )
+    async with running_learner(config) as learner:
+        actor = ImpalaActor(
+            ActorConfig(
+                learner=f"127.0.0.1:{learner.port}", num_envs=4, envs_per_message=2, tls_ca=cert, token="s3cret",
+                architecture="impala",
+            )
+        )
+        task = asyncio.create_task(actor.run())
+        try:
+            # Every update is a new version, and the actor acts with the versions it pulls.
+            await until(lambda: learner.train_steps >= 3 and actor.version >= 2, "training and new versions at the actor", 3000)
+            assert learner.frames > 0 and actor.uploads >= 12
+            assert learner.connected_envs == 4
+            await until(lambda: learner.metrics().get("learner/policy_lag", math.nan) >= 0, "the policy lag metric")
+            credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+            async with grpc.aio.secure_channel(f"127.0.0.1:{learner.port}", credentials) as channel:
+                for metadata in ((), (("authorization", "Bearer wrong"),)):
+                    assert (await refused_params(channel, -1, metadata)).code() == grpc.StatusCode.UNAUTHENTICATED
+                    error = await refused(channel, hello(1), metadata, rpc="Learn")
+                    assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as plaintext:
+                assert (await refused_params(plaintext, -1)).code() == grpc.StatusCode.UNAVAILABLE
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_parameter_downloads_past_the_limit_get_resource_exhausted(running_learner, tmp_path) -> None:
+    # 16 MiB of weights in 64 KiB chunks: an unread download stays in flight, held by flow control.
+    config = impala_config(
+        tmp_path, server={"max_params_calls": 1, "params_chunk_bytes": 65536}, impala={"hidden_sizes": (2048, 2048)}
+    )
+    async with running_learner(config) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            stub = pb_grpc.LearnerStub(channel)
+            holding = stub.GetParams(pb.ParamsRequest(have_version=-1), metadata=TOKEN)
+            header = await holding.read()
+            assert header.total_bytes > 16 * 2**20
+            error = await refused_params(channel, -1)
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "maximum of 1 parameter downloads" in error.details()
+            holding.cancel()
+            await until(lambda: learner._stages.service._params_calls == 0, "the cancelled download to end")
+            (current,) = await get_params(channel, 0)  # served again once the first ended
+            assert current.version == 0
+
+
+async def test_each_architecture_refuses_the_others_calls(running_learner, tmp_path) -> None:
+    async with running_learner(small_config(tmp_path / "seed", console={"enabled": False})) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            error = await refused_params(channel, -1, ())
+            assert error.code() == grpc.StatusCode.FAILED_PRECONDITION and "parameters never leave" in error.details()
+            error = await refused(channel, hello(1), rpc="Learn")
+            assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+    async with running_learner(impala_config(tmp_path / "impala")) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            error = await refused(channel, hello(1), TOKEN)
+            assert error.code() == grpc.StatusCode.FAILED_PRECONDITION and "--architecture impala" in error.details()
+
+
+def zero_unrolls(learner, count: int) -> dict[str, np.ndarray]:
+    """``count`` valid unrolls of local envs 0..count-1: zeros of the learner's unroll columns."""
+    steps = learner.config.training.unroll_length + 1
+    per_unroll = learner.agent.state_columns()
+    columns = {
+        name: np.zeros((count, *shape) if name in per_unroll else (count, steps, *shape), dtype)
+        for name, (shape, dtype) in unroll_columns(learner.agent, learner.spec).items()
+    }
+    return {**columns, "slot": np.arange(count, dtype=np.int32)}
+
+
+async def test_a_malformed_upload_is_invalid_argument_and_other_streams_carry_on(running_learner, tmp_path) -> None:
+    async with running_learner(impala_config(tmp_path)) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            good, bad = Stream(channel, TOKEN, "Learn"), Stream(channel, TOKEN, "Learn")
+            slots = await good.handshake(hello(2))
+            assert good.welcome.unroll_length == learner.config.training.unroll_length
+            assert '"network"' in good.welcome.agent_config
+            await bad.handshake(hello(2, run_id_base=2000))
+            unrolls = zero_unrolls(learner, 2)
+            unrolls["done"][0, 5] = True  # the reported episode ended there
+            reply = await good.send(upload_message(unrolls, slots, [9.0], [9]))
+            assert reply.accepted.params_version == 0
+            unrolls["logits"][1, 3, 0] = np.nan
+            try:
+                await bad.send(upload_message(unrolls, bad.slots, [], []))
+            except grpc.aio.AioRpcError as error:
+                assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+                assert "logits must be finite" in error.details()
+            else:
+                raise AssertionError("a NaN logit was accepted")
+            unrolls["logits"][1, 3, 0] = 0.0
+            reply = await good.send(upload_message(unrolls, slots, [], []))
+            assert reply.accepted.params_version == 0
+            assert learner.frames == 2 * 2 * learner.config.training.unroll_length  # two uploads of two unrolls
+            await until(lambda: learner.metrics().get("charts/episodes") == 1.0, "the uploaded episode to count")

@@ -1,0 +1,41 @@
+"""In-process streams (Sebulba): rows as arrays into the learner's batcher, with the slot and stream
+bookkeeping of a gRPC stream."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from tests.conftest import small_config
+from tests.waiting import until
+
+from aioseed.clients.actor import ActorConfig, env_groups
+from aioseed.server.transport.protocol import SpecMismatch
+
+
+async def test_a_local_stream_gets_actions_and_shows_like_any_stream(tmp_path, running_learner) -> None:
+    async with running_learner(small_config(tmp_path)) as learner:
+        spec, run_ids, (group,) = env_groups(ActorConfig(num_envs=4, envs_per_message=4, seed=0))
+        stream = learner.open_local(spec, group.run_ids, "sebulba-test/0")
+        assert learner.connected_envs == 4 and len(stream.slots) == 4
+        [listed] = learner.actors()
+        assert (listed["actor"], listed["address"], listed["envs"]) == ("sebulba-test/0", "in-process", 4)
+        for _ in range(30):
+            actions = await stream.act(group.rows(stream.slots))
+            assert actions.shape == (4,) and set(actions.tolist()) <= {0, 1}
+            group.step(actions)
+        await until(lambda: learner.frames >= 100, "the learner to count the in-process frames")
+        assert learner.actors()[0]["steps"] == 120
+        stream.close()
+        stream.close()  # once is enough; twice does no harm
+        assert learner.actors() == []
+        await until(lambda: learner.connected_envs == 0, "the slots to be released")
+
+
+async def test_an_env_with_another_spec_is_refused(tmp_path, running_learner) -> None:
+    async with running_learner(small_config(tmp_path)) as learner:
+        spec, run_ids, _ = env_groups(ActorConfig(num_envs=2, envs_per_message=2))
+        other = dataclasses.replace(spec, num_actions=3)
+        with pytest.raises(SpecMismatch, match="the learner serves"):
+            learner.open_local(other, run_ids, "wrong")
+        assert learner.connected_envs == 0 and learner.actors() == []

@@ -1,0 +1,121 @@
+"""Bad input on one stream gets a precise status while a healthy stream keeps getting actions."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import grpc
+import numpy as np
+import pytest
+from tests.conftest import small_config
+from tests.waiting import until
+from tests.wire import CARTPOLE, Stream, hello, refused, steps
+
+from aioseed.spec import EnvSpec
+
+
+class Healthy:
+    """A well-behaved stream that steps in the background and counts its answers."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.stream = Stream(channel)
+        self.answers = 0
+        self.task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        await self.stream.handshake(hello(2, run_id_base=7000))
+        self.task = asyncio.create_task(self._loop())
+
+    async def _loop(self) -> None:
+        while True:
+            actions = await self.stream.step(steps(self.stream.slots, run_id_base=7000))
+            assert actions.shape == (2,) and set(actions.tolist()) <= {0, 1}
+            self.answers += 1
+
+    async def progressed(self, since: int, by: int = 5) -> None:
+        """Waits (bounded) until the stream answered ``by`` more times; re-raises the stream's failure."""
+
+        def answered() -> bool:
+            if self.task.done():
+                self.task.result()
+            return self.answers >= since + by
+
+        await until(answered, f"the healthy stream to answer {by} more times (it stalled at {self.answers})", 500)
+
+
+@contextlib.asynccontextmanager
+async def serving(running_learner, tmp_path, **overrides):
+    async with running_learner(small_config(tmp_path, **overrides)) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            healthy = Healthy(channel)
+            await healthy.start()
+            yield learner, channel, healthy
+            healthy.task.cancel()
+
+
+def _drop_row(slots: np.ndarray):
+    return steps(slots[:1])
+
+
+BAD_MESSAGES = {
+    "observation bytes": (lambda slots: steps(slots, observations=np.zeros((2, 3), np.float32)), "steps.observations has 24 bytes, expected 32"),
+    "row count": (_drop_row, "steps.slots has 4 bytes, expected 8"),
+    "unowned slot": (lambda slots: steps(np.array([slots[0], 999], np.int32)), "slots 999 are not owned"),
+    "duplicate slot": (lambda slots: steps(np.array([slots[0], slots[0]], np.int32)), "appears twice"),
+    "nan reward": (lambda slots: steps(slots, rewards=np.array([1.0, np.nan])), "row(s) 1 are not"),
+    "infinite observation": (
+        lambda slots: steps(slots, observations=np.array([[0, 0, 0, np.inf], [0, 0, 0, 0]], np.float32)),
+        "observations must be finite",
+    ),
+    "unknown flag": (lambda slots: steps(slots, flags=np.array([0, 8])), "flags may only set"),
+    "final without an episode end": (lambda slots: steps(slots, flags=np.array([4, 0])), "flags may only set"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_MESSAGES))
+async def test_bad_message_gets_invalid_argument_and_others_carry_on(running_learner, tmp_path, case) -> None:
+    make, expected = BAD_MESSAGES[case]
+    async with serving(running_learner, tmp_path) as (learner, channel, healthy):
+        bad = Stream(channel)
+        slots = await bad.handshake(hello(2, run_id_base=100))
+        await bad.step(steps(slots, run_id_base=100))  # a good message first
+        before = healthy.answers
+        with pytest.raises(grpc.aio.AioRpcError) as error:
+            await bad.step(make(slots))
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert expected in error.value.details()
+        await healthy.progressed(before)
+        # The refused stream's slots come back after the grace period.
+        assert len(learner.actors()) == 1
+
+
+async def test_spec_mismatch_gets_failed_precondition_naming_both_specs(running_learner, tmp_path) -> None:
+    async with serving(running_learner, tmp_path) as (_, channel, healthy):
+        before = healthy.answers
+        wrong = EnvSpec(observation_shape=(5,), observation_dtype="float64", num_actions=3)
+        error = await refused(channel, hello(2, spec=wrong))
+        assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "float64[5], 3 actions" in error.details()
+        assert CARTPOLE.describe() in error.details()
+        await healthy.progressed(before)
+
+
+async def test_steps_before_hello_is_invalid(running_learner, tmp_path) -> None:
+    async with serving(running_learner, tmp_path) as (_, channel, healthy):
+        error = await refused(channel, steps(np.array([0, 1], np.int32)))
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "first message must be a hello" in error.details()
+        await healthy.progressed(healthy.answers)
+
+
+async def test_token_is_required_when_configured(running_learner, tmp_path) -> None:
+    async with running_learner(small_config(tmp_path, server={"token": "s3cret"})) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            for metadata in ((), (("authorization", "Bearer wrong"),)):
+                error = await refused(channel, hello(1), metadata)
+                assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert learner.connected_envs == 0  # refused before any state was touched
+            assert learner.auth_refused == 2  # counted, and reported as actors/auth_refused
+            slots = await Stream(channel, (("authorization", "Bearer s3cret"),)).handshake(hello(1))
+            assert len(slots) == 1

@@ -1,0 +1,157 @@
+"""TLS on the actor port, stream limits and the standard health service around shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ipaddress
+import pathlib
+
+import grpc
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from tests.conftest import small_config
+from tests.waiting import until
+from tests.wire import Stream, hello, refused, steps
+
+from aioseed.clients.actor import Actor, ActorConfig
+from aioseed.proto import SERVICE_NAME
+
+
+def self_signed(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """A throwaway certificate for localhost / 127.0.0.1 and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "learner.crt", directory / "learner.key"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+async def test_tls_actor_trains_and_a_plaintext_client_is_refused(running_learner, tmp_path) -> None:
+    cert, key = self_signed(tmp_path)
+    async with running_learner(small_config(tmp_path, server={"tls_cert": cert, "tls_key": key})) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=4, envs_per_message=4, tls_ca=cert))
+        task = asyncio.create_task(actor.run())
+        try:
+            await until(lambda: actor.steps >= 200, "the TLS actor to step")
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+                error = await refused(channel, hello(1))
+                assert error.code() == grpc.StatusCode.UNAVAILABLE
+            assert learner.connected_envs == 4  # only the TLS actor's envs
+        finally:
+            task.cancel()
+
+
+async def test_past_max_streams_a_client_gets_resource_exhausted_and_others_carry_on(running_learner, tmp_path) -> None:
+    async with running_learner(small_config(tmp_path, server={"max_streams": 2})) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            first, second = Stream(channel), Stream(channel)
+            await first.handshake(hello(2, run_id_base=100))
+            await second.handshake(hello(2, run_id_base=200))
+            error = await refused(channel, hello(2, run_id_base=300))
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "maximum of 2 streams" in error.details()
+            for _ in range(3):
+                assert len(await first.step(steps(first.slots, run_id_base=100))) == 2
+                assert len(await second.step(steps(second.slots, run_id_base=200))) == 2
+            assert len(learner.actors()) == 2 and learner.connected_envs == 4
+
+
+async def test_past_max_envs_per_actor_a_stream_gets_resource_exhausted_and_other_actors_connect(
+    running_learner, tmp_path
+) -> None:
+    async with running_learner(small_config(tmp_path, server={"max_envs_per_actor": 5})) as learner:
+        address = f"127.0.0.1:{learner.port}"
+        own_connection = [("grpc.use_local_subchannel_pool", 1)]  # channels to one target share a connection otherwise
+        async with (
+            grpc.aio.insecure_channel(address) as actor,
+            grpc.aio.insecure_channel(address, options=own_connection) as other,
+        ):
+            first, second = Stream(actor), Stream(actor)
+            await first.handshake(hello(2, run_id_base=100))
+            await second.handshake(hello(2, run_id_base=200))
+            error = await refused(actor, hello(2, run_id_base=300))
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "holds 4 envs and asks for 2 more; the maximum per actor is 5" in error.details()
+            await Stream(actor).handshake(hello(1, run_id_base=400))  # still within the limit
+            await Stream(other).handshake(hello(4, run_id_base=500))  # another connection has its own budget
+            assert len(await first.step(steps(first.slots, run_id_base=100))) == 2
+            await first.call.done_writing()
+            await until(lambda: learner.connected_envs == 7, "the first stream's envs to be released")
+            await Stream(actor).handshake(hello(2, run_id_base=600))  # its budget came back
+
+
+async def test_thousands_of_streams_opened_at_once_are_all_welcomed(running_learner, tmp_path) -> None:
+    # gRPC's default pending-call queue (1,000 soft, 3,000 hard) cancelled part of such a burst.
+    n = 3000
+    async with running_learner(small_config(tmp_path, server={"max_streams": n})) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            streams = [Stream(channel) for _ in range(n)]
+            await asyncio.gather(*(s.handshake(hello(1, run_id_base=1 + i)) for i, s in enumerate(streams)))
+            assert learner.connected_envs == n
+            assert sorted(int(s.slots[0]) for s in streams) == list(range(n))
+            for call in (s.call for s in streams):
+                await call.done_writing()
+
+
+async def test_health_is_serving_after_restore_and_not_serving_during_shutdown(running_learner, tmp_path) -> None:
+    async with running_learner(small_config(tmp_path)) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            reply = await health.Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME))
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+            watch = health.Watch(health_pb2.HealthCheckRequest(service=SERVICE_NAME))
+            assert (await watch.read()).status == health_pb2.HealthCheckResponse.SERVING
+            learner.request_stop()
+            assert (await watch.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
+            watch.cancel()
+
+
+async def test_streams_without_a_hello_count_against_max_streams(running_learner, tmp_path) -> None:
+    """The hello timeout is far beyond the test, so the silent streams are certainly still waiting."""
+    async with running_learner(small_config(tmp_path, server={"max_streams": 3, "hello_timeout_s": 600.0})) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            silent = [Stream(channel) for _ in range(3)]
+            for stream in silent:
+                await stream.call.wait_for_connection()
+            await until(lambda: learner.handshaking == 3, "three streams waiting for their hello")
+            error = await refused(channel, hello(2))
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "maximum of 3 streams" in error.details()
+            for stream in silent:
+                stream.call.cancel()
+            await until(lambda: learner.handshaking == 0, "the cancelled handshakes to be released")
+            assert len(await Stream(channel).handshake(hello(2))) == 2
+
+
+async def test_a_stream_without_a_hello_is_closed_after_the_timeout(running_learner, tmp_path) -> None:
+    async with running_learner(small_config(tmp_path, server={"max_streams": 3, "hello_timeout_s": 1.0})) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            silent = [Stream(channel) for _ in range(3)]
+            for stream in silent:  # closed by the learner after hello_timeout_s, not held open
+                assert await stream.call.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+                assert "no hello within 1 s" in await stream.call.details()
+            assert learner.handshaking == 0
+            welcomed = Stream(channel)
+            assert len(await welcomed.handshake(hello(2))) == 2

@@ -1,0 +1,173 @@
+"""IMPALA mode's unroll uploads: every malformed message is refused before anything is queued, and
+parameter chunks are checked against the actor's network."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+
+import numpy as np
+import pytest
+
+from aioseed.impala_actor.actor import upload_message
+from aioseed.impala_actor.params import ParamsError, receive_params
+from aioseed.proto import aioseed_pb2 as pb
+from aioseed.server.transport.params import ParamsPublisher
+from aioseed.server.transport.protocol import ProtocolError, RowBounds
+from aioseed.server.transport.uploads import UnrollParser
+from aioseed.types import step_columns
+
+T = 3
+COLUMNS = {
+    **step_columns((4,), np.float32),
+    "action": ((), np.int32),
+    "logits": ((2,), np.float32),
+    "core_h": ((8,), np.float32),
+}
+SLOTS = np.array([7, 9], np.int32)
+
+
+def parser() -> UnrollParser:
+    return UnrollParser(COLUMNS, ["core_h"], T, SLOTS, num_actions=2, bounds=RowBounds(100.0, 1e6))
+
+
+def unrolls(count: int = 2) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    columns = {
+        name: (rng.normal(size=(count, *shape)) if name == "core_h" else rng.normal(size=(count, T + 1, *shape))).astype(dtype)
+        for name, (shape, dtype) in COLUMNS.items()
+        if np.dtype(dtype).kind == "f"
+    }
+    steps = (count, T + 1)
+    phantom = np.zeros(steps, bool)
+    phantom[0, 2] = True
+    return {
+        **columns,
+        "done": phantom.copy(),
+        "phantom": phantom,
+        "version": np.full(steps, 3, np.int64),
+        "action": rng.integers(0, 2, steps).astype(np.int32),
+        "slot": np.arange(count, dtype=np.int32),
+    }
+
+
+def test_a_valid_upload_parses_to_the_actors_arrays() -> None:
+    sent = unrolls()
+    upload = parser().parse(upload_message(sent, SLOTS[::-1], [1.5], [12]), newest_version=3)
+    assert [int(u["slot"]) for u in upload.unrolls] == [9, 7]
+    for i, unroll in enumerate(upload.unrolls):
+        for name in COLUMNS:
+            np.testing.assert_array_equal(unroll[name], sent[name][i])
+            assert unroll[name].dtype == np.dtype(COLUMNS[name][1])
+    assert upload.episode_returns.tolist() == [1.5] and upload.episode_lengths.tolist() == [12]
+    assert upload.env_steps == 2 * T - 1  # steps 1..T of each unroll, less one phantom
+
+
+def test_versions_past_the_learners_newest_count_as_its_newest() -> None:
+    sent = unrolls()
+    sent["version"][1, 2] = 40  # acted for a learner since restarted from an older checkpoint
+    upload = parser().parse(upload_message(sent, SLOTS, [], []), newest_version=3)
+    assert upload.unrolls[1]["version"].tolist() == [3, 3, 3, 3]
+
+
+def corrupt(mutate: Callable[[dict[str, np.ndarray]], None]) -> pb.ActorMessage:
+    sent = unrolls()
+    mutate(sent)
+    return upload_message(sent, SLOTS, [], [])
+
+
+def column(name: str, data: bytes) -> Callable[[pb.ActorMessage], None]:
+    def replace(message: pb.ActorMessage) -> None:
+        next(c for c in message.unrolls.columns if c.name == name).data = data
+
+    return replace
+
+
+CASES = {
+    "NaN reward": (lambda u: u["reward"].__setitem__((0, 1), np.nan), None, "rewards must be finite"),
+    "huge reward": (lambda u: u["reward"].__setitem__((1, 1), 1e3), None, "|r| <= 100"),
+    "infinite observation": (lambda u: u["observation"].__setitem__((0, 0, 2), np.inf), None, "observations must be finite"),
+    "NaN logit": (lambda u: u["logits"].__setitem__((1, 0, 1), np.nan), None, "logits must be finite"),
+    "NaN state": (lambda u: u["core_h"].__setitem__((1, 0), np.nan), None, "core_h must be finite"),
+    "action out of range": (lambda u: u["action"].__setitem__((0, 0), 2), None, "actions must lie in [0, 2)"),
+    "negative version": (lambda u: u["version"].__setitem__((0, 0), -1), None, "versions must be >= 0"),
+    "huge logit": (lambda u: u["logits"].__setitem__((0, 0, 0), 1e30), None, "|x| <= 1e+06"),
+    "short column": (lambda u: None, column("reward", b"\0" * 8), "column reward has 8 bytes, expected 32"),
+    "bool byte 2": (lambda u: None, column("done", b"\2" * 8), "done must hold bytes 0 or 1"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_malformed_upload_is_refused_precisely(case: str) -> None:
+    mutate, edit, expected = CASES[case]
+    message = corrupt(mutate)
+    if edit is not None:
+        edit(message)
+    with pytest.raises(ProtocolError, match=re.escape(expected)):
+        parser().parse(message, newest_version=3)
+
+
+def test_slots_columns_and_episodes_are_checked() -> None:
+    good = upload_message(unrolls(), SLOTS, [], [])
+    cases = []
+    message = pb.ActorMessage()
+    message.CopyFrom(good)
+    message.unrolls.slots = np.array([7, 8], "<i4").tobytes()
+    cases.append((message, "slots \\[8\\] are not owned"))
+    message = pb.ActorMessage()
+    message.CopyFrom(good)
+    message.unrolls.slots = np.array([7, 7], "<i4").tobytes()
+    cases.append((message, "distinct slots"))
+    message = pb.ActorMessage()
+    message.CopyFrom(good)
+    del message.unrolls.columns[0]
+    cases.append((message, "missing \\['observation'\\]"))
+    message = pb.ActorMessage()
+    message.CopyFrom(good)
+    message.unrolls.columns.add(name="reward", data=b"")
+    cases.append((message, "some twice"))
+    message = pb.ActorMessage()
+    message.CopyFrom(good)
+    message.unrolls.episode_returns = np.zeros(1, "<f8").tobytes()
+    cases.append((message, "one entry per episode"))
+    cases.append((upload_message(unrolls(), SLOTS, [1.0], [0]), "lengths must be >= 1"))
+    cases.append((upload_message(unrolls(), SLOTS, [1e9], [5]), "return\\| <= 100 x length"))
+    cases.append((upload_message(unrolls(), SLOTS, [1.0, 1.0], [5, 5]), "2 episodes reported, but the unrolls hold 1 "))
+    cases.append((pb.ActorMessage(hello=pb.Hello()), "expected an unrolls message"))
+    for message, expected in cases:
+        with pytest.raises(ProtocolError, match=expected):
+            parser().parse(message, newest_version=3)
+
+
+class Variable:
+    def __init__(self, name: str, value: np.ndarray) -> None:
+        self.name, self.value = name, value
+
+    def numpy(self) -> np.ndarray:
+        return self.value
+
+
+async def answer(chunks: list[pb.ParamsChunk]) -> AsyncIterator[pb.ParamsChunk]:
+    for chunk in chunks:
+        yield chunk
+
+
+async def test_params_round_trip_and_a_mismatched_or_short_answer_is_refused() -> None:
+    variables = [Variable("w", np.arange(12, dtype=np.float32).reshape(3, 4)), Variable("b", np.ones(5, np.float32))]
+    publisher = ParamsPublisher(lambda: variables, chunk_bytes=7)
+    with pytest.raises(LookupError):
+        next(publisher.chunks(-1))
+    publisher.publish(5)
+    chunks = list(publisher.chunks(-1))
+    specs = [((3, 4), "float32"), ((5,), "float32")]
+    params = await receive_params(answer(chunks), specs)
+    assert params.version == 5
+    for got, variable in zip(params.arrays, variables):
+        np.testing.assert_array_equal(got, variable.value)
+    assert (await receive_params(answer(list(publisher.chunks(5))), specs)).arrays is None
+    with pytest.raises(ParamsError, match="differs from this actor's"):
+        await receive_params(answer(chunks), [((4, 3), "float32"), ((5,), "float32")])
+    with pytest.raises(ParamsError, match="sent 63 of 68"):
+        await receive_params(answer(chunks[:-1]), specs)
+    with pytest.raises(ParamsError, match="do not add up"):
+        await receive_params(answer([*chunks, chunks[-1]]), specs)
