@@ -96,9 +96,9 @@ def test_presets_are_the_toml_files_shipped_and_each_parses() -> None:
     assert r2d2.learner.agent == "r2d2" and r2d2.learner.r2d2.lstm_size == 64 and r2d2.learner.r2d2.learning_rate == 1e-3
 
 
-def test_the_readme_example_parses(tmp_path) -> None:
-    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
-    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+def test_the_configuration_guides_example_parses(tmp_path) -> None:
+    guide = (pathlib.Path(__file__).parents[1] / "docs" / "configuration.md").read_text()
+    example = guide.split("```toml\n", 1)[1].split("```", 1)[0]
     run = parse(["run", "--config", str(write(tmp_path / "acrobot.toml", example)), "--learner.seed", "3"])
     assert (run.learner.env, run.learner.seed, run.envs_per_actor) == ("Acrobot-v1", 3, 64)
     assert run.learner.impala.hidden_sizes == (128, 128) and run.learner.stop.after_frames is None

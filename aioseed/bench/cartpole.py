@@ -6,7 +6,7 @@ process, interpreter and TensorFlow start-up included, to the moment the mean
 return over the last ``target_window`` episodes reaches ``target_return``. The
 baseline measured in the same run is the environment's own stepping rate on one
 core, so the end-to-end steps/s can be read against it. It prints only what it
-measured in this run: peers' figures, from other days, are in the README.
+measured in this run: peers' figures, from other days, are in docs/benchmarks.md.
 """
 
 from __future__ import annotations

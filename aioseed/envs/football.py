@@ -5,7 +5,7 @@ gfootball speaks the old gym API (``reset`` -> obs, ``step`` -> 4-tuple); shimmy
 clock ran out (``game_duration``) is a time limit: it reaches the learner as
 *truncated*, so V-trace bootstraps from its final observation. Goals, the ball
 going out of play and lost possession end episodes as *terminated*. The engine
-runs without rendering; install it with ``make football`` (see the README).
+runs without rendering; install it with ``make football`` (see docs/environments.md).
 """
 
 from __future__ import annotations

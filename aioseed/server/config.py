@@ -143,7 +143,7 @@ class LearnerConfig:
     precision: Literal["float32", "bfloat16"] = "float32"
     """What the network's torso computes in, for inference and the train step: float32, or bfloat16 (Keras's
     mixed_bfloat16: the weights, the heads, an LSTM core and the loss stay float32). bfloat16 pays on GPUs
-    and on CPUs with AVX-512 BF16 or AMX, for the conv nets (see README, Benchmarks)."""
+    and on CPUs with AVX-512 BF16 or AMX, for the conv nets (see docs/benchmarks.md)."""
     architecture: Literal["seed", "impala"] = "seed"
     """seed: actors stream observations and this learner runs the policy for them (parameters never leave
     it). impala: the baseline SEED improves on: actors (aioseed actor --architecture impala) pull the

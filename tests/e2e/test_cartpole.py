@@ -1,5 +1,5 @@
 """`aioseed run` learns CartPole end to end; `aioseed eval` runs and exports the result; TensorBoard
-reads what the README promises."""
+reads what docs/console.md promises."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
     assert set(np.unique(out["action"].numpy())) <= {0, 1}
 
 
-PROMISED = (  # README, "TensorBoard"
+PROMISED = (  # docs/console.md, "TensorBoard"
     "charts/return", "charts/episode_length", "charts/episodes", "charts/frames_per_s",
     "losses/total", "losses/pg", "losses/baseline", "losses/entropy", "losses/grad_norm",
     "learner/train_steps", "learner/policy_lag", "learner/learning_rate",

@@ -1,4 +1,4 @@
-"""A user's own environment, as the README's walk-through writes it: importing this module registers
+"""A user's own environment, as docs/environments.md writes it: importing this module registers
 ``Corridor-v0``, so ``--env tests.envs.corridor:Corridor-v0`` runs it (``--env-kwargs '{"length": 4}'``)."""
 
 import gymnasium as gym

@@ -99,7 +99,7 @@ class ImpalaConfig:
     """Activation of the MLP torso."""
     jit_compile: bool = False
     """Compile inference and the train step with XLA. Off: on this 2-core CPU it made the convnets slower
-    (see README, Benchmarks); try it on GPUs."""
+    (see docs/benchmarks.md); try it on GPUs."""
     previous_action_reward: bool = False
     """Feed the previous action (one-hot) and the (clipped) reward that led to each observation into the
     network, after the torso (into the LSTM core when there is one), as SEED's recurrent nets do."""
