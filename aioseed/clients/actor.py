@@ -128,6 +128,13 @@ class StreamLost(Exception):
     """The learner closed the stream without a status; reconnect."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """The part of tenacity's retry state its wait strategies read: the number of the attempt (from 1)."""
+
+    attempt_number: int
+
+
 def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]]:
     """The actor's envs in groups of ``envs_per_message``: (spec, each env's run_id, the groups)."""
     k = config.envs_per_message
@@ -209,14 +216,31 @@ class Actor:
         """Before the envs close: stop whatever else steps them (SEED's actor steps them on the loop only)."""
 
     async def _run_group(self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup) -> None:
-        """Sessions of one group's stream until done; a lost stream reconnects, a refusal stops the actor."""
+        """Sessions of one group's stream until done; a lost stream reconnects, a refusal stops the actor.
+
+        Sessions lost one after another without progress (a learner that accepts the hello, then fails
+        the next call) wait longer each time, with full jitter, as failed connects do: a failing learner
+        is never hammered with reconnects."""
+        wait = self._backoff()
+        lost = 0
         while not self._finished():
+            progress = self._progress(index)
             try:
                 await self._session(stub, index, group)
             except (grpc.aio.AioRpcError, StreamLost) as exc:
                 if isinstance(exc, grpc.aio.AioRpcError) and not transient(exc):
                     raise ActorError(f"learner refused the actor: {exc.code().name}: {exc.details()}") from exc
-                log.warning("stream_lost", group=index, error=describe(exc))
+                lost = 1 if self._progress(index) > progress else lost + 1
+                delay = wait(Attempt(lost))
+                log.warning("stream_lost", group=index, error=describe(exc), retry_in_s=round(delay, 3))
+                await asyncio.sleep(delay)
+
+    def _progress(self, index: int) -> int:
+        """What a session of group ``index`` has achieved so far (SEED: env steps the learner answered)."""
+        return self.groups[index].steps
+
+    def _backoff(self) -> tenacity.wait.wait_base:
+        return tenacity.wait_random_exponential(multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s)
 
     async def _connect(
         self, rpc: Callable[..., grpc.aio.StreamStreamCall], index: int, group: EnvGroup, previous: np.ndarray
@@ -224,7 +248,7 @@ class Actor:
         """Opens the stream (``rpc``: the stub's Act, or IMPALA mode's Learn) and says hello, retrying
         transient failures with backoff; returns the call and the learner's welcome."""
         retrying = tenacity.AsyncRetrying(
-            wait=tenacity.wait_random_exponential(multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s),
+            wait=self._backoff(),
             retry=tenacity.retry_if_exception(lambda e: transient(e) or isinstance(e, StreamLost)),
             before_sleep=lambda state: log.info(
                 "reconnecting", group=index, attempt=state.attempt_number, error=describe(state.outcome.exception())
@@ -257,7 +281,10 @@ class Actor:
     async def _session(self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup) -> None:
         """One connection of a group: handshake, then a Steps message and its Actions per env step."""
         call, _ = await self._connect(stub.Act, index, group, self.slots[index])
-        await self._stream(call, group, self.slots[index])
+        try:
+            await self._stream(call, group, self.slots[index])
+        finally:
+            call.cancel()  # after a failure, the learner must not keep the stream (a no-op once the call ended)
 
     async def _stream(self, call: grpc.aio.StreamStreamCall, group: EnvGroup, slots: np.ndarray) -> None:
         while not self._finished():
@@ -267,6 +294,7 @@ class Actor:
                 await raise_status(call)
             group.step(np.frombuffer(reply.actions.actions, "<i4"))
         await call.done_writing()
+        await call.code()  # the learner ends the stream: a clean end, not a cancel
 
     def _finished(self) -> bool:
         return self.config.max_steps is not None and self.steps >= self.config.max_steps

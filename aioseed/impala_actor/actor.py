@@ -45,6 +45,8 @@ class ImpalaActor(Actor):
         """The parameter version the policy holds (-1: none yet)."""
         self.uploads = 0
         """Unrolls the learner accepted."""
+        self._accepted = [0] * len(self.groups)
+        """Uploads the learner accepted, per group: a session's progress."""
         self._learner_agent: tuple[str, int] | None = None
         self._acting: list[Acting | None] = [None] * len(self.groups)
         self._pending: list[tuple[Unroll, list[float], list[int]] | None] = [None] * len(self.groups)
@@ -59,18 +61,27 @@ class ImpalaActor(Actor):
 
     async def _session(self, stub: pb_grpc.LearnerStub, index: int, group: EnvGroup) -> None:
         call, welcome = await self._connect(stub.Learn, index, group, self.slots[index])
-        acting = await self._prepare(index, welcome)
-        await self._pull(stub)  # the learner may have restarted meanwhile
-        newest = self.version
-        while True:
-            if self._pending[index] is None:
-                if self._finished():
-                    break
-                if newest != self.version:
-                    await self._pull(stub)
-                self._pending[index] = await self._in_thread(collect, acting, group)
-            newest = await self._upload(call, index)
-        await call.done_writing()
+        try:
+            acting = await self._prepare(index, welcome)
+            await self._pull(stub)  # the learner may have restarted meanwhile
+            newest = self.version
+            while True:
+                if self._pending[index] is None:
+                    if self._finished():
+                        break
+                    if newest != self.version:
+                        await self._pull(stub)
+                    self._pending[index] = await self._in_thread(collect, acting, group)
+                newest = await self._upload(call, index)
+            await call.done_writing()
+            await call.code()  # the learner ends the stream: a clean end, not a cancel
+        finally:
+            # A failed pull leaves the Learn call open (grpc.aio keeps an active call alive): end it, or the
+            # learner holds its slots until it notices.
+            call.cancel()
+
+    def _progress(self, index: int) -> int:
+        return self._accepted[index]
 
     async def _prepare(self, index: int, welcome: pb.Welcome) -> Acting:
         """The policy (built from the first welcome's agent settings) and this group's acting."""
@@ -114,6 +125,7 @@ class ImpalaActor(Actor):
         if reply.WhichOneof("payload") != "accepted":
             raise ActorError(f"the learner answered an upload with {reply.WhichOneof('payload')}, not accepted")
         self._pending[index] = None
+        self._accepted[index] += 1
         self.uploads += len(unrolls["slot"])
         return reply.accepted.params_version
 

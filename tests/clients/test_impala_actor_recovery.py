@@ -1,0 +1,51 @@
+"""An IMPALA-mode actor whose parameter pulls fail after its stream connected: it ends the stream it
+opened, waits longer each time, and is back to uploading once pulls succeed again."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import grpc
+from tests.server.transport.test_impala_mode import TOKEN, impala_config
+from tests.waiting import until
+
+from aioseed.clients.actor import ActorConfig
+from aioseed.impala_actor.actor import ImpalaActor
+from aioseed.proto import aioseed_pb2 as pb
+from aioseed.proto import aioseed_pb2_grpc as pb_grpc
+
+STALL_S = 3.0
+
+
+async def test_failing_pulls_back_off_hold_no_stream_and_recover(running_learner, tmp_path) -> None:
+    # One parameter download at a time, and weights (~4 MiB) that a client which never reads cannot take in.
+    config = impala_config(tmp_path, server={"max_params_calls": 1}, training={"batch_size": 4, "unroll_length": 5})
+    config = dataclasses.replace(config, impala=dataclasses.replace(config.impala, hidden_sizes=(1024, 1024)))
+    async with running_learner(config) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as staller:
+        stalled = pb_grpc.LearnerStub(staller).GetParams(pb.ParamsRequest(have_version=-1), metadata=TOKEN)
+        await stalled.initial_metadata()  # the learner is sending: the one download slot is taken
+        actor = ImpalaActor(
+            ActorConfig(
+                learner=f"127.0.0.1:{learner.port}", num_envs=4, envs_per_message=2, token="s3cret", architecture="impala",
+                backoff_initial_s=0.05, backoff_max_s=0.5,
+            )
+        )
+        task = asyncio.create_task(actor.run())
+        try:
+            held = []
+            for _ in range(int(STALL_S / 0.1)):  # every pull is refused (RESOURCE_EXHAUSTED) meanwhile
+                await asyncio.sleep(0.1)
+                held.append(len(learner._service.streams))
+            assert actor.uploads == 0 and actor.connects >= 4
+            # Without the backoff: hundreds of sessions per group in 3 s (1,024 in 4 s in the issue's run);
+            # with it, at most 1 + 3 s / the mean wait of its first attempts (~16 here) for each of the 2 groups.
+            assert actor.connects <= 2 * 25, actor.connects
+            # The failed session's Learn call is ended: the learner never holds more streams than the actor's groups.
+            assert max(held) <= len(actor.groups), held
+            stalled.cancel()
+            await until(lambda: actor.uploads >= 8, "uploads once pulls succeed again", 3000)
+            assert len(learner._service.streams) == len(actor.groups)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
