@@ -156,12 +156,14 @@ def assemble(
         server.max_envs,
         server.hello_timeout_s,
         server.max_params_calls,
+        server.max_params_calls_per_actor,
+        server.params_send_timeout_s,
     )
     slots = SlotTable(server.max_envs, server.slot_grace_s)
     service = LearnerService(spec, slots, inference, limits, batcher.set_connected_rows, stats.record_latency, bounds, uploads)
     batcher.set_connected_rows(0)
     tls = None if server.tls_cert is None or server.tls_key is None else (server.tls_cert, server.tls_key)
-    options = server_options(server.max_streams, server.max_message_bytes)
+    options = server_options(server.max_streams, server.max_message_bytes, server.keepalive_s, server.keepalive_timeout_s)
     endpoint = GrpcEndpoint(service, server.host, server.port, options, server.token, tls)
     stages = Stages(
         endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config), params

@@ -95,6 +95,9 @@ class ActorConfig:
     logits (the learner must run --architecture impala)."""
     policy_threads: int = 1
     """IMPALA mode: CPU threads TensorFlow may use for the policy (0: its default, every core)."""
+    pull_timeout_s: float = 60.0
+    """IMPALA mode: a parameter pull not complete within this many seconds is given up (DEADLINE_EXCEEDED)
+    and the stream reconnects, with backoff."""
 
     def __post_init__(self) -> None:
         env_kwargs(self.env_kwargs)  # JSON object, or a clear ValueError now
@@ -106,6 +109,8 @@ class ActorConfig:
             raise ValueError("video_dir records evaluation actors' episodes: add --evaluation")
         if self.video_every < 1:
             raise ValueError(f"video_every must be >= 1, got {self.video_every}")
+        if self.pull_timeout_s <= 0:
+            raise ValueError(f"pull_timeout_s must be positive, got {self.pull_timeout_s}")
         if self.policy_threads < 0:
             raise ValueError(f"policy_threads must be >= 0, got {self.policy_threads}")
         if self.backoff_initial_s <= 0 or self.backoff_max_s < self.backoff_initial_s:

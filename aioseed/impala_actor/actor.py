@@ -104,7 +104,8 @@ class ImpalaActor(Actor):
         async with self._lock:
             request = pb.ParamsRequest(have_version=self.version)
             try:
-                params = await receive_params(stub.GetParams(request, metadata=self._metadata), self.policy.variable_specs())
+                call = stub.GetParams(request, metadata=self._metadata, timeout=self.config.pull_timeout_s)
+                params = await receive_params(call, self.policy.variable_specs())
             except ParamsError as exc:
                 raise ActorError(str(exc)) from exc
             await self._in_thread(self._load, params)

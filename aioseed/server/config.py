@@ -55,6 +55,18 @@ class ServerConfig:
     most half of max_message_bytes)."""
     max_params_calls: int = 64
     """IMPALA mode: parameter downloads served at once; more get RESOURCE_EXHAUSTED."""
+    max_params_calls_per_actor: int = 4
+    """IMPALA mode: parameter downloads one actor connection may hold at once (aioseed's actor pulls one
+    at a time), so that no client can take every download slot; more get RESOURCE_EXHAUSTED."""
+    params_send_timeout_s: float = 10.0
+    """IMPALA mode: a parameter download not taken in within this many seconds ends with DEADLINE_EXCEEDED,
+    freeing its slot (a client that stops reading)."""
+    keepalive_s: float = 10.0
+    """The learner pings a connection after this many seconds without traffic; one that does not answer
+    within keepalive_timeout_s is closed with its calls, so a peer that vanished without a reset frees
+    its slots and downloads within seconds (gRPC's default waits two hours)."""
+    keepalive_timeout_s: float = 5.0
+    """Seconds a keepalive ping may go unanswered before the connection is closed."""
     shutdown_grace_s: float = 1.0
     """Seconds in-flight streams get to finish when the learner stops."""
 
@@ -67,8 +79,10 @@ class ServerConfig:
             raise ValueError(f"max_streams must be >= 1, got {self.max_streams}")
         if min(self.max_envs, self.max_envs_per_stream, self.max_envs_per_actor) < 1:
             raise ValueError("max_envs, max_envs_per_stream and max_envs_per_actor must be >= 1")
-        if min(self.params_chunk_bytes, self.max_params_calls) < 1:
-            raise ValueError("params_chunk_bytes and max_params_calls must be >= 1")
+        if min(self.params_chunk_bytes, self.max_params_calls, self.max_params_calls_per_actor) < 1:
+            raise ValueError("params_chunk_bytes, max_params_calls and max_params_calls_per_actor must be >= 1")
+        if min(self.params_send_timeout_s, self.keepalive_s, self.keepalive_timeout_s) <= 0:
+            raise ValueError("params_send_timeout_s, keepalive_s and keepalive_timeout_s must be positive")
         if self.hello_timeout_s <= 0:
             raise ValueError(f"hello_timeout_s must be positive, got {self.hello_timeout_s}")
         if not (self.max_abs_reward > 0 and self.max_abs_observation > 0):

@@ -84,3 +84,30 @@ async def test_sigkilled_learner_restarts_from_its_checkpoint_and_actors_reconne
         for process in (learner, actor, restarted):
             if process is not None:
                 process.kill()
+
+
+async def test_a_frozen_actor_loses_its_streams_at_the_learners_keepalive(tmp_path) -> None:
+    """SIGSTOP: the actor's connection stays open but answers nothing, as a peer that vanished without a
+    reset. The learner's keepalive pings go unanswered and it closes the connection and its streams."""
+    learner = await Process(
+        ["learner", "--server.host", "127.0.0.1", "--server.port", "0", "--console.port", "0", "--logdir", str(tmp_path),
+         "--log-every-s", "0.5", "--server.keepalive-s", "1", "--server.keepalive-timeout-s", "1"]
+    ).start()
+    frozen = None
+    try:
+        port = int((await learner.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))
+        frozen = await Process(
+            ["actor", "--learner", f"127.0.0.1:{port}", "--num-envs", "4", "--envs-per-message", "4", "--name", "frozen"]
+        ).start()
+        await learner.wait_for_line(r"progress .*train_steps=[1-9]")
+        frozen.signal(signal.SIGSTOP)
+        # Pinged after 1 s of silence, closed 1 s later (the default: 10 s + 5 s; gRPC's own: two hours).
+        await learner.wait_for_line(r"stream_closed actor=frozen/0", timeout_s=15)
+        frozen.signal(signal.SIGCONT)
+        await learner.wait_for_line(r"stream_connected actor=frozen/0")  # it reconnects once thawed
+        learner.signal(signal.SIGTERM)
+        assert await learner.wait() == 0
+    finally:
+        learner.kill()
+        if frozen is not None:
+            frozen.kill()

@@ -12,9 +12,21 @@ from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.transport.auth import TokenInterceptor
 
 
-def server_options(max_streams: int, max_message_bytes: int) -> list[tuple[str, int]]:
-    """gRPC server options for ``max_streams`` concurrent streams of messages up to ``max_message_bytes``."""
+def server_options(
+    max_streams: int, max_message_bytes: int, keepalive_s: float = 10.0, keepalive_timeout_s: float = 5.0
+) -> list[tuple[str, int]]:
+    """gRPC server options for ``max_streams`` concurrent streams of messages up to ``max_message_bytes``;
+    a connection silent for ``keepalive_s`` is pinged and closed if no answer comes within ``keepalive_timeout_s``."""
     return [
+        ("grpc.keepalive_time_ms", round(keepalive_s * 1000)),
+        ("grpc.keepalive_timeout_ms", round(keepalive_timeout_s * 1000)),
+        # The timeout gRPC core applies to a ping in flight (without it an unanswered keepalive ping
+        # never closed the connection here: tests/e2e/test_crash.py freezes an actor to check).
+        ("grpc.http2.ping_timeout_ms", round(keepalive_timeout_s * 1000)),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),  # keep pinging a connection whose calls send nothing
+        # Clients may ping as often as the learner does (gRPC's default refuses pings under 5 min apart).
+        ("grpc.http2.min_ping_interval_without_data_ms", round(min(keepalive_s, 5.0) * 1000)),
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
         # Calls that arrived but were not yet picked up by the handler loop. gRPC's defaults (soft

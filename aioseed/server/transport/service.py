@@ -79,6 +79,10 @@ class StreamLimits:
     against ``streams``."""
     params_calls: int = 64
     """IMPALA mode: parameter downloads served at once; more get RESOURCE_EXHAUSTED (not a handshake limit)."""
+    params_calls_per_peer: int = 4
+    """IMPALA mode: parameter downloads one connection may hold at once; more get RESOURCE_EXHAUSTED."""
+    params_timeout_s: float = 10.0
+    """IMPALA mode: a download not taken in within this ends with DEADLINE_EXCEEDED."""
 
 
 class Inference(Protocol):
@@ -110,6 +114,8 @@ class LearnerService(pb_grpc.LearnerServicer):
         self._spec = spec
         self._uploads = uploads
         self._params_calls = 0
+        """Parameter downloads in progress."""
+        self._params_by_peer: collections.Counter[str] = collections.Counter()
         self._slots = slots
         self._inference = inference
         self._limits = limits
@@ -139,6 +145,11 @@ class LearnerService(pb_grpc.LearnerServicer):
         ]
 
     @property
+    def params_downloads(self) -> int:
+        """IMPALA mode: parameter downloads in progress."""
+        return self._params_calls
+
+    @property
     def connected_envs(self) -> int:
         return self._slots.connected
 
@@ -157,6 +168,7 @@ class LearnerService(pb_grpc.LearnerServicer):
             "actors/handshaking": float(self.handshaking),
             "actors/envs": float(self.connected_envs),
             "actors/reserved_slots": float(self._slots.reserved),
+            "actors/params_downloads": float(self.params_downloads),
             **({} if self._uploads is None else self._uploads.metrics()),
         }
 
@@ -226,29 +238,47 @@ class LearnerService(pb_grpc.LearnerServicer):
         finally:
             self._detach(stream_id)
 
-    async def GetParams(self, request: pb.ParamsRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[pb.ParamsChunk]:
-        """IMPALA mode: the newest parameters, or only their version when the actor holds them."""
-        uploads = self._uploads
+    async def GetParams(self, request: pb.ParamsRequest, context: grpc.aio.ServicerContext) -> None:
+        """IMPALA mode: the newest parameters, or only their version when the actor holds them. Each
+        connection holds at most its share of the download slots, and a download must be taken in
+        within the send timeout, so a client that stops reading cannot starve the others."""
+        uploads, limits, peer = self._uploads, self._limits, context.peer()
         if uploads is None:
             await abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
         if request.have_version < -1:
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"have_version must be >= -1, got {request.have_version}")
-        if self._params_calls >= self._limits.params_calls:
+        if self._params_calls >= limits.params_calls:
             await abort(
                 context,
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"the learner already serves its maximum of {self._limits.params_calls} parameter downloads at once",
+                f"the learner already serves its maximum of {limits.params_calls} parameter downloads at once",
             )
+        if self._params_by_peer[peer] >= limits.params_calls_per_peer:
+            await abort(
+                context,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"this connection already holds its maximum of {limits.params_calls_per_peer} parameter downloads",
+            )
+        self._params_by_peer[peer] += 1
         self._params_calls += 1
-        context.add_done_callback(self._params_call_done)  # also when the actor cancels mid-download
+        context.add_done_callback(lambda _: self._params_call_done(peer))  # also when the actor cancels mid-download
         try:
-            for chunk in uploads.params(request.have_version):
-                yield chunk
+            async with asyncio.timeout(limits.params_timeout_s):
+                for chunk in uploads.params(request.have_version):
+                    await context.write(chunk)
         except LookupError as exc:
             await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
+        except TimeoutError:
+            # The send flow control held back was withdrawn, and no status can follow it: the call is
+            # cancelled, which frees its slot (the client sees no status; its own deadline ends its wait).
+            log.info("params_send_timeout", peer=peer, timeout_s=limits.params_timeout_s)
+            raise asyncio.CancelledError from None
 
-    def _params_call_done(self, _: object) -> None:
+    def _params_call_done(self, peer: str) -> None:
         self._params_calls -= 1
+        self._params_by_peer[peer] -= 1
+        if not self._params_by_peer[peer]:
+            del self._params_by_peer[peer]
 
     async def _handshake(
         self, messages: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext, evaluation: bool = True

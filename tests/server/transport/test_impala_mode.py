@@ -4,6 +4,9 @@ bounded), unroll uploads and their checks, and each mode refusing the other's ca
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
+import dataclasses
 import math
 
 import grpc
@@ -111,7 +114,7 @@ async def test_parameter_downloads_past_the_limit_get_resource_exhausted(running
             assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert "maximum of 1 parameter downloads" in error.details()
             holding.cancel()
-            await until(lambda: learner._stages.service._params_calls == 0, "the cancelled download to end")
+            await until(lambda: learner._stages.service.params_downloads == 0, "the cancelled download to end")
             (current,) = await get_params(channel, 0)  # served again once the first ended
             assert current.version == 0
 
@@ -165,3 +168,31 @@ async def test_a_malformed_upload_is_invalid_argument_and_other_streams_carry_on
             assert reply.accepted.params_version == 0
             assert learner.frames == 2 * 2 * learner.config.training.unroll_length  # two uploads of two unrolls
             await until(lambda: learner.metrics().get("charts/episodes") == 1.0, "the uploaded episode to count")
+
+
+async def test_stalled_downloads_hold_at_most_their_connections_share_and_give_their_slots_back(running_learner, tmp_path) -> None:
+    """The issue's attack: 4 connections hold 16 downloads each and never read. Each connection gets its
+    share (4), the healthy actor's pulls all succeed meanwhile, and the send timeout gives the slots back."""
+    config = impala_config(tmp_path, server={"params_send_timeout_s": 2.0})
+    config = dataclasses.replace(config, impala=dataclasses.replace(config.impala, hidden_sizes=(1024, 1024)))  # ~4 MiB
+    async with running_learner(config) as learner, contextlib.AsyncExitStack() as stack:
+        service = learner._stages.service
+        stalled = []
+        for _ in range(4):
+            # Its own connection each (channels to one address share one by default).
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}", options=[("grpc.use_local_subchannel_pool", 1)])
+            stub = pb_grpc.LearnerStub(await stack.enter_async_context(channel))
+            stalled += [stub.GetParams(pb.ParamsRequest(have_version=-1), metadata=TOKEN) for _ in range(16)]
+        await until(lambda: sum(call.done() for call in stalled) == 48, "the calls past each share refused", 2000)
+        assert service.params_downloads == 16
+        refused = [call for call in stalled if call.done()]
+        assert {await call.code() for call in refused} == {grpc.StatusCode.RESOURCE_EXHAUSTED}
+        assert "already holds its maximum of 4 parameter downloads" in await refused[0].details()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as healthy:
+            for _ in range(5):
+                header, *data = await get_params(healthy, -1)
+                assert b"".join(chunk.data for chunk in data) == weights_bytes(learner)
+        await until(lambda: service.params_downloads == 0, "the send timeout ending the stalled downloads", 5000)
+        assert not service._params_by_peer
+        for call in stalled:
+            call.cancel()
