@@ -22,7 +22,9 @@ async def test_failing_pulls_back_off_hold_no_stream_and_recover(running_learner
     # One parameter download at a time, and weights (~4 MiB) that a client which never reads cannot take in.
     config = impala_config(tmp_path, server={"max_params_calls": 1}, training={"batch_size": 4, "unroll_length": 5})
     config = dataclasses.replace(config, impala=dataclasses.replace(config.impala, hidden_sizes=(1024, 1024)))
-    async with running_learner(config) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as staller:
+    # The staller keeps gRPC's initial 64 KiB flow-control window (no BDP probing widens it).
+    staller_options = [("grpc.use_local_subchannel_pool", 1), ("grpc.http2.bdp_probe", 0)]
+    async with running_learner(config) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}", options=staller_options) as staller:
         stalled = pb_grpc.LearnerStub(staller).GetParams(pb.ParamsRequest(have_version=-1), metadata=TOKEN)
         await stalled.initial_metadata()  # the learner is sending: the one download slot is taken
         actor = ImpalaActor(

@@ -2,8 +2,9 @@
 
 ``UnrollParser`` checks one stream's ``Unrolls`` messages byte for byte before anything is
 queued: the columns are exactly the learner's unroll columns, every size matches, values are
-finite and bounded, actions are in range, and no step claims a parameter version the learner has
-not published. ``Uploads`` queues accepted unrolls for the same trainer SEED mode feeds; the
+finite and bounded, actions are in range, each slot's unrolls follow on from one another and the
+episode flags agree (``UploadHistory``). The episode returns and lengths the learner records are
+its own sums over the steps, never the figures the actor reports. ``Uploads`` queues accepted unrolls for the same trainer SEED mode feeds; the
 bounded queue stalls the uploading streams when training lags, and so the actors.
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.server.transport.params import ParamsPublisher
 from aioseed.server.transport.protocol import ProtocolError, RowBounds, out_of_bounds
+from aioseed.server.transport.upload_history import UploadHistory
 from aioseed.types import Column, Unroll
 
 BOOL_BYTES = bytes([0, 1])
@@ -32,9 +34,9 @@ class Upload:
 
     unrolls: list[Unroll]
     episode_returns: np.ndarray
-    """<float64>[E]"""
+    """<float64>[E] the episodes that ended in these unrolls, summed by the learner from their steps"""
     episode_lengths: np.ndarray
-    """<int64>[E]"""
+    """<int64>[E] their lengths in env steps"""
     env_steps: int
     """New env steps the unrolls hold: steps 1..T whose action ran (step 0 repeats the previous unroll's last)."""
 
@@ -59,6 +61,7 @@ class UnrollParser:
         self._owned = frozenset(slots.tolist())
         self._num_actions = num_actions
         self._bounds = bounds
+        self._history = UploadHistory(per_unroll)
 
     def parse(self, message: pb.ActorMessage, newest_version: int) -> Upload:
         if message.WhichOneof("payload") != "unrolls":
@@ -78,11 +81,13 @@ class UnrollParser:
             )
         arrays = {column.name: self._array(column, count) for column in upload.columns}
         self._check_values(arrays)
+        self._history.check(slots, arrays)
+        phantom = arrays["phantom"]
+        self._check_reported(upload, int((arrays["done"] | phantom).sum()))
+        returns, lengths = self._history.episodes(slots, arrays)
         # Versions only measure the policy lag. An actor that acted for a learner since restarted (from an
         # older checkpoint) may name versions this one has not reached: they count as its newest.
         arrays["version"] = np.minimum(arrays["version"], max(newest_version, 0))
-        phantom = arrays["phantom"]
-        returns, lengths = self._episodes(upload, int((arrays["done"] | phantom).sum()))
         unrolls = [{**{name: array[i] for name, array in arrays.items()}, "slot": slots[i]} for i in range(count)]
         return Upload(unrolls, returns, lengths, int((~phantom[:, 1:]).sum()))
 
@@ -136,9 +141,9 @@ class UnrollParser:
                 if bad is not None:
                     raise ProtocolError(f"unrolls column {name} must be finite with |x| <= {bound:g}; unroll {bad}")
 
-    def _episodes(self, upload: pb.Unrolls, boundaries: int) -> tuple[np.ndarray, np.ndarray]:
-        """The episodes reported with the unrolls: no more than their episode boundaries (done or final
-        steps), each with a length >= 1 and a return a bounded reward per step can reach."""
+    def _check_reported(self, upload: pb.Unrolls, boundaries: int) -> None:
+        """The episodes the actor reports (checked, then not used): no more than the unrolls' episode
+        boundaries (done or final steps), each with a length >= 1 and a return a bounded reward per step can reach."""
         raw_returns, raw_lengths = upload.episode_returns, upload.episode_lengths
         if len(raw_returns) % 8 or len(raw_returns) != len(raw_lengths):
             raise ProtocolError("unrolls.episode_returns (<f8>) and episode_lengths (<i8>) must have one entry per episode")
@@ -150,7 +155,6 @@ class UnrollParser:
             raise ProtocolError(
                 f"unrolls episode lengths must be >= 1 and |return| <= {self._bounds.max_abs_reward:g} x length"
             )
-        return returns, lengths
 
 
 class Uploads:

@@ -40,10 +40,12 @@ def unrolls(count: int = 2) -> dict[str, np.ndarray]:
     }
     steps = (count, T + 1)
     phantom = np.zeros(steps, bool)
-    phantom[0, 2] = True
+    phantom[0, 2] = True  # an episode ends (terminated, with its final observation) and the next starts
+    done = phantom.copy()
+    done[0, 3] = True
     return {
         **columns,
-        "done": phantom.copy(),
+        "done": done,
         "phantom": phantom,
         "version": np.full(steps, 3, np.int64),
         "action": rng.integers(0, 2, steps).astype(np.int32),
@@ -59,8 +61,52 @@ def test_a_valid_upload_parses_to_the_actors_arrays() -> None:
         for name in COLUMNS:
             np.testing.assert_array_equal(unroll[name], sent[name][i])
             assert unroll[name].dtype == np.dtype(COLUMNS[name][1])
-    assert upload.episode_returns.tolist() == [1.5] and upload.episode_lengths.tolist() == [12]
+    # The episode that ended began before this stream's first unroll: the learner did not see it whole,
+    # so it reports nothing, whatever the actor claims.
+    assert upload.episode_returns.tolist() == [] and upload.episode_lengths.tolist() == []
     assert upload.env_steps == 2 * T - 1  # steps 1..T of each unroll, less one phantom
+
+
+def following(previous: dict[str, np.ndarray], rewards: list[float], phantom_at: int | None = None) -> dict[str, np.ndarray]:
+    """The next unrolls of the same slots: step 0 repeats the previous last step."""
+    sent = unrolls()
+    for name in sent:
+        if name not in ("core_h", "slot"):
+            sent[name][:, 0] = previous[name][:, -1]
+    sent["done"][:, 1:] = False
+    sent["phantom"][:, 1:] = False
+    sent["reward"][0, 1:] = rewards
+    if phantom_at is not None:
+        sent["done"][0, phantom_at] = sent["phantom"][0, phantom_at] = True
+    return sent
+
+
+def test_the_learner_sums_episodes_from_the_steps_across_unrolls_and_ignores_the_reported_figures() -> None:
+    stream = parser()
+    first = unrolls()
+    first["reward"][0, 3] = 0.0  # the new episode's first observation, after the phantom at step 2
+    stream.parse(upload_message(first, SLOTS, [], []), newest_version=3)
+    second = following(first, [1.0, 2.0, 0.5])
+    assert stream.parse(upload_message(second, SLOTS, [], []), newest_version=3).episode_returns.tolist() == []
+    third = following(second, [4.0, 8.0, 1.0], phantom_at=3)
+    # A forged figure that passes the format checks (|return| <= 100 x length) changes nothing.
+    upload = stream.parse(upload_message(third, SLOTS, [99.0], [1]), newest_version=3)
+    assert upload.episode_returns.tolist() == [1.0 + 2.0 + 0.5 + 4.0 + 8.0 + 1.0]
+    assert upload.episode_lengths.tolist() == [6]  # steps 1..3 twice (the final row counts, as in SEED mode)
+
+
+def test_unrolls_that_do_not_follow_on_or_flags_that_disagree_are_refused() -> None:
+    stream = parser()
+    first = unrolls()
+    stream.parse(upload_message(first, SLOTS, [], []), newest_version=3)
+    gap = following(first, [0.0, 0.0, 0.0])
+    gap["observation"][1, 0] += 1.0
+    with pytest.raises(ProtocolError, match=r"unroll 1 \(slot 9\): step 0 must repeat the previous unroll's last step; \['observation'\]"):
+        stream.parse(upload_message(gap, SLOTS, [], []), newest_version=3)
+    undone = unrolls()
+    undone["done"][0, 3] = False
+    with pytest.raises(ProtocolError, match="step 2 is final \\(phantom\\) but step 3 is not done"):
+        parser().parse(upload_message(undone, SLOTS, [], []), newest_version=3)
 
 
 def test_versions_past_the_learners_newest_count_as_its_newest() -> None:
@@ -132,7 +178,7 @@ def test_slots_columns_and_episodes_are_checked() -> None:
     cases.append((message, "one entry per episode"))
     cases.append((upload_message(unrolls(), SLOTS, [1.0], [0]), "lengths must be >= 1"))
     cases.append((upload_message(unrolls(), SLOTS, [1e9], [5]), "return\\| <= 100 x length"))
-    cases.append((upload_message(unrolls(), SLOTS, [1.0, 1.0], [5, 5]), "2 episodes reported, but the unrolls hold 1 "))
+    cases.append((upload_message(unrolls(), SLOTS, [1.0] * 3, [5] * 3), "3 episodes reported, but the unrolls hold 2 "))
     cases.append((pb.ActorMessage(hello=pb.Hello()), "expected an unrolls message"))
     for message, expected in cases:
         with pytest.raises(ProtocolError, match=expected):
