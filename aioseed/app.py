@@ -38,8 +38,9 @@ from aioseed.server.trajectories.source import Source, UnrollQueue
 from aioseed.server.transport.endpoint import GrpcEndpoint, server_options
 from aioseed.server.transport.params import ParamsPublisher
 from aioseed.server.transport.protocol import RowBounds
-from aioseed.server.transport.service import LearnerService, StreamLimits
+from aioseed.server.transport.service import LearnerService
 from aioseed.server.transport.slots import SlotTable
+from aioseed.server.transport.streams import StreamLimits
 from aioseed.server.transport.uploads import UnrollParser, Upload, Uploads
 from aioseed.spec import EnvSpec
 from aioseed.types import Unroll

@@ -93,7 +93,9 @@ function showState(state) {
     (m["replay/size"] != null
       ? ` · replay ${fmt(m["replay/size"], 0)}/${fmt(m["replay/capacity"], 0)} unrolls, ` +
         `${fmt(m["replay/sampled"], 0)} sampled / ${fmt(m["replay/inserted"], 0)} inserted`
-      : "");
+      : "") +
+    // Calls refused (bad input, limits, a hostile client): counted by status in /metrics as aioseed_refusals_*.
+    (m["refusals/total"] ? ` · refused ${fmt(m["refusals/total"], 0)} calls` : "");
   // Updates whose loss or gradients were NaN/inf are skipped, not applied: a sign of hostile or broken rewards.
   const skipped = m["train/skipped_nonfinite"] || 0;
   const alert = document.getElementById("nonfinite");

@@ -4,6 +4,7 @@ against a learner with a real actor on loopback."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import pathlib
@@ -15,7 +16,7 @@ from playwright.async_api import Page, async_playwright
 
 from tests.conftest import small_config
 from tests.waiting import until
-from tests.wire import Stream, hello, steps
+from tests.wire import CARTPOLE, Stream, hello, refused, steps
 
 from aioseed.clients.actor import Actor, ActorConfig
 
@@ -122,6 +123,11 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
                 assert learner.skipped_nonfinite > 0
             await until(page.locator("#nonfinite").is_visible, "the page to show the skipped-updates alert")
             assert "update(s) skipped: non-finite loss or gradients" in await page.inner_text("#nonfinite")
+            # Refused calls are counted on the page: a hello with the wrong spec is FAILED_PRECONDITION.
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+                wrong = dataclasses.replace(CARTPOLE, num_actions=7)
+                assert (await refused(channel, hello(1, wrong))).code() == grpc.StatusCode.FAILED_PRECONDITION
+            await until(_text_contains(page, "#counters", "refused 1 calls"), "the refusal counted on the page")
             SCREENSHOTS.mkdir(exist_ok=True)
             for path in (tmp_path / "console.png", SCREENSHOTS / "console.png"):
                 await page.screenshot(path=str(path), full_page=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, Protocol
@@ -19,7 +18,9 @@ from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.batching.batcher import InferenceError
 from aioseed.server.transport.protocol import ProtocolError, RowBounds, RowParser, SpecMismatch, check_hello, decoded, shorten
+from aioseed.server.transport.refusals import Refusals
 from aioseed.server.transport.slots import SlotsExhausted, SlotTable
+from aioseed.server.transport.streams import StreamInfo, StreamLimits
 from aioseed.server.transport.uploads import Uploads
 from aioseed.spec import EnvSpec
 from aioseed.types import Rows
@@ -34,55 +35,6 @@ SEED_LEARNER = (
     "this learner runs in SEED mode: parameters never leave it and it runs the policy for its actors; "
     "start actors without --architecture impala, or the learner with --architecture impala"
 )
-
-
-@dataclasses.dataclass
-class StreamInfo:
-    """One connected stream, as the console and logs see it."""
-
-    peer: str
-    actor: str
-    slots: np.ndarray
-    task: asyncio.Task | None
-    """The handler's task; cancelling it ends the stream (CANCELLED on the actor's side)."""
-    connected_at: float = dataclasses.field(default_factory=time.time)
-    last_seen: float = dataclasses.field(default_factory=time.time)
-    steps: int = 0
-    steps_per_s: float = 0.0
-    """Env steps per second over the last metrics interval."""
-    pending: asyncio.Future | None = None
-    """The rows in flight; the slots are forgotten only once they are answered."""
-    _counted: tuple[float, int] = (0.0, 0)
-
-    def update_rate(self, now: float) -> None:
-        """Called once per metrics interval."""
-        then, steps = self._counted
-        if then:
-            self.steps_per_s = (self.steps - steps) / max(now - then, 1e-9)
-        self._counted = (now, self.steps)
-
-
-@dataclasses.dataclass(frozen=True)
-class StreamLimits:
-    """Past any of these a call gets RESOURCE_EXHAUSTED; streams already connected carry on."""
-
-    streams: int
-    """Concurrent streams."""
-    envs_per_stream: int
-    """K one hello may declare (beyond it the hello is INVALID_ARGUMENT)."""
-    envs_per_actor: int
-    """Env slots held at once by the streams of one connection (one actor process)."""
-    slots: int = 65536
-    """Env slots in all (a hello's previous_slots beyond are INVALID_ARGUMENT)."""
-    hello_timeout_s: float = 10.0
-    """A stream that sends no hello within this is closed (DEADLINE_EXCEEDED); until then it counts
-    against ``streams``."""
-    params_calls: int = 64
-    """IMPALA mode: parameter downloads served at once; more get RESOURCE_EXHAUSTED (not a handshake limit)."""
-    params_calls_per_peer: int = 4
-    """IMPALA mode: parameter downloads one connection may hold at once; more get RESOURCE_EXHAUSTED."""
-    params_timeout_s: float = 10.0
-    """IMPALA mode: a download not taken in within this ends with DEADLINE_EXCEEDED."""
 
 
 class Inference(Protocol):
@@ -115,6 +67,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         self._uploads = uploads
         self._params_calls = 0
         """Parameter downloads in progress."""
+        self.refusals = Refusals()
         self._params_by_peer: collections.Counter[str] = collections.Counter()
         self._slots = slots
         self._inference = inference
@@ -169,6 +122,7 @@ class LearnerService(pb_grpc.LearnerServicer):
             "actors/envs": float(self.connected_envs),
             "actors/reserved_slots": float(self._slots.reserved),
             "actors/params_downloads": float(self.params_downloads),
+            **self.refusals.metrics(),
             **({} if self._uploads is None else self._uploads.metrics()),
         }
 
@@ -186,7 +140,7 @@ class LearnerService(pb_grpc.LearnerServicer):
     ) -> AsyncIterator[pb.LearnerMessage]:
         """Every refusal carries a precise status and a detail of at most a few hundred bytes."""
         if self._uploads is not None:
-            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, IMPALA_LEARNER)
+            await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, IMPALA_LEARNER)
         messages = decoded(request_iterator)
         handshake = await self._handshake(messages, context)
         if handshake is None:
@@ -202,10 +156,10 @@ class LearnerService(pb_grpc.LearnerServicer):
                     try:
                         actions = await self._answer(info, rows)
                     except InferenceError as exc:
-                        await abort(context, grpc.StatusCode.INTERNAL, str(exc), stream=stream_id, actor=info.actor)
+                        await self._abort(context, grpc.StatusCode.INTERNAL, str(exc), stream=stream_id, actor=info.actor)
                     yield pb.LearnerMessage(actions=pb.Actions(actions=actions.astype("<i4").tobytes()))
             except ProtocolError as exc:
-                await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
+                await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
         finally:
             self._detach(stream_id)
 
@@ -216,7 +170,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         its unrolls are queued (a full queue holds the answer back, and so the actor)."""
         uploads = self._uploads
         if uploads is None:
-            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
+            await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
         messages = decoded(request_iterator)
         handshake = await self._handshake(messages, context, evaluation=False)
         if handshake is None:
@@ -234,7 +188,7 @@ class LearnerService(pb_grpc.LearnerServicer):
                     info.steps += upload.env_steps
                     yield pb.LearnerMessage(accepted=pb.Accepted(params_version=uploads.version))
             except ProtocolError as exc:
-                await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
+                await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
         finally:
             self._detach(stream_id)
 
@@ -244,17 +198,17 @@ class LearnerService(pb_grpc.LearnerServicer):
         within the send timeout, so a client that stops reading cannot starve the others."""
         uploads, limits, peer = self._uploads, self._limits, context.peer()
         if uploads is None:
-            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
+            await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
         if request.have_version < -1:
-            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"have_version must be >= -1, got {request.have_version}")
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"have_version must be >= -1, got {request.have_version}")
         if self._params_calls >= limits.params_calls:
-            await abort(
+            await self._abort(
                 context,
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"the learner already serves its maximum of {limits.params_calls} parameter downloads at once",
             )
         if self._params_by_peer[peer] >= limits.params_calls_per_peer:
-            await abort(
+            await self._abort(
                 context,
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"this connection already holds its maximum of {limits.params_calls_per_peer} parameter downloads",
@@ -267,12 +221,19 @@ class LearnerService(pb_grpc.LearnerServicer):
                 for chunk in uploads.params(request.have_version):
                     await context.write(chunk)
         except LookupError as exc:
-            await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
+            await self._abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
         except TimeoutError:
             # The send flow control held back was withdrawn, and no status can follow it: the call is
             # cancelled, which frees its slot (the client sees no status; its own deadline ends its wait).
             log.info("params_send_timeout", peer=peer, timeout_s=limits.params_timeout_s)
             raise asyncio.CancelledError from None
+
+    async def _abort(self, context: grpc.aio.ServicerContext, code: grpc.StatusCode, detail: str, **fields: object) -> NoReturn:
+        """Ends the call with ``code``, counted and logged at a bounded rate; the detail is cut so it always
+        fits gRPC's metadata limit."""
+        detail = shorten(detail)
+        self.refusals.record(code.name, context.peer(), detail, **fields)
+        await context.abort(code, detail)
 
     def _params_call_done(self, peer: str) -> None:
         self._params_calls -= 1
@@ -287,7 +248,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         (None if the stream ended first); aborts the call otherwise. ``evaluation``: whether evaluation envs are served."""
         limits = self._limits
         if len(self.streams) + self.handshaking >= limits.streams:
-            await abort(
+            await self._abort(
                 context, grpc.StatusCode.RESOURCE_EXHAUSTED, f"the learner already serves its maximum of {limits.streams} streams"
             )
         self.handshaking += 1
@@ -297,25 +258,25 @@ class LearnerService(pb_grpc.LearnerServicer):
         except StopAsyncIteration:  # the actor went away before its hello
             return None
         except TimeoutError:
-            await abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, f"no hello within {limits.hello_timeout_s:g} s")
+            await self._abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, f"no hello within {limits.hello_timeout_s:g} s")
         except ProtocolError as exc:
-            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         finally:
             self.handshaking -= 1
         if first.WhichOneof("payload") != "hello":
-            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello")
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello")
         hello, peer = first.hello, context.peer()
         try:
             check_hello(hello, self._spec, limits.envs_per_stream, limits.slots)
         except SpecMismatch as exc:
-            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+            await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         except ProtocolError as exc:
-            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         if hello.evaluation and not evaluation:
-            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "IMPALA-mode actors cannot run evaluation envs; use aioseed eval")
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "IMPALA-mode actors cannot run evaluation envs; use aioseed eval")
         held = self._envs_by_peer[peer]
         if held + hello.num_envs > limits.envs_per_actor:
-            await abort(
+            await self._abort(
                 context,
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"actor {peer} holds {held} envs and asks for {hello.num_envs} more; "
@@ -324,7 +285,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         try:
             slots = self._slots.acquire(list(hello.run_ids), list(hello.previous_slots))
         except SlotsExhausted as exc:
-            await abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+            await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         return hello, slots
 
     async def _answer(self, info: StreamInfo, rows: Rows) -> np.ndarray:
@@ -395,11 +356,6 @@ class LocalStream:
             self._detach()
 
 
-async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, detail: str, **fields: object) -> NoReturn:
-    """Ends the stream with ``code`` and logs why; the detail is cut so it always fits gRPC's metadata limit."""
-    detail = shorten(detail)
-    log.info("stream_refused", code=code.name, peer=context.peer(), detail=detail, **fields)
-    await context.abort(code, detail)
 
 
 def invalid_outputs(invalid: np.ndarray) -> str:

@@ -1,0 +1,58 @@
+"""The connected streams as the learner keeps them, and the limits a stream's calls are held to."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class StreamInfo:
+    """One connected stream, as the console and logs see it."""
+
+    peer: str
+    actor: str
+    slots: np.ndarray
+    task: asyncio.Task | None
+    """The handler's task; cancelling it ends the stream (CANCELLED on the actor's side)."""
+    connected_at: float = dataclasses.field(default_factory=time.time)
+    last_seen: float = dataclasses.field(default_factory=time.time)
+    steps: int = 0
+    steps_per_s: float = 0.0
+    """Env steps per second over the last metrics interval."""
+    pending: asyncio.Future | None = None
+    """The rows in flight; the slots are forgotten only once they are answered."""
+    _counted: tuple[float, int] = (0.0, 0)
+
+    def update_rate(self, now: float) -> None:
+        """Called once per metrics interval."""
+        then, steps = self._counted
+        if then:
+            self.steps_per_s = (self.steps - steps) / max(now - then, 1e-9)
+        self._counted = (now, self.steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamLimits:
+    """Past any of these a call gets RESOURCE_EXHAUSTED; streams already connected carry on."""
+
+    streams: int
+    """Concurrent streams."""
+    envs_per_stream: int
+    """K one hello may declare (beyond it the hello is INVALID_ARGUMENT)."""
+    envs_per_actor: int
+    """Env slots held at once by the streams of one connection (one actor process)."""
+    slots: int = 65536
+    """Env slots in all (a hello's previous_slots beyond are INVALID_ARGUMENT)."""
+    hello_timeout_s: float = 10.0
+    """A stream that sends no hello within this is closed (DEADLINE_EXCEEDED); until then it counts
+    against ``streams``."""
+    params_calls: int = 64
+    """IMPALA mode: parameter downloads served at once; more get RESOURCE_EXHAUSTED (not a handshake limit)."""
+    params_calls_per_peer: int = 4
+    """IMPALA mode: parameter downloads one connection may hold at once; more get RESOURCE_EXHAUSTED."""
+    params_timeout_s: float = 10.0
+    """IMPALA mode: a download not taken in within this ends with DEADLINE_EXCEEDED."""
