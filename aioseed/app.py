@@ -159,6 +159,7 @@ def assemble(
         server.max_params_calls,
         server.max_params_calls_per_actor,
         server.params_send_timeout_s,
+        server.message_timeout_s,
     )
     slots = SlotTable(server.max_envs, server.slot_grace_s)
     service = LearnerService(spec, slots, inference, limits, batcher.set_connected_rows, stats.record_latency, bounds, uploads)

@@ -42,6 +42,9 @@ class ServerConfig:
     may hold at once; behind a proxy that merges connections, raise it."""
     hello_timeout_s: float = 10.0
     """A stream that sends no hello within this many seconds is closed (DEADLINE_EXCEEDED)."""
+    message_timeout_s: float = 120.0
+    """After the hello, a stream whose next message has not arrived this many seconds after the learner's
+    answer is closed (DEADLINE_EXCEEDED): a trickled or abandoned stream cannot hold its slots."""
     max_abs_reward: float = 1e6
     """Rows with a larger |reward| are refused (INVALID_ARGUMENT): finite but huge rewards overflow the loss."""
     max_abs_observation: float = 1e6
@@ -83,8 +86,8 @@ class ServerConfig:
             raise ValueError("params_chunk_bytes, max_params_calls and max_params_calls_per_actor must be >= 1")
         if min(self.params_send_timeout_s, self.keepalive_s, self.keepalive_timeout_s) <= 0:
             raise ValueError("params_send_timeout_s, keepalive_s and keepalive_timeout_s must be positive")
-        if self.hello_timeout_s <= 0:
-            raise ValueError(f"hello_timeout_s must be positive, got {self.hello_timeout_s}")
+        if min(self.hello_timeout_s, self.message_timeout_s) <= 0:
+            raise ValueError("hello_timeout_s and message_timeout_s must be positive")
         if not (self.max_abs_reward > 0 and self.max_abs_observation > 0):
             raise ValueError("max_abs_reward and max_abs_observation must be positive: every row would be refused")
 

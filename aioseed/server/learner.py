@@ -315,6 +315,7 @@ class Learner:
                     group.create_task(self._reporter.run(), name="report"),
                     group.create_task(self._checkpoint_periodically(), name="checkpoints"),
                     group.create_task(self.stopping.timer(), name="timer"),
+                    group.create_task(stages.service.expire_idle(), name="idle-streams"),
                 ]
                 await self.stopping.wait()
                 log.info("learner_stopping", frames=self.frames, train_steps=self.train_steps)

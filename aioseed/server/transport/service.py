@@ -151,15 +151,20 @@ class LearnerService(pb_grpc.LearnerServicer):
         try:
             yield pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist()))
             try:
+                info.awaiting_since = time.monotonic()
                 async for message in messages:
+                    info.awaiting_since = None
                     rows = parser.parse(message)
                     try:
                         actions = await self._answer(info, rows)
                     except InferenceError as exc:
                         await self._abort(context, grpc.StatusCode.INTERNAL, str(exc), stream=stream_id, actor=info.actor)
                     yield pb.LearnerMessage(actions=pb.Actions(actions=actions.astype("<i4").tobytes()))
+                    info.awaiting_since = time.monotonic()
             except ProtocolError as exc:
                 await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
+            except asyncio.CancelledError:
+                await self._abort_if_expired(context, stream_id, info)
         finally:
             self._detach(stream_id)
 
@@ -181,14 +186,19 @@ class LearnerService(pb_grpc.LearnerServicer):
         try:
             yield pb.LearnerMessage(welcome=uploads.welcome(slots))
             try:
+                info.awaiting_since = time.monotonic()
                 async for message in messages:
+                    info.awaiting_since = None
                     upload = parser.parse(message, uploads.version)
                     await uploads.receive(upload, message.ByteSize())
                     info.last_seen = time.time()
                     info.steps += upload.env_steps
                     yield pb.LearnerMessage(accepted=pb.Accepted(params_version=uploads.version))
+                    info.awaiting_since = time.monotonic()
             except ProtocolError as exc:
                 await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), stream=stream_id, actor=info.actor)
+            except asyncio.CancelledError:
+                await self._abort_if_expired(context, stream_id, info)
         finally:
             self._detach(stream_id)
 
@@ -234,6 +244,26 @@ class LearnerService(pb_grpc.LearnerServicer):
         detail = shorten(detail)
         self.refusals.record(code.name, context.peer(), detail, **fields)
         await context.abort(code, detail)
+
+    async def expire_idle(self, every_s: float = 1.0) -> None:
+        """A task: closes the streams whose next message is overdue (``limits.message_timeout_s`` after the
+        learner's last answer). Time the learner itself takes to answer (back-pressure, a pause) never counts."""
+        limit = self._limits.message_timeout_s
+        while True:
+            await asyncio.sleep(every_s)
+            now = time.monotonic()
+            for info in self.streams.values():
+                if info.awaiting_since is not None and now - info.awaiting_since > limit and info.task is not None:
+                    info.expired = True
+                    info.task.cancel()
+
+    async def _abort_if_expired(self, context: grpc.aio.ServicerContext, stream_id: int, info: StreamInfo) -> None:
+        """In a stream cancelled while it waited: DEADLINE_EXCEEDED if ``expire_idle`` ended it, else the
+        cancellation goes on."""
+        if not info.expired:
+            raise asyncio.CancelledError
+        detail = f"no message within {self._limits.message_timeout_s:g} s of the learner's answer"
+        await self._abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, detail, stream=stream_id, actor=info.actor)
 
     def _params_call_done(self, peer: str) -> None:
         self._params_calls -= 1

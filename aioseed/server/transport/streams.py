@@ -25,6 +25,11 @@ class StreamInfo:
     """Env steps per second over the last metrics interval."""
     pending: asyncio.Future | None = None
     """The rows in flight; the slots are forgotten only once they are answered."""
+    awaiting_since: float | None = None
+    """Monotonic time since which the learner has waited for the stream's next message (None while
+    it handles one, or waits for its own answer)."""
+    expired: bool = False
+    """The stream sent nothing for too long and is being closed (DEADLINE_EXCEEDED)."""
     _counted: tuple[float, int] = (0.0, 0)
 
     def update_rate(self, now: float) -> None:
@@ -56,3 +61,6 @@ class StreamLimits:
     """IMPALA mode: parameter downloads one connection may hold at once; more get RESOURCE_EXHAUSTED."""
     params_timeout_s: float = 10.0
     """IMPALA mode: a download not taken in within this ends with DEADLINE_EXCEEDED."""
+    message_timeout_s: float = 120.0
+    """After the hello, a stream whose next message has not arrived this long after the learner's
+    last answer is closed (DEADLINE_EXCEEDED)."""

@@ -155,3 +155,30 @@ async def test_a_stream_without_a_hello_is_closed_after_the_timeout(running_lear
             assert learner.handshaking == 0
             welcomed = Stream(channel)
             assert len(await welcomed.handshake(hello(2))) == 2
+
+
+async def test_a_stream_that_goes_quiet_after_its_hello_is_closed_and_one_the_learner_holds_back_is_not(
+    running_learner, tmp_path
+) -> None:
+    config = small_config(tmp_path, server={"message_timeout_s": 1.0}, training={"batch_size": 2, "unroll_length": 2, "queue_capacity": 2})
+    async with running_learner(config) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            quiet, held = Stream(channel), Stream(channel)
+            await quiet.handshake(hello(1, run_id_base=10))
+            slots = await held.handshake(hello(2, run_id_base=20))
+            learner.pause()  # the unroll queue fills, then inference waits: the learner holds `held`'s answer back
+            answered = 0
+            pending = asyncio.ensure_future(held.step(steps(slots, run_id_base=20)))
+            while True:
+                done, _ = await asyncio.wait([pending], timeout=2.5)  # past the timeout, waiting on the learner
+                if not done:
+                    break
+                pending.result()
+                answered += 1
+                pending = asyncio.ensure_future(held.step(steps(slots, run_id_base=20)))
+            assert answered >= 2
+            assert await asyncio.wait_for(quiet.call.code(), 5) == grpc.StatusCode.DEADLINE_EXCEEDED
+            assert "no message within 1 s of the learner's answer" in await quiet.call.details()
+            learner.resume()
+            await pending  # the held stream was not closed: its answer comes once training goes on
+            assert len(learner.actors()) == 1
