@@ -151,15 +151,16 @@ def assemble(
     acting = acting_for(agent, spec, config.training.unroll_length, lambda: trainer.version, stack)
     inference = InferenceLoop(batcher, acting, unrolls, on_batch(stats, stopping, spec.frames_per_step), lanes, pacing)
     limits = StreamLimits(
-        server.max_streams,
-        server.max_envs_per_stream,
-        server.max_envs_per_actor,
-        server.max_envs,
-        server.hello_timeout_s,
-        server.max_params_calls,
-        server.max_params_calls_per_actor,
-        server.params_send_timeout_s,
-        server.message_timeout_s,
+        streams=server.max_streams,
+        envs_per_stream=server.max_envs_per_stream,
+        envs_per_actor=server.max_envs_per_actor,
+        slots=server.max_envs,
+        hello_timeout_s=server.hello_timeout_s,
+        params_calls=server.max_params_calls,
+        params_calls_per_peer=server.max_params_calls_per_actor,
+        params_timeout_s=server.params_send_timeout_s,
+        upload_bytes=server.max_upload_bytes,
+        message_timeout_s=server.message_timeout_s,
     )
     slots = SlotTable(server.max_envs, server.slot_grace_s)
     service = LearnerService(spec, slots, inference, limits, batcher.set_connected_rows, stats.record_latency, bounds, uploads)

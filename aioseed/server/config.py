@@ -58,6 +58,10 @@ class ServerConfig:
     most half of max_message_bytes)."""
     max_params_calls: int = 64
     """IMPALA mode: parameter downloads served at once; more get RESOURCE_EXHAUSTED."""
+    max_upload_bytes: int = 512 * 1024 * 1024
+    """IMPALA mode: bytes of unroll uploads the learner holds at once (parsed or waiting for queue room),
+    across all streams; an upload past it gets RESOURCE_EXHAUSTED, so a flood of large uploads cannot
+    grow the learner's memory beyond it."""
     max_params_calls_per_actor: int = 4
     """IMPALA mode: parameter downloads one actor connection may hold at once (aioseed's actor pulls one
     at a time), so that no client can take every download slot; more get RESOURCE_EXHAUSTED."""
@@ -82,8 +86,8 @@ class ServerConfig:
             raise ValueError(f"max_streams must be >= 1, got {self.max_streams}")
         if min(self.max_envs, self.max_envs_per_stream, self.max_envs_per_actor) < 1:
             raise ValueError("max_envs, max_envs_per_stream and max_envs_per_actor must be >= 1")
-        if min(self.params_chunk_bytes, self.max_params_calls, self.max_params_calls_per_actor) < 1:
-            raise ValueError("params_chunk_bytes, max_params_calls and max_params_calls_per_actor must be >= 1")
+        if min(self.params_chunk_bytes, self.max_params_calls, self.max_params_calls_per_actor, self.max_upload_bytes) < 1:
+            raise ValueError("params_chunk_bytes, max_params_calls, max_params_calls_per_actor and max_upload_bytes must be >= 1")
         if min(self.params_send_timeout_s, self.keepalive_s, self.keepalive_timeout_s) <= 0:
             raise ValueError("params_send_timeout_s, keepalive_s and keepalive_timeout_s must be positive")
         if min(self.hello_timeout_s, self.message_timeout_s) <= 0:

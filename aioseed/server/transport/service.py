@@ -68,6 +68,8 @@ class LearnerService(pb_grpc.LearnerServicer):
         self._params_calls = 0
         """Parameter downloads in progress."""
         self.refusals = Refusals()
+        self._upload_bytes = 0
+        """IMPALA mode: bytes of the uploads being parsed or waiting for room in the unroll queue."""
         self._params_by_peer: collections.Counter[str] = collections.Counter()
         self._slots = slots
         self._inference = inference
@@ -122,6 +124,7 @@ class LearnerService(pb_grpc.LearnerServicer):
             "actors/envs": float(self.connected_envs),
             "actors/reserved_slots": float(self._slots.reserved),
             "actors/params_downloads": float(self.params_downloads),
+            "actors/upload_bytes_held": float(self._upload_bytes),
             **self.refusals.metrics(),
             **({} if self._uploads is None else self._uploads.metrics()),
         }
@@ -189,8 +192,16 @@ class LearnerService(pb_grpc.LearnerServicer):
                 info.awaiting_since = time.monotonic()
                 async for message in messages:
                     info.awaiting_since = None
-                    upload = parser.parse(message, uploads.version)
-                    await uploads.receive(upload, message.ByteSize())
+                    size = message.ByteSize()
+                    if self._upload_bytes + size > self._limits.upload_bytes:
+                        detail = f"the learner already holds {self._upload_bytes} bytes of uploads; the limit is {self._limits.upload_bytes}"
+                        await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, detail, stream=stream_id, actor=info.actor)
+                    self._upload_bytes += size
+                    try:
+                        upload = parser.parse(message, uploads.version)
+                        await uploads.receive(upload, size)
+                    finally:
+                        self._upload_bytes -= size
                     info.last_seen = time.time()
                     info.steps += upload.env_steps
                     yield pb.LearnerMessage(accepted=pb.Accepted(params_version=uploads.version))

@@ -61,6 +61,8 @@ class StreamLimits:
     """IMPALA mode: parameter downloads one connection may hold at once; more get RESOURCE_EXHAUSTED."""
     params_timeout_s: float = 10.0
     """IMPALA mode: a download not taken in within this ends with DEADLINE_EXCEEDED."""
+    upload_bytes: int = 512 * 1024 * 1024
+    """IMPALA mode: bytes of uploads held at once across streams; past it RESOURCE_EXHAUSTED."""
     message_timeout_s: float = 120.0
     """After the hello, a stream whose next message has not arrived this long after the learner's
     last answer is closed (DEADLINE_EXCEEDED)."""

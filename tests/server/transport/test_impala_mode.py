@@ -217,3 +217,30 @@ async def test_stalled_downloads_hold_at_most_their_connections_share_and_give_t
         assert not service._params_by_peer
         for call in stalled:
             call.cancel()
+
+
+async def test_uploads_past_the_byte_budget_get_resource_exhausted_and_the_held_one_goes_on(running_learner, tmp_path) -> None:
+    config = impala_config(tmp_path, training={"batch_size": 2, "queue_capacity": 2})
+    async with running_learner(config) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+        service = learner._stages.service
+        first, second = Stream(channel, TOKEN, "Learn"), Stream(channel, TOKEN, "Learn")
+        slots = await first.handshake(hello(2))
+        await second.handshake(hello(2, run_id_base=2000))
+        message = upload_message(zero_unrolls(learner, 2), slots, [], [])
+        service._limits = dataclasses.replace(service._limits, upload_bytes=message.ByteSize() + 100)  # room for one
+        learner.pause()  # the unroll queue fills; then an upload waits for room, held by the learner
+        held = asyncio.ensure_future(first.send(message))
+        while (await asyncio.wait([held], timeout=1.0))[0]:
+            held.result()
+            held = asyncio.ensure_future(first.send(message))
+        assert service.metrics()["actors/upload_bytes_held"] == message.ByteSize()
+        error = None
+        try:
+            await second.send(upload_message(zero_unrolls(learner, 2), second.slots, [], []))
+        except grpc.aio.AioRpcError as exc:
+            error = exc
+        assert error is not None and error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "bytes of uploads; the limit is" in error.details()
+        learner.resume()
+        assert (await held).accepted.params_version >= 0  # the held upload is queued once training goes on
+        assert service.metrics()["actors/upload_bytes_held"] == 0.0
