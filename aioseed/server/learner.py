@@ -34,7 +34,8 @@ from aioseed.server.training.trainer import Progress, Trainer
 from aioseed.server.trajectories.source import Source
 from aioseed.server.transport.endpoint import GrpcEndpoint
 from aioseed.server.transport.params import ParamsPublisher
-from aioseed.server.transport.service import LearnerService, LocalStream
+from aioseed.server.transport.service import LearnerService
+from aioseed.server.transport.streams import LocalStream
 from aioseed.spec import EnvSpec
 
 log = structlog.get_logger()

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, NoReturn, Protocol
+from collections.abc import AsyncIterator, Callable
+from typing import Any, NoReturn
 
 import grpc
 import numpy as np
@@ -20,7 +20,7 @@ from aioseed.server.batching.batcher import InferenceError
 from aioseed.server.transport.protocol import ProtocolError, RowBounds, RowParser, SpecMismatch, check_hello, decoded, shorten
 from aioseed.server.transport.refusals import Refusals
 from aioseed.server.transport.slots import SlotsExhausted, SlotTable
-from aioseed.server.transport.streams import StreamInfo, StreamLimits
+from aioseed.server.transport.streams import Inference, LocalStream, StreamInfo, StreamLimits
 from aioseed.server.transport.uploads import Uploads
 from aioseed.spec import EnvSpec
 from aioseed.types import Rows
@@ -35,18 +35,6 @@ SEED_LEARNER = (
     "this learner runs in SEED mode: parameters never leave it and it runs the policy for its actors; "
     "start actors without --architecture impala, or the learner with --architecture impala"
 )
-
-
-class Inference(Protocol):
-    """Where the streams' rows go (acting's ``InferenceLoop``): the transport knows only these two verbs."""
-
-    def submit(self, rows: Rows) -> asyncio.Future[dict[str, np.ndarray]]:
-        """The rows' outputs (``action``, ``invalid``), once their batch has run; InferenceError if it failed."""
-        ...
-
-    def detach(self, slots: np.ndarray, pending: asyncio.Future | None, release: Callable[[], None]) -> None:
-        """After a stream ends: once ``pending`` is answered, forget the slots' state, then ``release``."""
-        ...
 
 
 class LearnerService(pb_grpc.LearnerServicer):
@@ -376,27 +364,6 @@ class LearnerService(pb_grpc.LearnerServicer):
         slots = self._slots.acquire([int(r) for r in run_ids])
         stream_id, info = self._attach("in-process", actor, slots, evaluation)
         return LocalStream(slots, lambda rows: self._answer(info, rows), lambda: self._detach(stream_id))
-
-
-class LocalStream:
-    """Verbs: ``act`` on the stream's rows (answered by the learner's batched policy), ``close``."""
-
-    def __init__(self, slots: np.ndarray, answer: Callable[[Rows], Awaitable[np.ndarray]], detach: Callable[[], None]) -> None:
-        self.slots = slots
-        self._answer, self._detach = answer, detach
-        self._closed = False
-
-    async def act(self, rows: Rows) -> np.ndarray:
-        """<int32>[K] actions for the rows of this stream's slots; raises InferenceError if the policy failed
-        or answered non-finite outputs for them."""
-        return await self._answer(rows)
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._detach()
-
-
 
 
 def invalid_outputs(invalid: np.ndarray) -> str:

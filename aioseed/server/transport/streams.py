@@ -1,12 +1,17 @@
-"""The connected streams as the learner keeps them, and the limits a stream's calls are held to."""
+"""The connected streams as the learner keeps them, the limits their calls are held to, the two verbs
+the transport needs of inference, and in-process streams (Sebulba's actor threads)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import numpy as np
+
+from aioseed.types import Rows
 
 
 @dataclasses.dataclass
@@ -66,3 +71,34 @@ class StreamLimits:
     message_timeout_s: float = 120.0
     """After the hello, a stream whose next message has not arrived this long after the learner's
     last answer is closed (DEADLINE_EXCEEDED)."""
+
+
+class Inference(Protocol):
+    """Where the streams' rows go (acting's ``InferenceLoop``): the transport knows only these two verbs."""
+
+    def submit(self, rows: Rows) -> asyncio.Future[dict[str, np.ndarray]]:
+        """The rows' outputs (``action``, ``invalid``), once their batch has run; InferenceError if it failed."""
+        ...
+
+    def detach(self, slots: np.ndarray, pending: asyncio.Future | None, release: Callable[[], None]) -> None:
+        """After a stream ends: once ``pending`` is answered, forget the slots' state, then ``release``."""
+        ...
+
+
+class LocalStream:
+    """Verbs: ``act`` on the stream's rows (answered by the learner's batched policy), ``close``."""
+
+    def __init__(self, slots: np.ndarray, answer: Callable[[Rows], Awaitable[np.ndarray]], detach: Callable[[], None]) -> None:
+        self.slots = slots
+        self._answer, self._detach = answer, detach
+        self._closed = False
+
+    async def act(self, rows: Rows) -> np.ndarray:
+        """<int32>[K] actions for the rows of this stream's slots; raises InferenceError if the policy failed
+        or answered non-finite outputs for them."""
+        return await self._answer(rows)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._detach()
