@@ -5,9 +5,11 @@ from __future__ import annotations
 import pathlib
 
 import grpc
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from aioseed.proto import SERVICE_NAME
+from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.transport.auth import TokenInterceptor
 
@@ -38,6 +40,31 @@ def server_options(
     ]
 
 
+def add_learner_service(servicer: pb_grpc.LearnerServicer, server: grpc.aio.Server) -> None:
+    """``pb_grpc.add_LearnerServicer_to_server``, but a ``GetParams`` request that is no ParamsRequest
+    reaches the handler as None (INVALID_ARGUMENT there) instead of failing in gRPC with UNKNOWN."""
+    handlers = {
+        "Act": grpc.stream_stream_rpc_method_handler(
+            servicer.Act, pb.ActorMessage.FromString, pb.LearnerMessage.SerializeToString
+        ),
+        "Learn": grpc.stream_stream_rpc_method_handler(
+            servicer.Learn, pb.ActorMessage.FromString, pb.LearnerMessage.SerializeToString
+        ),
+        "GetParams": grpc.unary_stream_rpc_method_handler(
+            servicer.GetParams, params_request, pb.ParamsChunk.SerializeToString
+        ),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+    server.add_registered_method_handlers(SERVICE_NAME, handlers)
+
+
+def params_request(raw: bytes) -> pb.ParamsRequest | None:
+    try:
+        return pb.ParamsRequest.FromString(raw)
+    except DecodeError:
+        return None
+
+
 class GrpcEndpoint:
     """Verbs: ``start`` (binds, serves, reports SERVING; returns the port), ``drain``, ``stop``."""
 
@@ -66,7 +93,7 @@ class GrpcEndpoint:
         """The server is made here, inside the running loop that serves it."""
         interceptors = [TokenInterceptor(self._token, self._count_refusal)] if self._token else []
         server = grpc.aio.server(options=self._options, interceptors=interceptors)
-        pb_grpc.add_LearnerServicer_to_server(self._servicer, server)
+        add_learner_service(self._servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         if self._tls is not None:
             cert, key = self._tls

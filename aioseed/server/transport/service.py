@@ -201,13 +201,15 @@ class LearnerService(pb_grpc.LearnerServicer):
         finally:
             self._detach(stream_id)
 
-    async def GetParams(self, request: pb.ParamsRequest, context: grpc.aio.ServicerContext) -> None:
+    async def GetParams(self, request: pb.ParamsRequest | None, context: grpc.aio.ServicerContext) -> None:
         """IMPALA mode: the newest parameters, or only their version when the actor holds them. Each
         connection holds at most its share of the download slots, and a download must be taken in
         within the send timeout, so a client that stops reading cannot starve the others."""
         uploads, limits, peer = self._uploads, self._limits, context.peer()
         if uploads is None:
             await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
+        if request is None:  # see endpoint.params_request
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "the request is not a valid aioseed.v1.ParamsRequest protobuf")
         if request.have_version < -1:
             await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"have_version must be >= -1, got {request.have_version}")
         if self._params_calls >= limits.params_calls:

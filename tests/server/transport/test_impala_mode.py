@@ -244,3 +244,13 @@ async def test_uploads_past_the_byte_budget_get_resource_exhausted_and_the_held_
         learner.resume()
         assert (await held).accepted.params_version >= 0  # the held upload is queued once training goes on
         assert service.metrics()["actors/upload_bytes_held"] == 0.0
+
+
+async def test_an_undecodable_params_request_is_invalid_argument(running_learner, tmp_path) -> None:
+    async with running_learner(impala_config(tmp_path)) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+        raw = channel.unary_stream("/aioseed.v1.Learner/GetParams", request_serializer=None, response_deserializer=None)
+        call = raw(b"\xff\xff\xff", metadata=TOKEN)  # a field key with no end: no ParamsRequest
+        assert await call.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "not a valid aioseed.v1.ParamsRequest" in await call.details()
+        (current,) = await get_params(channel, 0)  # the learner serves on
+        assert current.version == 0
