@@ -168,11 +168,11 @@ def collect(acting: Acting, group: EnvGroup) -> tuple[Unroll, list[float], list[
 
 def upload_message(unrolls: Unroll, slots: np.ndarray, returns: list[float], lengths: list[int]) -> pb.ActorMessage:
     """``unrolls`` of local env indices as an Unrolls message for a stream that holds ``slots``."""
-    columns = [
-        pb.Column(name=name, data=np.ascontiguousarray(column.astype(column.dtype.newbyteorder("<"), copy=False)).tobytes())
-        for name, column in unrolls.items()
-        if name != "slot"
-    ]
+    columns = []
+    for name, column in unrolls.items():
+        if name != "slot":
+            little = column.astype(column.dtype.newbyteorder("<"), copy=False)
+            columns.append(pb.Column(name=name, data=np.ascontiguousarray(little).tobytes(), dtype=little.dtype.str))
     return pb.ActorMessage(
         unrolls=pb.Unrolls(
             slots=slots[unrolls["slot"]].astype("<i4").tobytes(),

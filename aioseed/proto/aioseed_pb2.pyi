@@ -71,12 +71,14 @@ class Unrolls(_message.Message):
     def __init__(self, slots: _Optional[bytes] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., episode_returns: _Optional[bytes] = ..., episode_lengths: _Optional[bytes] = ...) -> None: ...
 
 class Column(_message.Message):
-    __slots__ = ("name", "data")
+    __slots__ = ("name", "data", "dtype")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
     name: str
     data: bytes
-    def __init__(self, name: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
+    dtype: str
+    def __init__(self, name: _Optional[str] = ..., data: _Optional[bytes] = ..., dtype: _Optional[str] = ...) -> None: ...
 
 class ActorMessage(_message.Message):
     __slots__ = ("hello", "steps", "unrolls")

@@ -19,7 +19,7 @@ import numpy as np
 
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.server.transport.params import ParamsPublisher
-from aioseed.server.transport.protocol import ProtocolError, RowBounds, out_of_bounds
+from aioseed.server.transport.protocol import ProtocolError, RowBounds, out_of_bounds, shorten
 from aioseed.server.transport.upload_history import UploadHistory
 from aioseed.types import Column, Unroll
 
@@ -105,6 +105,10 @@ class UnrollParser:
     def _array(self, column: pb.Column, count: int) -> np.ndarray:
         shape, dtype = self._columns[column.name]
         dtype = np.dtype(dtype)
+        if column.dtype != dtype.newbyteorder("<").str:
+            raise ProtocolError(
+                f"unrolls column {column.name} is {shorten(column.dtype, 16)!r}, expected {dtype.newbyteorder('<').str!r} ({dtype.name})"
+            )
         full = (count, *shape) if column.name in self._per_unroll else (count, self._steps, *shape)
         expected = math.prod(full) * dtype.itemsize
         if len(column.data) != expected:

@@ -122,9 +122,13 @@ def corrupt(mutate: Callable[[dict[str, np.ndarray]], None]) -> pb.ActorMessage:
     return upload_message(sent, SLOTS, [], [])
 
 
-def column(name: str, data: bytes) -> Callable[[pb.ActorMessage], None]:
+def column(name: str, data: bytes | None = None, dtype: str | None = None) -> Callable[[pb.ActorMessage], None]:
     def replace(message: pb.ActorMessage) -> None:
-        next(c for c in message.unrolls.columns if c.name == name).data = data
+        found = next(c for c in message.unrolls.columns if c.name == name)
+        if data is not None:
+            found.data = data
+        if dtype is not None:
+            found.dtype = dtype
 
     return replace
 
@@ -140,6 +144,9 @@ CASES = {
     "huge logit": (lambda u: u["logits"].__setitem__((0, 0, 0), 1e30), None, "|x| <= 1e+06"),
     "short column": (lambda u: None, column("reward", b"\0" * 8), "column reward has 8 bytes, expected 32"),
     "bool byte 2": (lambda u: None, column("done", b"\2" * 8), "done must hold bytes 0 or 1"),
+    # The same bytes as its int64 versions, but float64: the size alone would let them through.
+    "float64 version": (lambda u: u.__setitem__("version", u["version"].astype(np.float64)), None, "version is '<f8', expected '<i8' (int64)"),
+    "no dtype": (lambda u: None, column("reward", dtype=""), "reward is '', expected '<f4' (float32)"),
 }
 
 
