@@ -5,13 +5,16 @@ from __future__ import annotations
 import pathlib
 
 import grpc
-from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from aioseed.proto import SERVICE_NAME
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.transport.auth import TokenInterceptor
+from aioseed.server.transport.protocol import ProtocolError, strict_parser
+
+_actor_message = strict_parser(pb.ActorMessage)
+_params_request = strict_parser(pb.ParamsRequest)
 
 
 def server_options(
@@ -41,14 +44,16 @@ def server_options(
 
 
 def add_learner_service(servicer: pb_grpc.LearnerServicer, server: grpc.aio.Server) -> None:
-    """``pb_grpc.add_LearnerServicer_to_server``, but a ``GetParams`` request that is no ParamsRequest
-    reaches the handler as None (INVALID_ARGUMENT there) instead of failing in gRPC with UNKNOWN."""
+    """``pb_grpc.add_LearnerServicer_to_server``, but requests are parsed strictly (``strict_parser``): a
+    streamed message that fails raises ProtocolError in the handler's loop, and a ``GetParams`` request
+    that fails reaches the handler as its ProtocolError (both INVALID_ARGUMENT there) instead of failing
+    in gRPC with UNKNOWN."""
     handlers = {
         "Act": grpc.stream_stream_rpc_method_handler(
-            servicer.Act, pb.ActorMessage.FromString, pb.LearnerMessage.SerializeToString
+            servicer.Act, _actor_message, pb.LearnerMessage.SerializeToString
         ),
         "Learn": grpc.stream_stream_rpc_method_handler(
-            servicer.Learn, pb.ActorMessage.FromString, pb.LearnerMessage.SerializeToString
+            servicer.Learn, _actor_message, pb.LearnerMessage.SerializeToString
         ),
         "GetParams": grpc.unary_stream_rpc_method_handler(
             servicer.GetParams, params_request, pb.ParamsChunk.SerializeToString
@@ -58,11 +63,11 @@ def add_learner_service(servicer: pb_grpc.LearnerServicer, server: grpc.aio.Serv
     server.add_registered_method_handlers(SERVICE_NAME, handlers)
 
 
-def params_request(raw: bytes) -> pb.ParamsRequest | None:
+def params_request(raw: bytes) -> pb.ParamsRequest | ProtocolError:
     try:
-        return pb.ParamsRequest.FromString(raw)
-    except DecodeError:
-        return None
+        return _params_request(raw)
+    except ProtocolError as exc:
+        return exc
 
 
 class GrpcEndpoint:

@@ -17,7 +17,7 @@ import structlog
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.batching.batcher import InferenceError
-from aioseed.server.transport.protocol import ProtocolError, RowBounds, RowParser, SpecMismatch, check_hello, decoded, shorten
+from aioseed.server.transport.protocol import ProtocolError, RowBounds, RowParser, SpecMismatch, check_hello, shorten
 from aioseed.server.transport.refusals import Refusals
 from aioseed.server.transport.slots import SlotsExhausted, SlotTable
 from aioseed.server.transport.streams import Inference, LocalStream, StreamInfo, StreamLimits
@@ -132,7 +132,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         """Every refusal carries a precise status and a detail of at most a few hundred bytes."""
         if self._uploads is not None:
             await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, IMPALA_LEARNER)
-        messages = decoded(request_iterator)
+        messages = aiter(request_iterator)
         handshake = await self._handshake(messages, context)
         if handshake is None:
             return
@@ -167,7 +167,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         uploads = self._uploads
         if uploads is None:
             await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
-        messages = decoded(request_iterator)
+        messages = aiter(request_iterator)
         handshake = await self._handshake(messages, context, evaluation=False)
         if handshake is None:
             return
@@ -201,15 +201,15 @@ class LearnerService(pb_grpc.LearnerServicer):
         finally:
             self._detach(stream_id)
 
-    async def GetParams(self, request: pb.ParamsRequest | None, context: grpc.aio.ServicerContext) -> None:
+    async def GetParams(self, request: pb.ParamsRequest | ProtocolError, context: grpc.aio.ServicerContext) -> None:
         """IMPALA mode: the newest parameters, or only their version when the actor holds them. Each
         connection holds at most its share of the download slots, and a download must be taken in
         within the send timeout, so a client that stops reading cannot starve the others."""
         uploads, limits, peer = self._uploads, self._limits, context.peer()
         if uploads is None:
             await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
-        if request is None:  # see endpoint.params_request
-            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "the request is not a valid aioseed.v1.ParamsRequest protobuf")
+        if isinstance(request, ProtocolError):  # see endpoint.params_request
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(request))
         if request.have_version < -1:
             await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"have_version must be >= -1, got {request.have_version}")
         if self._params_calls >= limits.params_calls:

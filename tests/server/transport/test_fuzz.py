@@ -151,7 +151,7 @@ COLUMNS = ("slots", "run_ids", "rewards", "flags", "observations")
 @st.composite
 def broken_steps(draw: st.DrawFn) -> tuple[str, object]:
     """A function of the welcomed slots that builds one malformed steps message."""
-    kinds = ["resized", "foreign_slots", "non_finite", "huge", "bad_flags", "zero_run_id", "second_hello"]
+    kinds = ["resized", "foreign_slots", "non_finite", "huge", "bad_flags", "zero_run_id", "unknown_field", "second_hello"]
     kind = draw(st.sampled_from(kinds))
     if kind == "resized":
         column = draw(st.sampled_from(COLUMNS))
@@ -214,12 +214,39 @@ def broken_steps(draw: st.DrawFn) -> tuple[str, object]:
             message.run_ids = np.array([0, 1], "<u8").tobytes()
             return pb.ActorMessage(steps=message)
 
+    elif kind == "unknown_field":  # padding the schema does not define, at the top or inside the steps
+        padding = draw(unknown_fields())
+        nested = draw(st.booleans())
+
+        def build(slots: np.ndarray) -> pb.ActorMessage:
+            message = pb.ActorMessage(steps=valid_steps(slots))
+            (message.steps if nested else message).MergeFromString(padding)  # kept as unknown fields
+            return message
+
     else:
 
         def build(slots: np.ndarray) -> pb.ActorMessage:
             return hello(K, run_id_base=9000)
 
     return kind, build
+
+
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out) + bytes([value])
+
+
+@st.composite
+def unknown_fields(draw: st.DrawFn) -> bytes:
+    """One field that neither ActorMessage, Hello nor Steps defines (their numbers stop at 6), as encoded bytes."""
+    number = draw(st.integers(7, 2**29 - 1))
+    if draw(st.booleans()):
+        return varint(number << 3) + varint(draw(st.integers(0, 2**63)))
+    payload = draw(st.binary(max_size=64))
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 @settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -232,9 +259,12 @@ def test_malformed_steps_get_invalid_argument(served, case) -> None:
 
 @st.composite
 def broken_hellos(draw: st.DrawFn) -> tuple[pb.ActorMessage, grpc.StatusCode]:
-    kinds = ["steps_first", "num_envs", "run_ids", "previous_slots", "slot_range", "spec", "long_spec", "garbage_spec"]
+    kinds = ["steps_first", "num_envs", "run_ids", "previous_slots", "slot_range", "spec", "long_spec", "unknown_field", "garbage_spec"]
     kind = draw(st.sampled_from(kinds))
     message = hello(K, run_id_base=9000)
+    if kind == "unknown_field":
+        draw(st.sampled_from([message, message.hello, message.hello.spec])).MergeFromString(draw(unknown_fields()))
+        return message, INVALID
     if kind == "steps_first":
         return steps(np.arange(K, dtype=np.int32)), INVALID
     if kind == "num_envs":

@@ -252,5 +252,32 @@ async def test_an_undecodable_params_request_is_invalid_argument(running_learner
         call = raw(b"\xff\xff\xff", metadata=TOKEN)  # a field key with no end: no ParamsRequest
         assert await call.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "not a valid aioseed.v1.ParamsRequest" in await call.details()
+        call = raw(pb.ParamsRequest(have_version=0).SerializeToString() + UNKNOWN_FIELD, metadata=TOKEN)
+        assert await call.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "outside aioseed.v1.ParamsRequest's fields" in await call.details()
         (current,) = await get_params(channel, 0)  # the learner serves on
         assert current.version == 0
+
+
+UNKNOWN_FIELD = b"\xa2\x06" + b"\x80\x80\x40" + bytes(2**20)  # field 100, 1 MiB long: no message defines it
+
+
+async def test_an_upload_padded_with_fields_outside_the_schema_is_invalid_argument(running_learner, tmp_path) -> None:
+    async with running_learner(impala_config(tmp_path)) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+        padded, good = Stream(channel, TOKEN, "Learn"), Stream(channel, TOKEN, "Learn")
+        slots = await padded.handshake(hello(1))
+        await good.handshake(hello(1, run_id_base=2000))
+        message = upload_message(zero_unrolls(learner, 1), slots, [], [])
+        message.unrolls.columns[0].MergeFromString(UNKNOWN_FIELD)  # protobuf keeps it as an unknown field
+        try:
+            await padded.send(message)
+        except grpc.aio.AioRpcError as error:
+            assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "outside aioseed.v1.ActorMessage's fields" in error.details()
+            outside = int(error.details().split()[3])  # the padding, and the longer length prefixes around it
+            assert len(UNKNOWN_FIELD) <= outside < len(UNKNOWN_FIELD) + 8
+        else:
+            raise AssertionError("the padded upload was accepted")
+        assert learner.frames == 0
+        reply = await good.send(upload_message(zero_unrolls(learner, 1), good.slots, [], []))
+        assert reply.accepted.params_version == 0
