@@ -159,6 +159,7 @@ def assemble(
         params_calls=server.max_params_calls,
         params_calls_per_peer=server.max_params_calls_per_actor,
         params_timeout_s=server.params_send_timeout_s,
+        params_stall_s=server.params_stall_s,
         upload_bytes=server.max_upload_bytes,
         message_timeout_s=server.message_timeout_s,
     )

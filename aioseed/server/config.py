@@ -68,6 +68,10 @@ class ServerConfig:
     params_send_timeout_s: float = 10.0
     """IMPALA mode: a parameter download not taken in within this many seconds ends with DEADLINE_EXCEEDED,
     freeing its slot (a client that stops reading)."""
+    params_stall_s: float = 1.0
+    """IMPALA mode: a parameter download whose chunk has not been taken in after this many seconds no
+    longer counts against max_params_calls, so stalled clients cannot keep healthy actors' downloads
+    out; at most max_params_calls stalled ones are kept (the oldest is ended first)."""
     keepalive_s: float = 10.0
     """The learner pings a connection after this many seconds without traffic; one that does not answer
     within keepalive_timeout_s is closed with its calls, so a peer that vanished without a reset frees
@@ -88,8 +92,8 @@ class ServerConfig:
             raise ValueError("max_envs, max_envs_per_stream and max_envs_per_actor must be >= 1")
         if min(self.params_chunk_bytes, self.max_params_calls, self.max_params_calls_per_actor, self.max_upload_bytes) < 1:
             raise ValueError("params_chunk_bytes, max_params_calls, max_params_calls_per_actor and max_upload_bytes must be >= 1")
-        if min(self.params_send_timeout_s, self.keepalive_s, self.keepalive_timeout_s) <= 0:
-            raise ValueError("params_send_timeout_s, keepalive_s and keepalive_timeout_s must be positive")
+        if min(self.params_send_timeout_s, self.params_stall_s, self.keepalive_s, self.keepalive_timeout_s) <= 0:
+            raise ValueError("params_send_timeout_s, params_stall_s, keepalive_s and keepalive_timeout_s must be positive")
         if min(self.hello_timeout_s, self.message_timeout_s) <= 0:
             raise ValueError("hello_timeout_s and message_timeout_s must be positive")
         if not (self.max_abs_reward > 0 and self.max_abs_observation > 0):

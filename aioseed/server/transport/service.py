@@ -17,6 +17,7 @@ import structlog
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.batching.batcher import InferenceError
+from aioseed.server.transport.params_gate import ParamsGate, Refused
 from aioseed.server.transport.protocol import ProtocolError, RowBounds, RowParser, SpecMismatch, check_hello, shorten
 from aioseed.server.transport.refusals import Refusals
 from aioseed.server.transport.slots import SlotsExhausted, SlotTable
@@ -53,12 +54,11 @@ class LearnerService(pb_grpc.LearnerServicer):
         SEED mode (``Learn`` and ``GetParams`` are refused)."""
         self._spec = spec
         self._uploads = uploads
-        self._params_calls = 0
         """Parameter downloads in progress."""
         self.refusals = Refusals()
         self._upload_bytes = 0
         """IMPALA mode: bytes of the uploads being parsed or waiting for room in the unroll queue."""
-        self._params_by_peer: collections.Counter[str] = collections.Counter()
+        self.params_gate = ParamsGate(limits.params_calls, limits.params_calls_per_peer, limits.params_stall_s)
         self._slots = slots
         self._inference = inference
         self._limits = limits
@@ -90,7 +90,7 @@ class LearnerService(pb_grpc.LearnerServicer):
     @property
     def params_downloads(self) -> int:
         """IMPALA mode: parameter downloads in progress."""
-        return self._params_calls
+        return self.params_gate.active + self.params_gate.stalled
 
     @property
     def connected_envs(self) -> int:
@@ -112,6 +112,8 @@ class LearnerService(pb_grpc.LearnerServicer):
             "actors/envs": float(self.connected_envs),
             "actors/reserved_slots": float(self._slots.reserved),
             "actors/params_downloads": float(self.params_downloads),
+            "actors/params_stalled": float(self.params_gate.stalled),
+            "actors/params_evicted": float(self.params_gate.evicted),
             "actors/upload_bytes_held": float(self._upload_bytes),
             **self.refusals.metrics(),
             **({} if self._uploads is None else self._uploads.metrics()),
@@ -203,8 +205,9 @@ class LearnerService(pb_grpc.LearnerServicer):
 
     async def GetParams(self, request: pb.ParamsRequest | ProtocolError, context: grpc.aio.ServicerContext) -> None:
         """IMPALA mode: the newest parameters, or only their version when the actor holds them. Each
-        connection holds at most its share of the download slots, and a download must be taken in
-        within the send timeout, so a client that stops reading cannot starve the others."""
+        connection holds at most its share of the downloads, a stalled download makes room for moving
+        ones (``ParamsGate``), and a download must be taken in within the send timeout, so a client
+        that stops reading cannot starve the others."""
         uploads, limits, peer = self._uploads, self._limits, context.peer()
         if uploads is None:
             await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
@@ -212,31 +215,22 @@ class LearnerService(pb_grpc.LearnerServicer):
             await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(request))
         if request.have_version < -1:
             await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"have_version must be >= -1, got {request.have_version}")
-        if self._params_calls >= limits.params_calls:
-            await self._abort(
-                context,
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"the learner already serves its maximum of {limits.params_calls} parameter downloads at once",
-            )
-        if self._params_by_peer[peer] >= limits.params_calls_per_peer:
-            await self._abort(
-                context,
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"this connection already holds its maximum of {limits.params_calls_per_peer} parameter downloads",
-            )
-        self._params_by_peer[peer] += 1
-        self._params_calls += 1
-        context.add_done_callback(lambda _: self._params_call_done(peer))  # also when the actor cancels mid-download
+        try:
+            download = self.params_gate.admit(peer)
+        except Refused as exc:
+            await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        context.add_done_callback(lambda _: self.params_gate.release(download))  # also when the actor cancels mid-download
         try:
             async with asyncio.timeout(limits.params_timeout_s):
                 for chunk in uploads.params(request.have_version):
-                    await context.write(chunk)
+                    await self.params_gate.send(download, context.write(chunk))
         except LookupError as exc:
             await self._abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
         except TimeoutError:
             # The send flow control held back was withdrawn, and no status can follow it: the call is
             # cancelled, which frees its slot (the client sees no status; its own deadline ends its wait).
-            log.info("params_send_timeout", peer=peer, timeout_s=limits.params_timeout_s)
+            detail = f"a parameter download was not taken in within {limits.params_timeout_s:g} s"
+            self.refusals.record(grpc.StatusCode.DEADLINE_EXCEEDED.name, peer, detail)
             raise asyncio.CancelledError from None
 
     async def _abort(self, context: grpc.aio.ServicerContext, code: grpc.StatusCode, detail: str, **fields: object) -> NoReturn:
@@ -265,12 +259,6 @@ class LearnerService(pb_grpc.LearnerServicer):
             raise asyncio.CancelledError
         detail = f"no message within {self._limits.message_timeout_s:g} s of the learner's answer"
         await self._abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, detail, stream=stream_id, actor=info.actor)
-
-    def _params_call_done(self, peer: str) -> None:
-        self._params_calls -= 1
-        self._params_by_peer[peer] -= 1
-        if not self._params_by_peer[peer]:
-            del self._params_by_peer[peer]
 
     async def _handshake(
         self, messages: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext, evaluation: bool = True

@@ -61,11 +61,13 @@ class StreamLimits:
     """A stream that sends no hello within this is closed (DEADLINE_EXCEEDED); until then it counts
     against ``streams``."""
     params_calls: int = 64
-    """IMPALA mode: parameter downloads served at once; more get RESOURCE_EXHAUSTED (not a handshake limit)."""
+    """IMPALA mode: parameter downloads moving at once; more get RESOURCE_EXHAUSTED (not a handshake limit)."""
     params_calls_per_peer: int = 4
     """IMPALA mode: parameter downloads one connection may hold at once; more get RESOURCE_EXHAUSTED."""
     params_timeout_s: float = 10.0
     """IMPALA mode: a download not taken in within this ends with DEADLINE_EXCEEDED."""
+    params_stall_s: float = 1.0
+    """IMPALA mode: a download whose chunk waits this long stops counting against ``params_calls``."""
     upload_bytes: int = 512 * 1024 * 1024
     """IMPALA mode: bytes of uploads held at once across streams; past it RESOURCE_EXHAUSTED."""
     message_timeout_s: float = 120.0

@@ -102,7 +102,9 @@ async def test_an_impala_actor_over_tls_trains_pulls_new_versions_and_tokens_are
 async def test_parameter_downloads_past_the_limit_get_resource_exhausted(running_learner, tmp_path) -> None:
     # 16 MiB of weights in 64 KiB chunks: an unread download stays in flight, held by flow control.
     config = impala_config(
-        tmp_path, server={"max_params_calls": 1, "params_chunk_bytes": 65536}, impala={"hidden_sizes": (2048, 2048)}
+        tmp_path,
+        server={"max_params_calls": 1, "params_chunk_bytes": 65536, "params_stall_s": 600.0},  # the held one never counts as stalled
+        impala={"hidden_sizes": (2048, 2048)},
     )
     async with running_learner(config) as learner:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
@@ -191,30 +193,34 @@ async def test_a_forged_episode_return_reaches_neither_the_charts_nor_the_stop_c
         assert learner.stopping.reason is None
 
 
-async def test_stalled_downloads_hold_at_most_their_connections_share_and_give_their_slots_back(running_learner, tmp_path) -> None:
-    """The issue's attack: 4 connections hold 16 downloads each and never read. Each connection gets its
-    share (4), the healthy actor's pulls all succeed meanwhile, and the send timeout gives the slots back."""
-    config = impala_config(tmp_path, server={"params_send_timeout_s": 2.0})
+async def test_stalled_downloads_hold_at_most_their_connections_share_and_never_keep_a_healthy_pull_out(running_learner, tmp_path) -> None:
+    """The issue's attack: 64 downloads that are never read, from 16 connections of 4 (or 4 connections
+    of 16, of which each gets its share of 4). Once stalled they no longer count against the 64 moving
+    downloads, so a healthy client's pulls all succeed; the send timeout ends them."""
+    config = impala_config(tmp_path, server={"params_send_timeout_s": 4.0, "params_stall_s": 0.5})
     config = dataclasses.replace(config, impala=dataclasses.replace(config.impala, hidden_sizes=(1024, 1024)))  # ~4 MiB
     async with running_learner(config) as learner, contextlib.AsyncExitStack() as stack:
         service = learner._stages.service
         stalled = []
-        for _ in range(4):
-            # Its own connection each (channels to one address share one by default), with the initial
-            # 64 KiB flow-control window (no BDP probing to widen it): the client stops taking data in.
-            options = [("grpc.use_local_subchannel_pool", 1), ("grpc.http2.bdp_probe", 0)]
-            channel = grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}", options=options)
-            stub = pb_grpc.LearnerStub(await stack.enter_async_context(channel))
-            stalled += [stub.GetParams(pb.ParamsRequest(have_version=-1), metadata=TOKEN) for _ in range(16)]
+        for connections, calls in ((4, 16), (12, 4)):
+            for _ in range(connections):
+                # Its own connection each (channels to one address share one by default), with the initial
+                # 64 KiB flow-control window (no BDP probing to widen it): the client stops taking data in.
+                options = [("grpc.use_local_subchannel_pool", 1), ("grpc.http2.bdp_probe", 0)]
+                channel = grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}", options=options)
+                stub = pb_grpc.LearnerStub(await stack.enter_async_context(channel))
+                stalled += [stub.GetParams(pb.ParamsRequest(have_version=-1), metadata=TOKEN) for _ in range(calls)]
         # (The refusals' statuses are not read here: a connection whose reader stalled may not deliver them.)
-        await until(lambda: sorted(service._params_by_peer.values()) == [4, 4, 4, 4], "each connection holding its share", 3000)
-        assert service.params_downloads == 16
+        await until(lambda: sorted(service.params_gate._by_peer.values()) == [4] * 16, "each connection holding its share", 3000)
+        await until(lambda: service.params_gate.stalled == 64, "the 64 unread downloads to count as stalled", 3000)
+        assert service.params_gate.active == 0 and service.params_downloads == 64
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as healthy:
             for _ in range(5):
                 header, *data = await get_params(healthy, -1)
                 assert b"".join(chunk.data for chunk in data) == weights_bytes(learner)
-        await until(lambda: service.params_downloads == 0, "the send timeout ending the stalled downloads", 5000)
-        assert not service._params_by_peer
+        await until(lambda: service.params_downloads == 0, "the send timeout ending the stalled downloads", 8000)
+        assert not service.params_gate._by_peer
+        assert service.refusals.counts["DEADLINE_EXCEEDED"] == 64 and service.refusals.counts["RESOURCE_EXHAUSTED"] == 48
         for call in stalled:
             call.cancel()
 
