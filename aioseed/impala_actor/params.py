@@ -43,9 +43,10 @@ async def receive_params(call: AsyncIterable[pb.ParamsChunk], shapes: Sequence[t
         raise ParamsError(f"the learner announces {header.total_bytes} bytes for tensors of {sum(sizes)} bytes")
     blob = bytearray()
     async for chunk in chunks:
-        if chunk.version != header.version or len(blob) + len(chunk.data) > header.total_bytes:
+        data = chunk.data  # each read of a bytes field copies it
+        if chunk.version != header.version or len(blob) + len(data) > header.total_bytes:
             raise ParamsError("the learner's parameter chunks do not add up to the version announced")
-        blob += chunk.data
+        blob += data
     if len(blob) != header.total_bytes:
         raise ParamsError(f"the learner sent {len(blob)} of {header.total_bytes} parameter bytes")
     arrays, offset = [], 0

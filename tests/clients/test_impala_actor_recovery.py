@@ -19,8 +19,10 @@ STALL_S = 3.0
 
 
 async def test_failing_pulls_back_off_hold_no_stream_and_recover(running_learner, tmp_path) -> None:
-    # One parameter download at a time, and weights (~4 MiB) that a client which never reads cannot take in.
-    config = impala_config(tmp_path, server={"max_params_calls": 1}, training={"batch_size": 4, "unroll_length": 5})
+    # One parameter download at a time, and weights (~4 MiB) that a client which never reads cannot take in;
+    # its download keeps the slot (it never counts as stalled), so every other pull fails meanwhile.
+    server = {"max_params_calls": 1, "params_stall_s": 600.0}
+    config = impala_config(tmp_path, server=server, training={"batch_size": 4, "unroll_length": 5})
     config = dataclasses.replace(config, impala=dataclasses.replace(config.impala, hidden_sizes=(1024, 1024)))
     # The staller keeps gRPC's initial 64 KiB flow-control window (no BDP probing widens it).
     staller_options = [("grpc.use_local_subchannel_pool", 1), ("grpc.http2.bdp_probe", 0)]

@@ -65,7 +65,7 @@ def add_learner_service(servicer: pb_grpc.LearnerServicer, server: grpc.aio.Serv
 
 def params_request(raw: bytes) -> pb.ParamsRequest | ProtocolError:
     try:
-        return _params_request(raw)
+        return _params_request(raw).message
     except ProtocolError as exc:
         return exc
 

@@ -20,9 +20,12 @@ from aioseed.proto import aioseed_pb2 as pb
 @dataclasses.dataclass(frozen=True)
 class Published:
     version: int
-    manifest: tuple[pb.TensorInfo, ...]
-    blob: bytes
-    """Each tensor's little-endian bytes in manifest order."""
+    header: tuple[pb.ParamsChunk, int]
+    """The first message of a download (version, manifest, size) and its encoded size."""
+    chunks: tuple[tuple[pb.ParamsChunk, int], ...]
+    """The tensors' little-endian bytes in manifest order, cut into messages, each with its encoded size:
+    built once per version, shared by every download (a bytes field is copied on each read, and upb's
+    ByteSize re-encodes the message)."""
 
 
 class ParamsPublisher:
@@ -50,19 +53,22 @@ class ParamsPublisher:
         manifest = tuple(
             pb.TensorInfo(name=variable.name, dtype=a.dtype.name, shape=a.shape) for variable, a in zip(variables, arrays, strict=True)
         )
-        self._latest = Published(version, manifest, b"".join(np.ascontiguousarray(a).tobytes() for a in arrays))
+        blob, size = b"".join(np.ascontiguousarray(a).tobytes() for a in arrays), self._chunk_bytes
+        view = memoryview(blob)
+        chunks = [pb.ParamsChunk(version=version, data=bytes(view[start : start + size])) for start in range(0, len(blob), size)]
+        header = pb.ParamsChunk(version=version, manifest=manifest, total_bytes=len(blob))
+        self._latest = Published(version, (header, header.ByteSize()), tuple((chunk, chunk.ByteSize()) for chunk in chunks))
 
-    def chunks(self, have_version: int) -> Iterator[pb.ParamsChunk]:
-        """The newest version: a header (version, manifest, size), then its bytes in chunks of at most
-        ``chunk_bytes``; the header alone when the asker holds that version already. Raises LookupError before the first ``publish``."""
+    def chunks(self, have_version: int) -> Iterator[tuple[pb.ParamsChunk, int]]:
+        """The newest version as (message, encoded bytes): a header (version, manifest, size), then its bytes
+        in chunks of at most ``chunk_bytes``; a header with the version alone when the asker holds that
+        version already. Raises LookupError before the first ``publish``."""
         latest = self._latest
         if latest is None:
             raise LookupError("no parameters published yet")
         if have_version == latest.version:
-            yield pb.ParamsChunk(version=latest.version)
+            current = pb.ParamsChunk(version=latest.version)
+            yield current, current.ByteSize()
             return
-        blob, size = latest.blob, self._chunk_bytes
-        yield pb.ParamsChunk(version=latest.version, manifest=latest.manifest, total_bytes=len(blob))
-        view = memoryview(blob)
-        for start in range(0, len(blob), size):
-            yield pb.ParamsChunk(version=latest.version, data=bytes(view[start : start + size]))
+        yield latest.header
+        yield from latest.chunks

@@ -18,7 +18,7 @@ from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.batching.batcher import InferenceError
 from aioseed.server.transport.params_gate import ParamsGate, Refused
-from aioseed.server.transport.protocol import ProtocolError, RowBounds, RowParser, SpecMismatch, check_hello, shorten
+from aioseed.server.transport.protocol import ProtocolError, Received, RowBounds, RowParser, SpecMismatch, check_hello, shorten
 from aioseed.server.transport.refusals import Refusals
 from aioseed.server.transport.slots import SlotsExhausted, SlotTable
 from aioseed.server.transport.streams import Inference, LocalStream, StreamInfo, StreamLimits
@@ -129,7 +129,7 @@ class LearnerService(pb_grpc.LearnerServicer):
             info.task.cancel()
 
     async def Act(
-        self, request_iterator: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext
+        self, request_iterator: AsyncIterator[Received[pb.ActorMessage]], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.LearnerMessage]:
         """Every refusal carries a precise status and a detail of at most a few hundred bytes."""
         if self._uploads is not None:
@@ -145,9 +145,9 @@ class LearnerService(pb_grpc.LearnerServicer):
             yield pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist()))
             try:
                 info.awaiting_since = time.monotonic()
-                async for message in messages:
+                async for received in messages:
                     info.awaiting_since = None
-                    rows = parser.parse(message)
+                    rows = parser.parse(received.message)
                     try:
                         actions = await self._answer(info, rows)
                     except InferenceError as exc:
@@ -162,7 +162,7 @@ class LearnerService(pb_grpc.LearnerServicer):
             self._detach(stream_id)
 
     async def Learn(
-        self, request_iterator: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext
+        self, request_iterator: AsyncIterator[Received[pb.ActorMessage]], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.LearnerMessage]:
         """IMPALA mode: the handshake of ``Act``, then one Accepted answer per Unrolls message, sent once
         its unrolls are queued (a full queue holds the answer back, and so the actor)."""
@@ -180,9 +180,9 @@ class LearnerService(pb_grpc.LearnerServicer):
             yield pb.LearnerMessage(welcome=uploads.welcome(slots))
             try:
                 info.awaiting_since = time.monotonic()
-                async for message in messages:
+                async for received in messages:
                     info.awaiting_since = None
-                    size = message.ByteSize()
+                    message, size = received
                     if self._upload_bytes + size > self._limits.upload_bytes:
                         detail = f"the learner already holds {self._upload_bytes} bytes of uploads; the limit is {self._limits.upload_bytes}"
                         await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, detail, stream=stream_id, actor=info.actor)
@@ -261,7 +261,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         await self._abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, detail, stream=stream_id, actor=info.actor)
 
     async def _handshake(
-        self, messages: AsyncIterator[pb.ActorMessage], context: grpc.aio.ServicerContext, evaluation: bool = True
+        self, messages: AsyncIterator[Received[pb.ActorMessage]], context: grpc.aio.ServicerContext, evaluation: bool = True
     ) -> tuple[pb.Hello, np.ndarray] | None:
         """The stream's hello, checked against the spec and the limits, and the env slots it was granted
         (None if the stream ended first); aborts the call otherwise. ``evaluation``: whether evaluation envs are served."""
@@ -273,7 +273,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         self.handshaking += 1
         try:
             async with asyncio.timeout(limits.hello_timeout_s):
-                first = await anext(messages)
+                first = (await anext(messages)).message
         except StopAsyncIteration:  # the actor went away before its hello
             return None
         except TimeoutError:

@@ -111,16 +111,17 @@ class UnrollParser:
             )
         full = (count, *shape) if column.name in self._per_unroll else (count, self._steps, *shape)
         expected = math.prod(full) * dtype.itemsize
-        if len(column.data) != expected:
+        data = column.data  # each read of a bytes field copies it
+        if len(data) != expected:
             raise ProtocolError(
-                f"unrolls column {column.name} has {len(column.data)} bytes, expected {expected} "
+                f"unrolls column {column.name} has {len(data)} bytes, expected {expected} "
                 f"({dtype.name}{list(full)})"
             )
         if dtype == bool:
-            if column.data.translate(None, BOOL_BYTES):
+            if data.translate(None, BOOL_BYTES):
                 raise ProtocolError(f"unrolls column {column.name} must hold bytes 0 or 1")
-            return np.frombuffer(column.data, np.uint8).view(bool).reshape(full)
-        return np.frombuffer(column.data, dtype.newbyteorder("<")).reshape(full).astype(dtype, copy=False)
+            return np.frombuffer(data, np.uint8).view(bool).reshape(full)
+        return np.frombuffer(data, dtype.newbyteorder("<")).reshape(full).astype(dtype, copy=False)
 
     def _check_values(self, arrays: dict[str, np.ndarray]) -> None:
         count = len(arrays["reward"])
@@ -209,6 +210,6 @@ class Uploads:
 
     def params(self, have_version: int) -> Iterator[pb.ParamsChunk]:
         """``ParamsPublisher.chunks``, counted."""
-        for chunk in self.publisher.chunks(have_version):
-            self.sent_bytes += chunk.ByteSize()
+        for chunk, nbytes in self.publisher.chunks(have_version):
+            self.sent_bytes += nbytes
             yield chunk

@@ -260,7 +260,7 @@ async def test_an_undecodable_params_request_is_invalid_argument(running_learner
         assert "not a valid aioseed.v1.ParamsRequest" in await call.details()
         call = raw(pb.ParamsRequest(have_version=0).SerializeToString() + UNKNOWN_FIELD, metadata=TOKEN)
         assert await call.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "outside aioseed.v1.ParamsRequest's fields" in await call.details()
+        assert await call.details() == "ParamsRequest carries fields that aioseed.v1.ParamsRequest's schema does not define"
         (current,) = await get_params(channel, 0)  # the learner serves on
         assert current.version == 0
 
@@ -279,9 +279,7 @@ async def test_an_upload_padded_with_fields_outside_the_schema_is_invalid_argume
             await padded.send(message)
         except grpc.aio.AioRpcError as error:
             assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
-            assert "outside aioseed.v1.ActorMessage's fields" in error.details()
-            outside = int(error.details().split()[3])  # the padding, and the longer length prefixes around it
-            assert len(UNKNOWN_FIELD) <= outside < len(UNKNOWN_FIELD) + 8
+            assert error.details() == "ActorMessage.unrolls.columns[0] carries fields that aioseed.v1.ActorMessage's schema does not define"
         else:
             raise AssertionError("the padded upload was accepted")
         assert learner.frames == 0

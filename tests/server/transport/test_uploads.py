@@ -211,13 +211,13 @@ async def test_params_round_trip_and_a_mismatched_or_short_answer_is_refused() -
     with pytest.raises(LookupError):
         next(publisher.chunks(-1))
     publisher.publish(5)
-    chunks = list(publisher.chunks(-1))
+    chunks = [chunk for chunk, _ in publisher.chunks(-1)]
     specs = [((3, 4), "float32"), ((5,), "float32")]
     params = await receive_params(answer(chunks), specs)
     assert params.version == 5
     for got, variable in zip(params.arrays, variables):
         np.testing.assert_array_equal(got, variable.value)
-    assert (await receive_params(answer(list(publisher.chunks(5))), specs)).arrays is None
+    assert (await receive_params(answer([chunk for chunk, _ in publisher.chunks(5)]), specs)).arrays is None
     with pytest.raises(ParamsError, match="differs from this actor's"):
         await receive_params(answer(chunks), [((4, 3), "float32"), ((5,), "float32")])
     with pytest.raises(ParamsError, match="sent 63 of 68"):
