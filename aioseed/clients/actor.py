@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import pathlib
 import secrets
@@ -29,6 +30,7 @@ from aioseed.envs.atari import AtariConfig
 from aioseed.clients.env_group import EnvGroup
 from aioseed.envs.football import FootballConfig
 from aioseed.envs.registry import env_kwargs, make_vector_env, vector_env_spec
+from aioseed.proto import SERVICE_NAME
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.spec import EnvSpec
@@ -305,10 +307,27 @@ class Actor:
         return self.config.max_steps is not None and self.steps >= self.config.max_steps
 
 
+PULL_RETRIES = json.dumps({
+    "methodConfig": [{
+        "name": [{"service": SERVICE_NAME, "method": "GetParams"}],
+        "retryPolicy": {
+            "maxAttempts": 5,
+            "initialBackoff": "0.05s",
+            "maxBackoff": "1s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["RESOURCE_EXHAUSTED", "UNAVAILABLE"],
+        },
+    }]
+})  # fmt: skip
+"""gRPC's own retries for IMPALA mode's parameter pull: a pull the learner turns away while it is busy
+(all download slots taken) is asked again after a jittered backoff (gRPC retries a call only until its
+first answer arrives), before the actor gives up on its session."""
+
+
 def open_channel(config: ActorConfig) -> grpc.aio.Channel:
     """A channel to ``config.learner``: plaintext, or TLS verified against ``config.tls_ca``."""
     # IMPALA mode's parameter chunks may exceed gRPC's default 4 MiB; the learner's limit still applies.
-    options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)]
+    options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES), ("grpc.service_config", PULL_RETRIES)]
     if config.tls_ca is None:
         return grpc.aio.insecure_channel(config.learner, options=options)
     credentials = grpc.ssl_channel_credentials(root_certificates=config.tls_ca.read_bytes())

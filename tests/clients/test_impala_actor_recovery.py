@@ -54,3 +54,28 @@ async def test_failing_pulls_back_off_hold_no_stream_and_recover(running_learner
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_pull_turned_away_while_the_learner_is_busy_is_retried_without_losing_the_session(running_learner, tmp_path) -> None:
+    """gRPC's retry policy (PULL_RETRIES) asks again for a pull refused with RESOURCE_EXHAUSTED: once the
+    slot frees, the actor carries on in the sessions it opened first."""
+    server = {"max_params_calls": 1, "params_stall_s": 600.0}
+    config = impala_config(tmp_path, server=server, training={"batch_size": 4, "unroll_length": 5})
+    config = dataclasses.replace(config, impala=dataclasses.replace(config.impala, hidden_sizes=(1024, 1024)))
+    staller_options = [("grpc.use_local_subchannel_pool", 1), ("grpc.http2.bdp_probe", 0)]
+    async with running_learner(config) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}", options=staller_options) as staller:
+        stalled = pb_grpc.LearnerStub(staller).GetParams(pb.ParamsRequest(have_version=-1), metadata=TOKEN)
+        await stalled.initial_metadata()
+        actor = ImpalaActor(
+            ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=4, envs_per_message=2, token="s3cret", architecture="impala")
+        )
+        task = asyncio.create_task(actor.run())
+        try:
+            refusals = learner._service.refusals.counts
+            await until(lambda: refusals["RESOURCE_EXHAUSTED"] >= 1, "the actor's first pull to be turned away", 3000)
+            stalled.cancel()
+            await until(lambda: actor.uploads >= 8, "uploads once the slot is free", 3000)
+            assert actor.connects == len(actor.groups)  # no session was given up
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
