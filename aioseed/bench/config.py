@@ -296,6 +296,39 @@ class PrecisionBench:
     """Print one JSON object per network."""
 
 
+@dataclasses.dataclass(frozen=True)
+class ImpalaHostileBench:
+    """IMPALA mode under hostile and failing peers, through real processes on loopback (a learner, one
+    healthy ``aioseed actor --architecture impala``): parameter pulls beside a client that stalls its
+    downloads, an upload flood, and the actor's recovery after the learner stalls and after it restarts.
+    Each figure is printed beside the baseline measured just before it in the same run."""
+
+    env: str = "CartPole-v1"
+    """The env the learner serves and the actor steps."""
+    hidden_sizes: tuple[int, ...] = (1024, 1024)
+    """The MLP's widths: ~4 MiB of parameters, more than a stalled client's 64 KiB receive window."""
+    actor_envs: int = 8
+    """Envs of the healthy actor."""
+    envs_per_message: int = 4
+    """Its envs per stream (so it holds actor_envs / envs_per_message streams)."""
+    seconds: float = 10.0
+    """Seconds per measured window."""
+    stalled_connections: int = 16
+    """Connections of the stalling client; each holds calls_per_connection downloads it never reads."""
+    calls_per_connection: int = 4
+    """Stalled downloads per connection (16 x 4: the 64 of the issue's target)."""
+    flood_streams: int = 8
+    """Upload streams of the flood, each on its own connection, each sending messages of flood_message_bytes."""
+    flood_message_bytes: int = 60 * 2**20
+    """Size of each flood upload (the learner's limit is --server.max-message-bytes, 64 MiB)."""
+    stall_s: float = 4.0
+    """Seconds the learner process is stopped (SIGSTOP) in the stall test."""
+    workdir: pathlib.Path | None = None
+    """Where the learner's run and the processes' logs go (None: a temporary directory, removed after)."""
+    json: bool = False
+    """Print one JSON object per test."""
+
+
 BENCHES: dict[str, type] = {
     "transport": TransportBench,
     "cartpole": CartpoleBench,
@@ -308,6 +341,7 @@ BENCHES: dict[str, type] = {
     "autotune": AutotuneBench,
     "acting": ActingBench,
     "precision": PrecisionBench,
+    "impala-hostile": ImpalaHostileBench,
 }
 """``aioseed bench NAME``: the config of each benchmark."""
 BenchCommand = Union[tuple(Annotated[config, tyro.conf.subcommand(name)] for name, config in BENCHES.items())]  # noqa: UP007

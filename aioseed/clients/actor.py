@@ -26,8 +26,8 @@ import numpy as np
 import structlog
 import tenacity
 
-from aioseed.envs.atari import AtariConfig
 from aioseed.clients.env_group import EnvGroup
+from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig
 from aioseed.envs.registry import env_kwargs, make_vector_env, vector_env_spec
 from aioseed.proto import SERVICE_NAME

@@ -9,7 +9,6 @@ import gymnasium
 import numpy as np
 import pytest
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
-
 from tests.conftest import small_config
 from tests.waiting import until
 from tests.wire import Stream, hello

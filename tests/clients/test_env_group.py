@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from aioseed.clients.env_group import EnvGroup
-from aioseed.types import FINAL, TERMINATED, TRUNCATED
 from aioseed.envs.registry import make_vector_env
 from aioseed.spec import EnvSpec
+from aioseed.types import FINAL, TERMINATED, TRUNCATED
 
 CARTPOLE = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)
 

@@ -4,11 +4,11 @@ the learner's health as the fleet sees it."""
 from __future__ import annotations
 
 import pytest
+from tests.conftest import small_config
 
 from aioseed.cli import parse
 from aioseed.clients.actor import ActorConfig
 from aioseed.clients.fleet import FleetConfig, learner_serving
-from tests.conftest import small_config
 
 
 def test_each_actor_gets_a_name_and_a_seed_range_of_its_own() -> None:

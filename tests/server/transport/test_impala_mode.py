@@ -4,7 +4,6 @@ bounded), unroll uploads and their checks, and each mode refusing the other's ca
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import dataclasses
 import math
