@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import multiprocessing
 import os
 import signal
@@ -296,7 +297,11 @@ def _stop_on_signals(stop: Callable[[], None]) -> None:
 
 
 def _build(config: LearnerConfig, run: RunConfig | None = None) -> Learner:
-    """``aioseed.app.build``, imported when needed: actor processes never load TensorFlow."""
+    """``aioseed.app.build``, imported when needed: actor processes never load TensorFlow. What exists once it
+    is built (TensorFlow, the model) lives as long as the process: ``gc.freeze`` leaves it out of the cyclic
+    collector's scans, which the transport runs while calls are refused (``collect_after_refusals``)."""
     from aioseed.app import build
 
-    return build(config, run)
+    learner = build(config, run)
+    gc.freeze()
+    return learner

@@ -13,7 +13,6 @@ from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.transport.auth import TokenInterceptor
 from aioseed.server.transport.protocol import ProtocolError, strict_parser
 
-_actor_message = strict_parser(pb.ActorMessage)
 _params_request = strict_parser(pb.ParamsRequest)
 
 
@@ -44,16 +43,17 @@ def server_options(
 
 
 def add_learner_service(servicer: pb_grpc.LearnerServicer, server: grpc.aio.Server) -> None:
-    """``pb_grpc.add_LearnerServicer_to_server``, but requests are parsed strictly (``strict_parser``): a
-    streamed message that fails raises ProtocolError in the handler's loop, and a ``GetParams`` request
-    that fails reaches the handler as its ProtocolError (both INVALID_ARGUMENT there) instead of failing
-    in gRPC with UNKNOWN."""
+    """``pb_grpc.add_LearnerServicer_to_server``, but requests are parsed strictly (``strict_parser``), and
+    where a failure gets INVALID_ARGUMENT instead of gRPC's UNKNOWN: the streams' messages reach their
+    handlers as bytes (the handler knows how long a valid one of that stream can be, and refuses a longer
+    one before protobuf copies it), and a ``GetParams`` request that fails reaches the handler as its
+    ProtocolError."""
     handlers = {
         "Act": grpc.stream_stream_rpc_method_handler(
-            servicer.Act, _actor_message, pb.LearnerMessage.SerializeToString
+            servicer.Act, None, pb.LearnerMessage.SerializeToString
         ),
         "Learn": grpc.stream_stream_rpc_method_handler(
-            servicer.Learn, _actor_message, pb.LearnerMessage.SerializeToString
+            servicer.Learn, None, pb.LearnerMessage.SerializeToString
         ),
         "GetParams": grpc.unary_stream_rpc_method_handler(
             servicer.GetParams, params_request, pb.ParamsChunk.SerializeToString
@@ -65,7 +65,7 @@ def add_learner_service(servicer: pb_grpc.LearnerServicer, server: grpc.aio.Serv
 
 def params_request(raw: bytes) -> pb.ParamsRequest | ProtocolError:
     try:
-        return _params_request(raw).message
+        return _params_request(raw)
     except ProtocolError as exc:
         return exc
 

@@ -16,6 +16,12 @@ import dataclasses
 from collections.abc import Awaitable
 
 
+def _retrieve(write: asyncio.Future) -> None:
+    """Takes the outcome of a write abandoned with its call, so asyncio does not report it as unretrieved."""
+    if not write.cancelled():
+        write.exception()
+
+
 class Refused(Exception):
     """A download past a bound (-> RESOURCE_EXHAUSTED); the message says which."""
 
@@ -65,13 +71,17 @@ class ParamsGate:
         """Awaits ``write`` (one chunk); if it has not completed within ``stall_s``, the download counts as
         stalled from then on (making room for the oldest stalled one's end if need be)."""
         sending = asyncio.ensure_future(write)
-        if download.stalled:
+        try:
+            if not download.stalled:
+                done, _ = await asyncio.wait([sending], timeout=self._stall_s)
+                if not done:
+                    self._stall(download)
             await sending
-            return
-        done, _ = await asyncio.wait([sending], timeout=self._stall_s)
-        if not done:
-            self._stall(download)
-        await sending
+        finally:
+            if not sending.done():  # the download was cancelled (send timeout, eviction, the client left)
+                sending.cancel()
+            sending.add_done_callback(_retrieve)
+
 
     def _stall(self, download: Download) -> None:
         self._active.discard(download)

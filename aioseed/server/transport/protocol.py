@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
-from typing import Generic, NamedTuple, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import TypeVar
 
 import numpy as np
 from google.protobuf.descriptor import Descriptor
@@ -49,31 +49,36 @@ class SpecMismatch(ValueError):
 M = TypeVar("M", bound=Message)
 
 
-class Received(NamedTuple, Generic[M]):
-    """A request as the handler gets it: the parsed message and the bytes it came in (its size, without
-    asking protobuf: upb's ByteSize re-encodes the message, ~70 ms for 60 MiB)."""
-
-    message: M
-    nbytes: int
-
-
-def strict_parser(message_type: type[M]) -> Callable[[bytes], Received[M]]:
-    """A gRPC request deserializer that refuses (ProtocolError) bytes that are no ``message_type``, and
-    also messages that carry fields the schema does not define, at any depth: protobuf would keep them
-    as unknown fields, so a message could be padded to the size limit with bytes nobody reads. The
-    check walks the nested messages only (never a bytes field's value): about 1 us a message."""
+def strict_parser(message_type: type[M]) -> Callable[[bytes], M]:
+    """A parser that refuses (ProtocolError) bytes that are no ``message_type``, and also messages that
+    carry fields the schema does not define, at any depth: protobuf would keep them as unknown fields,
+    so a message could be padded to the size limit with bytes nobody reads. The check walks the nested
+    messages only (never a bytes field's value): about 1 us a message."""
     name = message_type.DESCRIPTOR.full_name
 
-    def parse(raw: bytes) -> Received[M]:
+    def parse(raw: bytes) -> M:
         try:
             message = message_type.FromString(raw)
         except DecodeError:
             raise ProtocolError(f"a message is not a valid {name} protobuf") from None
         if (where := unknown_fields_in(message)) is not None:
             raise ProtocolError(f"{where} carries fields that {name}'s schema does not define")
-        return Received(message, len(raw))
+        return message
 
     return parse
+
+
+parse_actor_message = strict_parser(pb.ActorMessage)
+
+
+async def checked(messages: AsyncIterator[bytes], largest: int, what: str) -> AsyncIterator[tuple[pb.ActorMessage, int]]:
+    """Each of a stream's messages, parsed strictly, with its size in bytes. One longer than ``largest``,
+    the most ``what`` can take, is refused (ProtocolError) before protobuf copies it. The bytes live in
+    this generator's frame only, never in the handler's (see ``LearnerService.Learn``)."""
+    async for raw in messages:
+        if len(raw) > largest:
+            raise ProtocolError(f"a message of {len(raw)} bytes is longer than {what} can be ({largest} bytes)")
+        yield parse_actor_message(raw), len(raw)
 
 
 def unknown_fields_in(message: Message, path: str = "") -> str | None:
@@ -145,6 +150,8 @@ class RowParser:
         self._float_obs = spec.dtype.kind == "f"
         self._obs_nbytes = self._rows * spec.observation_nbytes
         self._obs_shape = (self._rows, *spec.observation_shape)
+        self.max_bytes = self._obs_nbytes + self._rows * (4 + 8 + 4 + 1) + 64
+        """The longest a valid Steps message of this stream can be (its columns, and protobuf's tags and lengths)."""
 
     def parse(self, message: pb.ActorMessage) -> Rows:
         if message.WhichOneof("payload") != "steps":

@@ -38,8 +38,12 @@ class Refusals:
         self._logged_at[status] = now
         log.info("stream_refused", code=status, peer=peer, detail=detail, unlogged_since=self._unlogged.pop(status, 0), **fields)
 
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
     def metrics(self) -> dict[str, float]:
         return {
-            "refusals/total": float(sum(self.counts.values())),
+            "refusals/total": float(self.total),
             **{f"refusals/{status.lower()}": float(count) for status, count in self.counts.items()},
         }

@@ -62,6 +62,11 @@ class UnrollParser:
         self._num_actions = num_actions
         self._bounds = bounds
         self._history = UploadHistory(per_unroll)
+        k = len(slots)
+        data = sum(k * (1 if name in per_unroll else self._steps) * math.prod(shape) * np.dtype(dtype).itemsize for name, (shape, dtype) in columns.items())
+        self.max_bytes = data + 4 * k + 16 * k * self._steps + sum(64 + 2 * len(name) for name in columns) + 64
+        """The longest a valid Unrolls message of this stream can be: its K unrolls' columns, its slots, at
+        most one episode per step, and protobuf's tags, names and lengths."""
 
     def parse(self, message: pb.ActorMessage, newest_version: int) -> Upload:
         if message.WhichOneof("payload") != "unrolls":

@@ -58,9 +58,16 @@ def _drop_row(slots: np.ndarray):
     return steps(slots[:1])
 
 
+def _padded(slots: np.ndarray):
+    message = steps(slots)
+    message.steps.MergeFromString(b"\xa2\x06\xe8\x07" + bytes(1000))  # an unknown field of 1,000 bytes
+    return message
+
+
 BAD_MESSAGES = {
     "observation bytes": (lambda slots: steps(slots, observations=np.zeros((2, 3), np.float32)), "steps.observations has 24 bytes, expected 32"),
     "row count": (_drop_row, "steps.slots has 4 bytes, expected 8"),
+    "padding": (_padded, "is longer than a Steps message of 2 rows can be"),
     "unowned slot": (lambda slots: steps(np.array([slots[0], 999], np.int32)), "slots 999 are not owned"),
     "duplicate slot": (lambda slots: steps(np.array([slots[0], slots[0]], np.int32)), "appears twice"),
     "nan reward": (lambda slots: steps(slots, rewards=np.array([1.0, np.nan])), "row(s) 1 are not"),
