@@ -16,17 +16,22 @@ from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 
 STALL_S = 3.0
+STALLER = [("grpc.use_local_subchannel_pool", 1), ("grpc.http2.bdp_probe", 0)]
+"""Options of a client that never reads: its own connection, with gRPC's initial 64 KiB flow-control
+window (no BDP probing widens it)."""
+
+
+def one_download_slot(tmp_path):
+    """A learner serving one parameter download at a time, with weights (~4 MiB) that a client which never
+    reads cannot take in; that download keeps the slot (it never counts as stalled)."""
+    server = {"max_params_calls": 1, "params_stall_s": 600.0}
+    config = impala_config(tmp_path, server=server, training={"batch_size": 4, "unroll_length": 5})
+    return dataclasses.replace(config, impala=dataclasses.replace(config.impala, hidden_sizes=(1024, 1024)))
 
 
 async def test_failing_pulls_back_off_hold_no_stream_and_recover(running_learner, tmp_path) -> None:
-    # One parameter download at a time, and weights (~4 MiB) that a client which never reads cannot take in;
-    # its download keeps the slot (it never counts as stalled), so every other pull fails meanwhile.
-    server = {"max_params_calls": 1, "params_stall_s": 600.0}
-    config = impala_config(tmp_path, server=server, training={"batch_size": 4, "unroll_length": 5})
-    config = dataclasses.replace(config, impala=dataclasses.replace(config.impala, hidden_sizes=(1024, 1024)))
-    # The staller keeps gRPC's initial 64 KiB flow-control window (no BDP probing widens it).
-    staller_options = [("grpc.use_local_subchannel_pool", 1), ("grpc.http2.bdp_probe", 0)]
-    async with running_learner(config) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}", options=staller_options) as staller:
+    # While the staller holds the one download slot, every other pull fails.
+    async with running_learner(one_download_slot(tmp_path)) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}", options=STALLER) as staller:
         stalled = pb_grpc.LearnerStub(staller).GetParams(pb.ParamsRequest(have_version=-1), metadata=TOKEN)
         await stalled.initial_metadata()  # the learner is sending: the one download slot is taken
         actor = ImpalaActor(
@@ -59,11 +64,7 @@ async def test_failing_pulls_back_off_hold_no_stream_and_recover(running_learner
 async def test_a_pull_turned_away_while_the_learner_is_busy_is_retried_without_losing_the_session(running_learner, tmp_path) -> None:
     """gRPC's retry policy (PULL_RETRIES) asks again for a pull refused with RESOURCE_EXHAUSTED: once the
     slot frees, the actor carries on in the sessions it opened first."""
-    server = {"max_params_calls": 1, "params_stall_s": 600.0}
-    config = impala_config(tmp_path, server=server, training={"batch_size": 4, "unroll_length": 5})
-    config = dataclasses.replace(config, impala=dataclasses.replace(config.impala, hidden_sizes=(1024, 1024)))
-    staller_options = [("grpc.use_local_subchannel_pool", 1), ("grpc.http2.bdp_probe", 0)]
-    async with running_learner(config) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}", options=staller_options) as staller:
+    async with running_learner(one_download_slot(tmp_path)) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}", options=STALLER) as staller:
         stalled = pb_grpc.LearnerStub(staller).GetParams(pb.ParamsRequest(have_version=-1), metadata=TOKEN)
         await stalled.initial_metadata()
         actor = ImpalaActor(
