@@ -64,7 +64,6 @@ class LearnerService(pb_grpc.LearnerServicer):
         SEED mode (``Learn`` and ``GetParams`` are refused)."""
         self._spec = spec
         self._uploads = uploads
-        """Parameter downloads in progress."""
         self.refusals = Refusals()
         self._upload_bytes = 0
         """IMPALA mode: bytes of the uploads being parsed or waiting for room in the unroll queue."""
