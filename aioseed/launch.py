@@ -299,7 +299,7 @@ def _stop_on_signals(stop: Callable[[], None]) -> None:
 def _build(config: LearnerConfig, run: RunConfig | None = None) -> Learner:
     """``aioseed.app.build``, imported when needed: actor processes never load TensorFlow. What exists once it
     is built (TensorFlow, the model) lives as long as the process: ``gc.freeze`` leaves it out of the cyclic
-    collector's scans, which the transport runs while calls are refused (``collect_after_refusals``)."""
+    collector's scans, which the transport runs while calls are refused (``Refusals.collect_cycles``)."""
     from aioseed.app import build
 
     learner = build(config, run)

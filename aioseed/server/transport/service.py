@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import gc
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, NoReturn
@@ -266,9 +265,8 @@ class LearnerService(pb_grpc.LearnerServicer):
     async def expire_idle(self, every_s: float = 1.0) -> None:
         """A task: closes the streams whose next message is overdue (``limits.message_timeout_s`` after the
         learner's last answer). Time the learner itself takes to answer (back-pressure, a pause) never counts.
-        Also collects the reference cycles refused calls leave (``collect_after_refusals``)."""
+        Also collects the reference cycles refused calls leave (``Refusals.collect_cycles``)."""
         limit = self._limits.message_timeout_s
-        refused = 0
         while True:
             await asyncio.sleep(every_s)
             now = time.monotonic()
@@ -276,7 +274,7 @@ class LearnerService(pb_grpc.LearnerServicer):
                 if info.awaiting_since is not None and now - info.awaiting_since > limit and info.task is not None:
                     info.expired = True
                     info.task.cancel()
-            refused = collect_after_refusals(refused, self.refusals.total)
+            self.refusals.collect_cycles()
 
     async def _abort_if_expired(self, context: grpc.aio.ServicerContext, stream_id: int, info: StreamInfo) -> None:
         """In a stream cancelled while it waited: DEADLINE_EXCEEDED if ``expire_idle`` ended it, else the
@@ -388,15 +386,3 @@ def invalid_outputs(invalid: np.ndarray) -> str:
         "stream's rows; no actions were sent (check the learner's weights)"
     )
 
-
-def collect_after_refusals(before: int, now: int) -> int:
-    """Runs Python's cyclic collector if calls were refused since the last tick; returns ``now``.
-
-    A refused call leaves a reference cycle in grpc.aio's Python layer that holds part of what the call
-    received. Python collects cycles by object counts, not bytes, so a flood of refused large uploads
-    outpaced it: the learner's RSS grew by ~0.2 GB per 10 s of 4 MiB uploads (bench impala-hostile)
-    and stayed. One collection a tick while refusals come in keeps it flat; the learner freezes its
-    long-lived objects (``gc.freeze``) after start-up, so a collection scans only what is new."""
-    if now != before:
-        gc.collect()
-    return now

@@ -297,7 +297,7 @@ async def test_an_upload_padded_with_fields_outside_the_schema_is_invalid_argume
 
 async def test_refused_uploads_do_not_pile_up_in_memory(running_learner, tmp_path) -> None:
     """A refused call leaves a reference cycle in grpc.aio that holds part of what it received; the learner
-    collects them while refusals come in (``collect_after_refusals``), so a flood of refused uploads does
+    collects them while refusals come in (``Refusals.collect_cycles``), so a flood of refused uploads does
     not outpace Python's collector. Measured with tracemalloc: the bytes gRPC hands the handler are
     Python objects."""
     refused, size = 24, 4 * 2**20
