@@ -22,6 +22,11 @@ from aioseed.spec import EnvSpec
 SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=3)
 ONE, TWO = ("/CPU:0",), ("/CPU:0", "/CPU:1")
 T, B = 6, 8
+ADAM_EPSILON = 1e-4
+"""Adam moves a weight by ~lr whatever its gradient once |gradient| >> epsilon, so with the default 1e-7 a
+gradient that is float noise (~1e-6, summed in another order on two devices) became a different update
+of ~lr (one bias element 5e-6 apart after 3 steps at lr 1e-2, in one suite run of many). At 1e-4 such
+gradients move their weights in proportion, and noise stays noise; real gradients still move ~lr."""
 
 
 def impala_batch(rng: np.random.Generator, lstm_size: int = 0) -> dict[str, np.ndarray]:
@@ -53,9 +58,9 @@ def assert_same_weights(a: list[tf.Variable], b: list[tf.Variable], atol: float 
     "config",
     [
         # A small clip norm so that clipping acts on every step; normalized advantages need batch statistics.
-        ImpalaConfig(hidden_sizes=(16,), max_grad_norm=0.05, normalize_advantages=True, learning_rate=1e-2),
-        ImpalaConfig(hidden_sizes=(16,), lstm_size=8, previous_action_reward=False, learning_rate=1e-2),
-        ImpalaConfig(hidden_sizes=(16,), epochs=2, minibatches=2, ppo_clip=0.2, normalize_advantages=True),
+        ImpalaConfig(hidden_sizes=(16,), max_grad_norm=0.05, normalize_advantages=True, learning_rate=1e-2, adam_epsilon=ADAM_EPSILON),
+        ImpalaConfig(hidden_sizes=(16,), lstm_size=8, previous_action_reward=False, learning_rate=1e-2, adam_epsilon=ADAM_EPSILON),
+        ImpalaConfig(hidden_sizes=(16,), epochs=2, minibatches=2, ppo_clip=0.2, normalize_advantages=True, adam_epsilon=ADAM_EPSILON),
     ],
     ids=["one-pass-clipped-normalized", "lstm", "ppo-reuse"],
 )
