@@ -142,7 +142,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         """Every refusal carries a precise status and a detail of at most a few hundred bytes."""
         if self._uploads is not None:
             await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, IMPALA_LEARNER)
-        messages = aiter(request_iterator)
+        messages = request_iterator  # not aiter(): gRPC would make its reader now, unawaited if the stream is refused first
         handshake = await self._handshake(messages, context)
         if handshake is None:
             return
@@ -182,7 +182,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         uploads = self._uploads
         if uploads is None:
             await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, SEED_LEARNER)
-        messages = aiter(request_iterator)
+        messages = request_iterator  # not aiter(): gRPC would make its reader now, unawaited if the stream is refused first
         handshake = await self._handshake(messages, context, evaluation=False)
         if handshake is None:
             return
