@@ -119,6 +119,11 @@ async def serve_learner(config: LearnerConfig) -> int:
     from aioseed.terminal import showing
 
     learner = _build(config)
+    # What exists once the learner is built (TensorFlow, the model) lives as long as this process: freezing
+    # it leaves it out of the cyclic collector's scans, which the transport runs while calls are refused
+    # (``Refusals.collect_cycles``). Only here, in the daemon's own process: a frozen object is never
+    # collected, nor any garbage cycle through it, so a process that builds learners repeatedly must not.
+    gc.freeze()
     _stop_on_signals(learner.request_stop)
     async with showing(learner, config.stop, config.env, config.display):
         await learner.run()
@@ -297,11 +302,7 @@ def _stop_on_signals(stop: Callable[[], None]) -> None:
 
 
 def _build(config: LearnerConfig, run: RunConfig | None = None) -> Learner:
-    """``aioseed.app.build``, imported when needed: actor processes never load TensorFlow. What exists once it
-    is built (TensorFlow, the model) lives as long as the process: ``gc.freeze`` leaves it out of the cyclic
-    collector's scans, which the transport runs while calls are refused (``Refusals.collect_cycles``)."""
+    """``aioseed.app.build``, imported when needed: actor processes never load TensorFlow."""
     from aioseed.app import build
 
-    learner = build(config, run)
-    gc.freeze()
-    return learner
+    return build(config, run)
