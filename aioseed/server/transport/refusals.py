@@ -52,7 +52,7 @@ class Refusals:
         received. Python collects cycles by object counts, not bytes, so a flood of refused large uploads
         outpaced it: the learner's RSS grew by ~2 GB per 10 s of 4 MiB uploads (bench impala-hostile) and
         stayed. One collection a second while refusals come in keeps it flat; the learner process freezes
-        its long-lived objects (``gc.freeze``) after start-up, so a collection scans only what is new."""
+        its long-lived objects (``gc.freeze`` in ``serve_learner``) after start-up, so a collection scans only what is new."""
         if self.total != self._collected_at:
             self._collected_at = self.total
             gc.collect()
