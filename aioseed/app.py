@@ -199,7 +199,7 @@ def impala_uploads(
     return Uploads(
         ParamsPublisher(agent.policy_variables, min(config.server.params_chunk_bytes, config.server.max_message_bytes // 2)),
         unrolls,
-        lambda slots: UnrollParser(columns, per_unroll, length, slots, agent.spec.num_actions, bounds),
+        lambda slots: UnrollParser(columns, per_unroll, length, slots, agent.spec.action_space, bounds),
         on_upload,
         json.dumps(dataclasses.asdict(config.impala)),
         length,

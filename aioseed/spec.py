@@ -8,6 +8,8 @@ import math
 import gymnasium as gym
 import numpy as np
 
+from aioseed import action_space as spaces
+from aioseed.action_space import ActionSpace, Discrete
 from aioseed.proto import aioseed_pb2 as pb
 
 MAX_ECHO_CHARS = 40
@@ -34,8 +36,8 @@ class EnvSpec:
     """Shape of one observation, without the batch dimension."""
     observation_dtype: str
     """NumPy dtype name of the observation elements, e.g. "float32"."""
-    num_actions: int
-    """Size of the Discrete action space."""
+    action_space: ActionSpace
+    """Discrete, MultiDiscrete or Box (``aioseed.action_space``); an int n is read as Discrete(n)."""
     frames_per_step: int = 1
     """Emulator frames per env step (Atari's frame skip); frame counters count these."""
 
@@ -48,10 +50,17 @@ class EnvSpec:
             raise ValueError(f"observation_dtype {echo(self.observation_dtype)} is not a NumPy dtype") from exc
         if dtype.kind not in "biuf" or dtype.shape or dtype.names:
             raise ValueError(f"observation_dtype must be a plain bool/int/float dtype, got {echo(self.observation_dtype)}")
-        if self.num_actions <= 0:
-            raise ValueError(f"num_actions must be positive, got {self.num_actions}")
+        if isinstance(self.action_space, int):
+            object.__setattr__(self, "action_space", Discrete(self.action_space))
         if self.frames_per_step < 1:
             raise ValueError(f"frames_per_step must be positive, got {self.frames_per_step}")
+
+    @property
+    def num_actions(self) -> int:
+        """The size of a Discrete action space; a TypeError that names the space for the others."""
+        if not isinstance(self.action_space, Discrete):
+            raise TypeError(f"this needs a Discrete action space; the env has {self.action_space.describe()}")
+        return self.action_space.n
 
     @property
     def dtype(self) -> np.dtype:
@@ -69,31 +78,29 @@ class EnvSpec:
                 f"aioseed serves Box observations, this env has {observation_space} (a Dict, Tuple or Discrete "
                 "space becomes a Box with gymnasium.wrappers.FlattenObservation)"
             )
-        if not isinstance(action_space, gym.spaces.Discrete):
-            raise TypeError(f"aioseed's agents (V-trace, R2D2) act in a Discrete action space, this env has {action_space}")
-        if int(action_space.start) != 0:
-            raise TypeError(f"aioseed sends actions 0..n-1, this env's {action_space} starts at {action_space.start}")
         return cls(
             observation_shape=tuple(int(d) for d in observation_space.shape),
             observation_dtype=np.dtype(observation_space.dtype).name,
-            num_actions=int(action_space.n),
+            action_space=spaces.from_gym(action_space),
             frames_per_step=frames_per_step,
         )
 
     def to_proto(self) -> pb.EnvSpec:
-        return pb.EnvSpec(
+        message = pb.EnvSpec(
             observation_shape=list(self.observation_shape),
             observation_dtype=self.observation_dtype,
-            num_actions=self.num_actions,
             frames_per_step=self.frames_per_step,
         )
+        spaces.to_proto(self.action_space, message)
+        return message
 
     @classmethod
     def from_proto(cls, message: pb.EnvSpec) -> EnvSpec:
+        """ValueError for a spec no env can have (both action spaces, none, a negative size...)."""
         return cls(
             observation_shape=tuple(message.observation_shape),
             observation_dtype=message.observation_dtype,
-            num_actions=message.num_actions,
+            action_space=spaces.from_proto(message),
             frames_per_step=message.frames_per_step or 1,
         )
 
@@ -101,4 +108,4 @@ class EnvSpec:
         """Short even for a client's outlandish spec (dtype name and shape are cut)."""
         dtype = self.observation_dtype if len(self.observation_dtype) <= MAX_ECHO_CHARS else echo(self.observation_dtype)
         skip = f", {self.frames_per_step} frames/step" if self.frames_per_step > 1 else ""
-        return f"obs {dtype}{echo_shape(self.observation_shape)}, {self.num_actions} actions{skip}"
+        return f"obs {dtype}{echo_shape(self.observation_shape)}, {self.action_space.describe()}{skip}"

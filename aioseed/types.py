@@ -47,6 +47,16 @@ class Rows(TypedDict):
     """<bool>[B] rows of evaluation envs: acted on greedily, never trained on."""
 
 
+ENV_ACTION = "env_action"
+"""A policy output naming what the env runs, where that differs from the stored ``action`` (a tanh-squashed
+Gaussian's action in its box, whose pre-squash sample the unrolls keep); not kept in unrolls."""
+
+
+def env_actions(outputs: dict[str, np.ndarray]) -> np.ndarray:
+    """What the envs of a batch of policy outputs run: ``ENV_ACTION`` where the policy gives one, else ``action``."""
+    return outputs.get(ENV_ACTION, outputs["action"])
+
+
 class Step(TypedDict):
     """One step per row as the unroll store keeps it; the agent adds its outputs (``action``,
     ``logits``...) and the recurrent state the step started from."""

@@ -9,7 +9,7 @@ from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.spec import EnvSpec
 
-CARTPOLE = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)
+CARTPOLE = EnvSpec(observation_shape=(4,), observation_dtype="float32", action_space=2)
 
 
 def hello(k: int, spec: EnvSpec = CARTPOLE, run_id_base: int = 1000, previous: list[int] | None = None) -> pb.ActorMessage:

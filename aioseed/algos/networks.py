@@ -8,6 +8,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from aioseed.algos.distributions import Distribution, TanhGaussian, gaussian_params
+from aioseed.algos.normalization import RunningNormalizer
 from aioseed.spec import EnvSpec
 
 TORSO_GAIN = float(np.sqrt(2.0))
@@ -73,17 +75,51 @@ def split_time_batch(x: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
     return tf.reshape(x, tf.concat([tf.shape(like)[:2], tf.shape(x)[1:]], 0))
 
 
+class GaussianHead(keras.layers.Layer):
+    """``[mean, log_std]`` <float32>[B, 2A] of a diagonal Gaussian (``aioseed.algos.distributions.TanhGaussian``'s
+    parameters); ``log_std`` from a head of the features (``state_dependent``) or one learned vector."""
+
+    def __init__(self, size: int, state_dependent: bool, init_log_std: float = 0.0, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.size = size
+        self.mean = keras.layers.Dense(size, kernel_initializer=keras.initializers.Orthogonal(0.01))
+        start = keras.initializers.Constant(init_log_std)
+        self.log_std = (
+            keras.layers.Dense(size, kernel_initializer=keras.initializers.Orthogonal(0.01), bias_initializer=start)
+            if state_dependent
+            else None
+        )
+        self.free_log_std = None if state_dependent else self.add_weight(shape=(size,), initializer=start, name="log_std")
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        mean = self.mean(x)
+        log_std = self.log_std(x) if self.log_std is not None else tf.broadcast_to(self.free_log_std, tf.shape(mean))
+        return gaussian_params(mean, log_std)
+
+
+def policy_head(distribution: Distribution, state_dependent_std: bool = False, init_log_std: float = 0.0) -> keras.layers.Layer:
+    """The layer that outputs ``distribution``'s parameters: logits (a dense layer, orthogonal 0.01, as the
+    PPO references), or a ``GaussianHead``."""
+    if isinstance(distribution, TanhGaussian):
+        return GaussianHead(distribution.size, state_dependent_std, init_log_std)
+    return keras.layers.Dense(distribution.params_size, kernel_initializer=keras.initializers.Orthogonal(0.01))
+
+
 class PolicyValue(keras.Model):
-    """Policy logits and a value from a torso's ``features``; subclasses define the torso.
+    """Policy logits (a distribution's parameters) and a value from a torso's ``features``; subclasses define
+    the torso.
 
     ``state_shapes``, ``step`` and ``unroll`` are the interface agents use, the
     same for recurrent networks (``aioseed.algos.recurrent``); here the state is empty.
     """
 
-    def __init__(self, num_actions: int, layers: Layers = Layers(), **kwargs) -> None:
+    def __init__(self, policy: int | keras.layers.Layer, layers: Layers = Layers(), **kwargs) -> None:
+        """``policy``: the policy head, or the number of logits of a dense one."""
         super().__init__(**kwargs)
         self.layer_options = layers
-        self.policy = keras.layers.Dense(num_actions, kernel_initializer=keras.initializers.Orthogonal(0.01))
+        if isinstance(policy, int):
+            policy = keras.layers.Dense(policy, kernel_initializer=keras.initializers.Orthogonal(0.01))
+        self.policy = policy
         self.value = keras.layers.Dense(1, kernel_initializer=layers.kernel(1.0))
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
@@ -139,27 +175,34 @@ class MLPPolicyValue(PolicyValue):
 
     def __init__(
         self,
-        num_actions: int,
+        policy: int | keras.layers.Layer,
         hidden_sizes: tuple[int, ...] = (64, 64),
         shared_torso: bool = False,
         activation: str = "tanh",
         layers: Layers = Layers(),
+        normalizer: RunningNormalizer | None = None,
         **kwargs,
     ) -> None:
-        super().__init__(num_actions, layers, **kwargs)
+        """``normalizer``: scales the flattened observations first (``aioseed.algos.normalization``)."""
+        super().__init__(policy, layers, **kwargs)
+        self.normalizer = normalizer
         self.policy_torso = _mlp(hidden_sizes, activation, layers)
         self.value_torso = None if shared_torso else _mlp(hidden_sizes, activation, layers)
+
+    def _inputs(self, observations: tf.Tensor) -> tf.Tensor:
+        x = _flat(observations)
+        return x if self.normalizer is None else self.normalizer(x)
 
     def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         if self.value_torso is None:
             return super().call(observations)
-        x = _flat(observations)
+        x = self._inputs(observations)
         h, v = self.policy_torso(x), self.value_torso(x)
         return self.policy(h), tf.squeeze(self.value(v), -1)
 
     def features(self, observations: tf.Tensor) -> tf.Tensor:
         """The (policy) torso's output; a recurrent core feeds both heads from it (build with shared_torso)."""
-        return tf.cast(self.policy_torso(_flat(observations)), tf.float32)
+        return tf.cast(self.policy_torso(self._inputs(observations)), tf.float32)
 
 
 def frames_nhwc(observations: tf.Tensor) -> tf.Tensor:
@@ -174,8 +217,8 @@ class NatureCNNPolicyValue(PolicyValue):
     runs the convolutions channels-last, the layout TensorFlow's CPU kernels want.
     """
 
-    def __init__(self, num_actions: int, layers: Layers = Layers(), **kwargs) -> None:
-        super().__init__(num_actions, layers, **kwargs)
+    def __init__(self, policy: int | keras.layers.Layer, layers: Layers = Layers(), **kwargs) -> None:
+        super().__init__(policy, layers, **kwargs)
         self.torso = keras.Sequential([
             layers.conv(32, 8, strides=4, activation="relu"),
             layers.conv(64, 4, strides=2, activation="relu"),
@@ -221,13 +264,13 @@ class ImpalaResNetPolicyValue(PolicyValue):
 
     def __init__(
         self,
-        num_actions: int,
+        policy: int | keras.layers.Layer,
         channels: tuple[int, ...] = (16, 32, 32),
         channels_last: bool = False,
         layers: Layers = Layers(),
         **kwargs,
     ) -> None:
-        super().__init__(num_actions, layers, **kwargs)
+        super().__init__(policy, layers, **kwargs)
         self.channels_last = channels_last
         self.stages = keras.Sequential([ResidualStage(c, layers) for c in channels])
         self.flatten = keras.layers.Flatten(dtype=layers.torso_dtype)
@@ -238,10 +281,10 @@ class ImpalaResNetPolicyValue(PolicyValue):
         return tf.cast(self.hidden(self.flatten(tf.nn.relu(self.stages(frames)))), tf.float32)
 
 
-def football_resnet(num_actions: int, layers: Layers = Layers()) -> ImpalaResNetPolicyValue:
+def football_resnet(policy: int | keras.layers.Layer, layers: Layers = Layers()) -> ImpalaResNetPolicyValue:
     """SEED's Google Research Football network: the IMPALA torso with a fourth stage (16, 32, 32, 32
     channels), on the channels-last Super Mini Map ``uint8[B, 72, 96, C]``, feedforward."""
-    return ImpalaResNetPolicyValue(num_actions, channels=(16, 32, 32, 32), channels_last=True, layers=layers)
+    return ImpalaResNetPolicyValue(policy, channels=(16, 32, 32, 32), channels_last=True, layers=layers)
 
 
 def is_channels_last(shape: tuple[int, ...]) -> bool:
@@ -256,20 +299,26 @@ def build_policy_value(
     shared_torso: bool = False,
     activation: str = "tanh",
     layers: Layers = Layers(),
+    policy: int | keras.layers.Layer | None = None,
+    normalizer: RunningNormalizer | None = None,
 ) -> PolicyValue:
     """The network ``kind`` names, its layers made as ``layers`` says. auto: for uint8 images, the
     Nature CNN on stacked frames [stack, H, W] and SEED's Football ResNet on channels-last maps [H, W, C];
-    the MLP for everything else."""
+    the MLP for everything else. ``policy``: the policy head (default: logits of the spec's Discrete actions);
+    ``normalizer``: the MLP's observation normaliser (image torsos scale their pixels themselves)."""
     shape = spec.observation_shape
+    head = spec.num_actions if policy is None else policy
     if kind == "auto":
         image = len(shape) == 3 and spec.dtype == np.uint8
         kind = "mlp" if not image else "football_resnet" if is_channels_last(shape) else "nature_cnn"
+    if normalizer is not None and kind != "mlp":
+        raise ValueError(f"observation normalisation is for vector observations (the MLP), not the {kind} torso")
     if kind == "nature_cnn":
-        return NatureCNNPolicyValue(spec.num_actions, layers)
+        return NatureCNNPolicyValue(head, layers)
     if kind == "impala_resnet":
-        return ImpalaResNetPolicyValue(spec.num_actions, channels_last=is_channels_last(shape), layers=layers)
+        return ImpalaResNetPolicyValue(head, channels_last=is_channels_last(shape), layers=layers)
     if kind == "football_resnet":
-        return football_resnet(spec.num_actions, layers)
+        return football_resnet(head, layers)
     if kind == "mlp":
-        return MLPPolicyValue(spec.num_actions, hidden_sizes, shared_torso=shared_torso, activation=activation, layers=layers)
+        return MLPPolicyValue(head, hidden_sizes, shared_torso=shared_torso, activation=activation, layers=layers, normalizer=normalizer)
     raise ValueError(f"unknown network {kind!r}")

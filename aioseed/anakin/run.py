@@ -39,7 +39,7 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
     if config.seed is not None:
         keras.utils.set_random_seed(config.seed)  # as aioseed.app.build
     env = tf_env(config.env)
-    spec = EnvSpec(observation_shape=env.observation_shape, observation_dtype=env.observation_dtype, num_actions=env.num_actions)
+    spec = EnvSpec(observation_shape=env.observation_shape, observation_dtype=env.observation_dtype, action_space=env.num_actions)
     agent = ImpalaAgent(spec, config.impala, replicas, seed=config.seed)
     anakin = Anakin(
         env, agent, envs, config.training.unroll_length, config.training.batch_size, seed=config.seed or 0, window=config.return_window

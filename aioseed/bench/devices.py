@@ -50,7 +50,7 @@ def measure(bench: DevicesBench, network: str) -> dict[str, object]:
     from aioseed.spec import EnvSpec
 
     shape, dtype, actions = NETWORK_SPECS[network]
-    spec = EnvSpec(observation_shape=shape, observation_dtype=dtype, num_actions=actions)
+    spec = EnvSpec(observation_shape=shape, observation_dtype=dtype, action_space=actions)
     config = ImpalaConfig(network=network)
     many = place(bench.devices)
     one = ImpalaAgent(spec, config, Replicas(many.training[:1]), seed=0)

@@ -25,7 +25,7 @@ from aioseed.proto import aioseed_pb2 as pb
 from aioseed.server.batching.batcher import BatcherConfig
 from aioseed.spec import EnvSpec
 
-SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)
+SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", action_space=2)
 METHOD = "/aioseed.v1.Learner/Act"
 WARMUP_S = 1.0
 

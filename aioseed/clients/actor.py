@@ -26,6 +26,7 @@ import numpy as np
 import structlog
 import tenacity
 
+from aioseed.action_space import decode
 from aioseed.clients.env_group import EnvGroup
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig
@@ -299,7 +300,11 @@ class Actor:
             reply = await call.read()
             if reply is grpc.aio.EOF:
                 await raise_status(call)
-            group.step(np.frombuffer(reply.actions.actions, "<i4"))
+            try:
+                actions = decode(self.spec.action_space, reply.actions.actions, len(slots))
+            except ValueError as exc:
+                raise ActorError(f"the learner sent unusable actions: {exc}") from None
+            group.step(actions)
         await call.done_writing()
         await call.code()  # the learner ends the stream: a clean end, not a cancel
 

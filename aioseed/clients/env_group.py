@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
+from aioseed.action_space import for_env
 from aioseed.clients.clips import ClipRecorder
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.spec import EnvSpec
@@ -66,7 +67,7 @@ class EnvGroup:
 
     def step(self, actions: np.ndarray) -> None:
         resetting = self.flags != 0  # these envs autoreset in this step and ignore their action
-        observations, rewards, terminated, truncated, _ = self.envs.step(actions.astype(np.int64))
+        observations, rewards, terminated, truncated, _ = self.envs.step(for_env(self.spec.action_space, actions))
         self.steps += int(len(resetting) - resetting.sum())
         self.observations = np.ascontiguousarray(observations, self.spec.dtype)
         self.rewards = np.asarray(rewards, "<f4")

@@ -20,6 +20,7 @@ import grpc
 import numpy as np
 import structlog
 
+from aioseed.action_space import clip
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.policy import ImpalaPolicy
 from aioseed.clients.actor import Actor, ActorConfig, ActorError, raise_status, run_actor
@@ -159,7 +160,7 @@ def collect(acting: Acting, group: EnvGroup) -> tuple[Unroll, list[float], list[
         result = acting.step(group.rows(envs))
         if result.invalid.any():
             raise ActorError("the policy's outputs are non-finite: the learner's parameters are broken")
-        group.step(result.actions)
+        group.step(clip(group.spec.action_space, result.actions)[0])
         returns += result.boundaries.episode_returns.tolist()
         lengths += result.boundaries.episode_lengths.tolist()
         if result.unrolls is not None:

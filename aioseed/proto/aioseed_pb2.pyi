@@ -7,16 +7,30 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EnvSpec(_message.Message):
-    __slots__ = ("observation_shape", "observation_dtype", "num_actions", "frames_per_step")
+    __slots__ = ("observation_shape", "observation_dtype", "num_actions", "frames_per_step", "action_box", "action_nvec")
     OBSERVATION_SHAPE_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_DTYPE_FIELD_NUMBER: _ClassVar[int]
     NUM_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     FRAMES_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    ACTION_BOX_FIELD_NUMBER: _ClassVar[int]
+    ACTION_NVEC_FIELD_NUMBER: _ClassVar[int]
     observation_shape: _containers.RepeatedScalarFieldContainer[int]
     observation_dtype: str
     num_actions: int
     frames_per_step: int
-    def __init__(self, observation_shape: _Optional[_Iterable[int]] = ..., observation_dtype: _Optional[str] = ..., num_actions: _Optional[int] = ..., frames_per_step: _Optional[int] = ...) -> None: ...
+    action_box: BoxSpace
+    action_nvec: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, observation_shape: _Optional[_Iterable[int]] = ..., observation_dtype: _Optional[str] = ..., num_actions: _Optional[int] = ..., frames_per_step: _Optional[int] = ..., action_box: _Optional[_Union[BoxSpace, _Mapping]] = ..., action_nvec: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class BoxSpace(_message.Message):
+    __slots__ = ("shape", "low", "high")
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    LOW_FIELD_NUMBER: _ClassVar[int]
+    HIGH_FIELD_NUMBER: _ClassVar[int]
+    shape: _containers.RepeatedScalarFieldContainer[int]
+    low: _containers.RepeatedScalarFieldContainer[float]
+    high: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, shape: _Optional[_Iterable[int]] = ..., low: _Optional[_Iterable[float]] = ..., high: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class Hello(_message.Message):
     __slots__ = ("spec", "num_envs", "run_ids", "previous_slots", "actor_name", "evaluation")

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from aioseed.algos.impala.agent import ImpalaAgent
-from aioseed.algos.networks import ImpalaResNetPolicyValue, MLPPolicyValue, NatureCNNPolicyValue, build_policy_value
 from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.algos.networks import ImpalaResNetPolicyValue, MLPPolicyValue, NatureCNNPolicyValue, build_policy_value
 from aioseed.spec import EnvSpec
 
-PONG = EnvSpec(observation_shape=(4, 84, 84), observation_dtype="uint8", num_actions=6)
-SMM = EnvSpec(observation_shape=(72, 96, 16), observation_dtype="uint8", num_actions=19)  # stacked Super Mini Map
+PONG = EnvSpec(observation_shape=(4, 84, 84), observation_dtype="uint8", action_space=6)
+SMM = EnvSpec(observation_shape=(72, 96, 16), observation_dtype="uint8", action_space=19)  # stacked Super Mini Map
 
 
 def _batch(agent: ImpalaAgent, steps: int, size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -61,5 +61,5 @@ def test_auto_picks_seeds_football_resnet_for_channels_last_maps_and_the_nature_
     assert isinstance(smm, ImpalaResNetPolicyValue) and smm.channels_last and len(smm.stages.layers) == 4
     assert [stage.conv.filters for stage in smm.stages.layers] == [16, 32, 32, 32]
     assert isinstance(build_policy_value(PONG, "auto"), NatureCNNPolicyValue)
-    simple115 = EnvSpec(observation_shape=(115,), observation_dtype="float32", num_actions=19)
+    simple115 = EnvSpec(observation_shape=(115,), observation_dtype="float32", action_space=19)
     assert isinstance(build_policy_value(simple115, "auto"), MLPPolicyValue)

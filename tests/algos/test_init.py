@@ -9,8 +9,8 @@ from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.policy import ImpalaPolicy
 from aioseed.spec import EnvSpec
 
-VECTOR = EnvSpec(observation_shape=(8,), observation_dtype="float32", num_actions=3)
-PONG = EnvSpec(observation_shape=(4, 84, 84), observation_dtype="uint8", num_actions=6)
+VECTOR = EnvSpec(observation_shape=(8,), observation_dtype="float32", action_space=3)
+PONG = EnvSpec(observation_shape=(4, 84, 84), observation_dtype="uint8", action_space=6)
 
 
 def _orthogonality_error(kernel: np.ndarray, gain: float) -> float:

@@ -13,7 +13,7 @@ from aioseed.algos.r2d2.agent import R2D2Agent
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.spec import EnvSpec
 
-FRAMES = EnvSpec(observation_shape=(4, 84, 84), observation_dtype="uint8", num_actions=6)
+FRAMES = EnvSpec(observation_shape=(4, 84, 84), observation_dtype="uint8", action_space=6)
 T, B = 3, 2
 
 

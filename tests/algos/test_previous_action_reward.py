@@ -9,7 +9,7 @@ from aioseed.algos.impala.agent import PREVIOUS_ACTION, ImpalaAgent
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.spec import EnvSpec
 
-SPEC = EnvSpec(observation_shape=(5,), observation_dtype="float32", num_actions=3)
+SPEC = EnvSpec(observation_shape=(5,), observation_dtype="float32", action_space=3)
 T, B = 12, 4
 
 

@@ -9,7 +9,7 @@ from aioseed.algos.r2d2.agent import R2D2Agent
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.spec import EnvSpec
 
-SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=3)
+SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", action_space=3)
 
 
 def test_epsilon_schedule_is_apex_per_slot() -> None:

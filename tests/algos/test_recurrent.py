@@ -8,7 +8,7 @@ from aioseed.algos.impala.agent import ImpalaAgent
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.spec import EnvSpec
 
-SPEC = EnvSpec(observation_shape=(5,), observation_dtype="float32", num_actions=3)
+SPEC = EnvSpec(observation_shape=(5,), observation_dtype="float32", action_space=3)
 T, B = 14, 4
 
 

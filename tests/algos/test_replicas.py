@@ -19,7 +19,7 @@ from aioseed.server.training.checkpoint import Checkpointer
 from aioseed.server.training.trainer import Progress
 from aioseed.spec import EnvSpec
 
-SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=3)
+SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", action_space=3)
 ONE, TWO = ("/CPU:0",), ("/CPU:0", "/CPU:1")
 T, B = 6, 8
 ADAM_EPSILON = 1e-4

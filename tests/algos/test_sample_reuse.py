@@ -13,7 +13,7 @@ from aioseed.server.training.trainer import Trainer, TrainingConfig
 from aioseed.server.trajectories.source import UnrollQueue
 from aioseed.spec import EnvSpec
 
-SPEC = EnvSpec(observation_shape=(3,), observation_dtype="float32", num_actions=2)
+SPEC = EnvSpec(observation_shape=(3,), observation_dtype="float32", action_space=2)
 T, B = 5, 6
 
 

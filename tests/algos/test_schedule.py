@@ -11,7 +11,7 @@ from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.schedule import schedule_factor
 from aioseed.spec import EnvSpec
 
-SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)
+SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", action_space=2)
 
 
 def test_schedule_factors() -> None:

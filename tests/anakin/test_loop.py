@@ -14,7 +14,7 @@ from aioseed.anakin.envs import CartPole, Catch
 from aioseed.anakin.loop import Anakin
 from aioseed.spec import EnvSpec
 
-SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)
+SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", action_space=2)
 
 
 def test_a_truncated_episode_learns_its_bootstrap_value_and_reports_the_env_return() -> None:
@@ -42,5 +42,5 @@ def test_reward_clipping_with_a_truncating_env_is_refused() -> None:
     with pytest.raises(ValueError, match="reward clipping would clip it"):
         Anakin(CartPole(), agent, envs=4, unroll_length=3, batch_size=4)
     catch = Catch()
-    spec = EnvSpec(observation_shape=catch.observation_shape, observation_dtype="uint8", num_actions=3)
+    spec = EnvSpec(observation_shape=catch.observation_shape, observation_dtype="uint8", action_space=3)
     Anakin(catch, ImpalaAgent(spec, ImpalaConfig(reward_clipping="abs"), seed=0), envs=4, unroll_length=3, batch_size=4)

@@ -10,7 +10,7 @@ from aioseed.envs.registry import make_vector_env
 from aioseed.spec import EnvSpec
 from aioseed.types import FINAL, TERMINATED, TRUNCATED
 
-CARTPOLE = EnvSpec(observation_shape=(4,), observation_dtype="float32", num_actions=2)
+CARTPOLE = EnvSpec(observation_shape=(4,), observation_dtype="float32", action_space=2)
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Acrobot-v1"])  # NumPy-vectorized and SyncVectorEnv

@@ -13,7 +13,6 @@ import grpc
 import numpy as np
 import pytest
 from playwright.async_api import Page, async_playwright
-
 from tests.conftest import small_config
 from tests.waiting import until
 from tests.wire import CARTPOLE, Stream, hello, refused, steps
@@ -125,7 +124,7 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
             assert "update(s) skipped: non-finite loss or gradients" in await page.inner_text("#nonfinite")
             # Refused calls are counted on the page: a hello with the wrong spec is FAILED_PRECONDITION.
             async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
-                wrong = dataclasses.replace(CARTPOLE, num_actions=7)
+                wrong = dataclasses.replace(CARTPOLE, action_space=7)
                 assert (await refused(channel, hello(1, wrong))).code() == grpc.StatusCode.FAILED_PRECONDITION
             await until(_text_contains(page, "#counters", "refused 1 calls"), "the refusal counted on the page")
             SCREENSHOTS.mkdir(exist_ok=True)

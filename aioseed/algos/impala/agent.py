@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -9,6 +10,8 @@ import numpy as np
 import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED, no_callback
+from aioseed.algos.distributions import Distribution
+from aioseed.algos.normalization import RewardScaler, RunningNormalizer
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import (
     Diagnostics,
@@ -28,17 +31,18 @@ from aioseed.spec import EnvSpec
 
 
 def unroll_extras(
-    first_previous_action: tf.Tensor, actions: tf.Tensor, rewards: tf.Tensor, starts: tf.Tensor, num_actions: int
+    first_previous_action: tf.Tensor, actions: tf.Tensor, rewards: tf.Tensor, starts: tf.Tensor, distribution: Distribution
 ) -> tf.Tensor:
     """The inference-time extras of every step of ``[T + 1, B]`` unrolls.
 
     Args:
-      first_previous_action: <float32>[B, A] the previous action stored with each unroll's first step.
-      actions: <int32>[T + 1, B] a_t.
+      first_previous_action: <float32>[B, F] the previous action's features stored with each unroll's first step.
+      actions: [T + 1, B, ...] a_t as stored.
       rewards: <float32>[T + 1, B] the (clipped) reward leading to step t.
       starts: <bool>[T + 1, B] an episode starts at step t: previous action and reward are zero there.
+      distribution: turns an action into its features (one-hot for categoricals).
     """
-    previous = tf.concat([first_previous_action[None], tf.one_hot(actions[:-1], num_actions, dtype=tf.float32)], 0)
+    previous = tf.concat([first_previous_action[None], distribution.features(actions[:-1])], 0)
     keep = 1.0 - tf.cast(starts, tf.float32)
     # Step 0's stored previous action was already zeroed at inference where it started an episode.
     previous = previous * tf.concat([tf.ones_like(keep[:1]), keep[1:]], 0)[..., None]
@@ -101,6 +105,9 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
                 momentum=config.rmsprop_momentum,
             )
             self.init_learning_rate(config.learning_rate, config.lr_schedule, config.lr_frames, config.lr_final_fraction)
+        base = getattr(self.network, "base", self.network)  # an LSTM core wraps the torso
+        self._normalizer: RunningNormalizer | None = getattr(base, "normalizer", None)
+        self._reward_scaler = RewardScaler(config.discount, config.scaled_reward_clip) if config.scale_rewards else None
         self._state_axes = {name: 0 for name in self.policy.state_names}
         compile_options = {"jit_compile": config.jit_compile, "reduce_retracing": True}
         self._train = tf.function(self.update, **compile_options)
@@ -115,6 +122,11 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         """One pass: one update. Sample reuse: ``epochs`` x ``minibatches`` updates (metrics averaged;
         ``SKIPPED`` counts the updates not applied). ``on_update`` is called after each applied update."""
         columns = {name: batch[name] for name in (*COLUMNS, *self.policy.state_names)}
+        if self._normalizer is not None:  # steps 1..T: step 0 repeats the previous unroll's last
+            observations = columns["observation"][1:]
+            self._normalizer.update(observations.reshape(-1, math.prod(observations.shape[2:])))
+        if self._reward_scaler is not None:
+            columns["reward"] = self._reward_scaler.scale(columns["reward"], columns["done"], batch["slot"])
         if not self.config.reuses_samples:
             metrics = {name: float(value) for name, value in self._train(self._split(columns)).items()}
             if not metrics[SKIPPED]:
@@ -149,7 +161,10 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         return self.replicas.split(columns, self._state_axes)
 
     def checkpoint_objects(self) -> dict[str, Any]:
-        return {"network": self.network, "optimizer": self.optimizer, "base_learning_rate": self.base_learning_rate}
+        objects = {"network": self.network, "optimizer": self.optimizer, "base_learning_rate": self.base_learning_rate}
+        if self._reward_scaler is not None:
+            objects["reward_scaler"] = self._reward_scaler
+        return objects
 
     def _unroll(self, inputs: Mapping[str, tf.Tensor], rewards: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """Logits and values of ``[T + 1, B]`` unrolls, replaying inference's inputs and state resets
@@ -159,7 +174,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         core = {name: inputs[name] for name in self.network.state_shapes()}
         extras = None
         if self.config.previous_action_reward:
-            extras = unroll_extras(inputs[PREVIOUS_ACTION], inputs["action"], rewards, starts, self.spec.num_actions)
+            extras = unroll_extras(inputs[PREVIOUS_ACTION], inputs["action"], rewards, starts, self.distribution)
         return self.network.unroll(inputs["observation"], core, starts, extras)
 
     def update(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
@@ -188,6 +203,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
             lambda_=c.lambda_,
             normalize_advantages=c.normalize_advantages,
             cross_replica_sum=replica_sum,
+            distribution=self.distribution,
         )
         return losses.total, {**self._loss_metrics(losses), **diagnostic_metrics(losses.diagnostics)}, {}
 
@@ -227,11 +243,18 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
             lambda_=c.lambda_,
             clip_rho_threshold=c.clip_rho_threshold,
             clip_pg_rho_threshold=c.clip_pg_rho_threshold,
+            distribution=self.distribution,
         )
-        log_policy = tf.nn.log_softmax(logits[:-1])
-        log_probs = tf.reduce_sum(log_policy * tf.one_hot(actions[:-1], self.spec.num_actions), -1)
+        log_probs = self.distribution.log_prob(logits[:-1], actions[:-1])
         drift = diagnostics(
-            logits[:-1], values[:-1], inputs["logits"][:-1], actions[:-1], result.value_targets, result.valid, replica_sum
+            logits[:-1],
+            values[:-1],
+            inputs["logits"][:-1],
+            actions[:-1],
+            result.value_targets,
+            result.valid,
+            replica_sum,
+            self.distribution,
         )
         rows = {
             "log_probs": log_probs,
@@ -278,5 +301,6 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
             clip_epsilon=c.ppo_clip,
             baseline_cost=c.baseline_cost,
             entropy_cost=c.entropy_cost,
+            distribution=self.distribution,
         )
         return losses.total, self._loss_metrics(losses), {}

@@ -65,6 +65,18 @@ class ImpalaConfig:
     """Threshold of ``abs`` clipping."""
     normalize_advantages: bool = False
     """Scale the policy-gradient advantages to mean 0 and std 1 over each (mini)batch, as PPO implementations do."""
+    normalize_observations: bool = False
+    """Vector observations: the MLP sees them shifted and scaled by the running mean and variance of every
+    observation trained on, clipped to +-observation_clip (``aioseed.algos.normalization``; checkpointed, and
+    sent to IMPALA actors with the weights). CleanRL's PPO for MuJoCo does this."""
+    observation_clip: float = 10.0
+    """Bound of normalised observations."""
+    scale_rewards: bool = False
+    """Divide the rewards the loss sees by the running standard deviation of each env's discounted return, then
+    clip them to +-scaled_reward_clip (gymnasium's NormalizeReward, on the learner). CleanRL's PPO for MuJoCo
+    does this; returns in logs and the console stay unscaled."""
+    scaled_reward_clip: float = 10.0
+    """Bound of scaled rewards."""
 
     # Sample reuse (PPO-style; the defaults are plain IMPALA: one pass, one update per batch)
     targets: Literal["vtrace", "gae"] = "vtrace"
@@ -106,6 +118,11 @@ class ImpalaConfig:
     lstm_size: int = 0
     """Units of an LSTM core between the torso and the heads (0: feedforward). The learner keeps each
     env's state and stores it with every unroll; training replays the core from it. SEED uses 256."""
+    log_std: Literal["free", "state"] = "free"
+    """Box actions (a tanh-squashed Gaussian): free, one learned log standard deviation per action dimension
+    (state-independent, as CleanRL's PPO); state, a head of the torso's features (as SEED's and SAC's)."""
+    init_log_std: float = 0.0
+    """Box actions: the log standard deviation the policy starts from (the state head's bias)."""
 
     @property
     def reuses_samples(self) -> bool:
@@ -141,6 +158,8 @@ class ImpalaConfig:
             )
         if self.ppo_clip is not None and not 0.0 < self.ppo_clip < 1.0:
             raise ValueError(f"ppo_clip must be in (0, 1) or None, got {self.ppo_clip}")
+        if self.observation_clip <= 0 or self.scaled_reward_clip <= 0:
+            raise ValueError("observation_clip and scaled_reward_clip must be positive")
         if self.reward_clip <= 0:
             raise ValueError(f"reward_clip must be positive, got {self.reward_clip}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:

@@ -17,6 +17,10 @@ from typing import NamedTuple
 import tensorflow as tf
 
 from aioseed.algos import gae, vtrace
+from aioseed.algos.distributions import Categorical, Distribution
+
+CATEGORICAL = Categorical()
+"""The losses' default distribution: a softmax over the logits."""
 
 
 class Diagnostics(NamedTuple):
@@ -87,16 +91,6 @@ def normalize(
     return (advantages - mean) / (tf.sqrt(variance) + epsilon) * valid
 
 
-def _log_probs(logits: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
-    """<float32>[T, B] log pi(a_t | x_t) of the taken actions."""
-    return tf.reduce_sum(tf.nn.log_softmax(logits) * tf.one_hot(actions, tf.shape(logits)[-1], dtype=tf.float32), -1)
-
-
-def _entropy(logits: tf.Tensor) -> tf.Tensor:
-    log_policy = tf.nn.log_softmax(logits)
-    return -tf.reduce_sum(tf.exp(log_policy) * log_policy, -1)
-
-
 def diagnostics(
     logits: tf.Tensor,
     values: tf.Tensor,
@@ -105,6 +99,7 @@ def diagnostics(
     value_targets: tf.Tensor,
     valid: tf.Tensor,
     cross_replica_sum: Callable[[tf.Tensor], tf.Tensor] = _identity,
+    distribution: Distribution = CATEGORICAL,
 ) -> Diagnostics:
     """Policy drift and value fit over the T transitions (gradients stopped).
 
@@ -116,6 +111,7 @@ def diagnostics(
       value_targets: <float32>[T, B] the regression targets of V(x_t).
       valid: <float32>[T, B] 0 for phantom steps.
       cross_replica_sum: as ``normalize``'s: every replica then gets the whole batch's figures.
+      distribution: how the logits (a distribution's parameters) and actions read (``aioseed.algos.distributions``).
     """
     logits, values, behaviour_logits = (tf.stop_gradient(x) for x in (logits, values, behaviour_logits))
     count = tf.maximum(cross_replica_sum(tf.reduce_sum(valid)), 1.0)
@@ -123,9 +119,8 @@ def diagnostics(
     def mean(x: tf.Tensor) -> tf.Tensor:
         return cross_replica_sum(tf.reduce_sum(x * valid)) / count
 
-    log_pi, log_mu = tf.nn.log_softmax(logits), tf.nn.log_softmax(behaviour_logits)
-    kl = tf.reduce_sum(tf.exp(log_mu) * (log_mu - log_pi), -1)
-    rho = tf.exp(_log_probs(logits, actions) - _log_probs(behaviour_logits, actions))
+    kl = distribution.kl(behaviour_logits, logits)
+    rho = tf.exp(distribution.log_prob(logits, actions) - distribution.log_prob(behaviour_logits, actions))
     target_mean = mean(value_targets)
     target_variance = mean(tf.square(value_targets - target_mean))
     errors = value_targets - values
@@ -135,7 +130,7 @@ def diagnostics(
         rho_clipped_mean=mean(tf.minimum(rho, 1.0)),
         rho_below_half=mean(tf.cast(rho < 0.5, tf.float32)),
         explained_variance=1.0 - error_variance / tf.maximum(target_variance, 1e-8),
-        entropy=mean(_entropy(logits)),
+        entropy=mean(distribution.entropy(logits)),
     )
 
 
@@ -153,6 +148,7 @@ def targets(
     lambda_: float = 1.0,
     clip_rho_threshold: float = 1.0,
     clip_pg_rho_threshold: float = 1.0,
+    distribution: Distribution = CATEGORICAL,
 ) -> Targets:
     """Advantages and value targets of the T transitions of ``[T + 1, B]`` unrolls (gradients stopped).
 
@@ -168,7 +164,7 @@ def targets(
         return Targets(result.advantages * valid, result.returns, valid)
     if kind != "vtrace":
         raise ValueError(f"unknown targets {kind!r}; known: vtrace, gae")
-    log_rho_tm1 = _log_probs(logits[:-1], actions[:-1]) - _log_probs(behaviour_logits[:-1], actions[:-1])
+    log_rho_tm1 = distribution.log_prob(logits[:-1], actions[:-1]) - distribution.log_prob(behaviour_logits[:-1], actions[:-1])
     # A phantom step's action never ran: a zero weight makes v_s = V(x_s) there and cuts the trace.
     log_rho_tm1 = tf.where(valid > 0, log_rho_tm1, tf.fill(tf.shape(log_rho_tm1), float("-inf")))
     result = vtrace.from_importance_weights(
@@ -194,6 +190,7 @@ def impala_loss(
     lambda_: float = 1.0,
     normalize_advantages: bool = False,
     cross_replica_sum: Callable[[tf.Tensor], tf.Tensor] = _identity,
+    distribution: Distribution = CATEGORICAL,
 ) -> ImpalaLosses:
     """Policy gradient with V-trace advantages + baseline loss - entropy bonus.
 
@@ -207,6 +204,7 @@ def impala_loss(
       phantom: <bool>[T+1, B] step t is a truncated episode's final observation.
       normalize_advantages: scale the advantages to mean 0, std 1 over the batch's valid steps.
       cross_replica_sum: as ``normalize``'s, when this is one replica's share of the batch.
+      distribution: as ``diagnostics``'.
     Returns:
       Scalar losses, averaged over the T x B steps.
     """
@@ -222,15 +220,16 @@ def impala_loss(
         lambda_=lambda_,
         clip_rho_threshold=clip_rho_threshold,
         clip_pg_rho_threshold=clip_pg_rho_threshold,
+        distribution=distribution,
     )
     advantages = normalize(t.advantages, t.valid, cross_replica_sum=cross_replica_sum) if normalize_advantages else t.advantages
     count = tf.cast(tf.size(t.valid), tf.float32)
-    pg = -tf.reduce_sum(_log_probs(logits[:-1], actions[:-1]) * advantages * t.valid) / count
+    pg = -tf.reduce_sum(distribution.log_prob(logits[:-1], actions[:-1]) * advantages * t.valid) / count
     baseline = 0.5 * tf.reduce_sum(tf.square(t.value_targets - values[:-1]) * t.valid) / count
-    entropy_loss = -tf.reduce_sum(_entropy(logits[:-1]) * t.valid) / count
+    entropy_loss = -tf.reduce_sum(distribution.entropy(logits[:-1]) * t.valid) / count
     total = pg + baseline_cost * baseline + entropy_cost * entropy_loss
     drift = diagnostics(
-        logits[:-1], values[:-1], behaviour_logits[:-1], actions[:-1], t.value_targets, t.valid, cross_replica_sum
+        logits[:-1], values[:-1], behaviour_logits[:-1], actions[:-1], t.value_targets, t.valid, cross_replica_sum, distribution
     )
     return ImpalaLosses(total=total, policy_gradient=pg, baseline=baseline, entropy=entropy_loss, diagnostics=drift)
 
@@ -247,6 +246,7 @@ def clipped_surrogate_loss(
     clip_epsilon: float | None,
     baseline_cost: float,
     entropy_cost: float,
+    distribution: Distribution = CATEGORICAL,
 ) -> SurrogateLosses:
     """PPO's clipped surrogate (Schulman et al. 2017, eq. 7) + baseline loss - entropy bonus.
 
@@ -265,18 +265,19 @@ def clipped_surrogate_loss(
       valid: <float32>[T, B] 0 for phantom steps.
       clip_epsilon: the ratio is clipped to [1 - epsilon, 1 + epsilon] (None: not clipped; the
         importance-weighted policy gradient).
+      distribution: as ``diagnostics``'.
     Returns:
       Scalar losses, averaged over the T x B steps.
     """
     count = tf.cast(tf.size(valid), tf.float32)
-    log_ratio = (_log_probs(logits, actions) - proximal_log_probs) * valid
+    log_ratio = (distribution.log_prob(logits, actions) - proximal_log_probs) * valid
     ratio = tf.exp(log_ratio)
     epsilon = float("inf") if clip_epsilon is None else clip_epsilon
     clipped = tf.clip_by_value(ratio, 1.0 - epsilon, 1.0 + epsilon)
     surrogate = tf.minimum(ratio * advantages, clipped * advantages)
     pg = -tf.reduce_sum(surrogate * valid) / count
     baseline = 0.5 * tf.reduce_sum(tf.square(value_targets - values) * valid) / count
-    entropy_loss = -tf.reduce_sum(_entropy(logits) * valid) / count
+    entropy_loss = -tf.reduce_sum(distribution.entropy(logits) * valid) / count
     valid_count = tf.maximum(tf.reduce_sum(valid), 1.0)
     clip_fraction = tf.reduce_sum(tf.cast(tf.abs(ratio - 1.0) > epsilon, tf.float32) * valid) / valid_count
     approx_kl = tf.reduce_sum(((ratio - 1.0) - log_ratio) * valid) / valid_count

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
+from aioseed.algos import distributions
+from aioseed.algos.distributions import Distribution
 from aioseed.algos.impala.config import ImpalaConfig
-from aioseed.algos.networks import Layers, PolicyValue, build_policy_value
+from aioseed.algos.networks import Layers, PolicyValue, build_policy_value, policy_head
+from aioseed.algos.normalization import RunningNormalizer
 from aioseed.algos.recurrent import RecurrentPolicyValue
 from aioseed.algos.rewards import clip_rewards
 from aioseed.spec import EnvSpec
+from aioseed.types import ENV_ACTION
 
 PREVIOUS_ACTION = "prev_action"
-"""State column of the previous action (one-hot; zero at an episode's start) with ``previous_action_reward``."""
+"""State column of the previous action (``Distribution.features``: one-hot for categoricals; zero at an
+episode's start) with ``previous_action_reward``."""
 
 
 def build_network(spec: EnvSpec, config: ImpalaConfig, precision: str = "float32") -> PolicyValue | RecurrentPolicyValue:
@@ -26,6 +32,8 @@ def build_network(spec: EnvSpec, config: ImpalaConfig, precision: str = "float32
         shared_torso=config.shared_torso or config.lstm_size > 0 or config.previous_action_reward,
         activation=config.activation,
         layers=Layers(config.init, precision),
+        policy=policy_head(distributions.for_space(spec.action_space), config.log_std == "state", config.init_log_std),
+        normalizer=RunningNormalizer((math.prod(spec.observation_shape),), config.observation_clip) if config.normalize_observations else None,
     )
     return RecurrentPolicyValue(base, config.lstm_size) if config.lstm_size else base
 
@@ -36,7 +44,9 @@ def step_extras(previous_action: tf.Tensor, reward: tf.Tensor) -> tf.Tensor:
 
 
 class PolicyModule(tf.Module):
-    """The exported policy: ``act(observations, *state[, reward]) -> {action, logits, value, **next_state}``.
+    """The exported policy: ``act(observations, *state[, reward]) -> {action, logits, value, **next_state}``,
+    plus ``env_action`` (what the env runs) for Box actions, whose ``action`` is the pre-squash sample and
+    ``logits`` the Gaussian's ``[mean, log_std]``.
 
     Feedforward networks have no state. With an LSTM core the state is ``core_h, core_c``;
     with ``previous_action_reward`` it also holds ``prev_action`` (one-hot), and ``reward``
@@ -48,13 +58,12 @@ class PolicyModule(tf.Module):
         super().__init__(name="aioseed_policy")
         self.network = network
         self.observation_shape = tf.constant(spec.observation_shape, tf.int64)
-        self.num_actions = tf.constant(spec.num_actions, tf.int64)
-        self._num_actions = spec.num_actions
+        self.distribution: Distribution = distributions.for_space(spec.action_space)
         self._reward_clipping = (config.reward_clipping, config.reward_clip)
         shapes = dict(network.state_shapes())
         self.extras = config.previous_action_reward
         if self.extras:
-            shapes[PREVIOUS_ACTION] = (spec.num_actions,)
+            shapes[PREVIOUS_ACTION] = (self.distribution.feature_size,)
         self.state_names = tuple(shapes)
         signature = [
             tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype), name="observations"),
@@ -74,16 +83,18 @@ class PolicyModule(tf.Module):
 
     def _with_action(self, out: dict[str, tf.Tensor], action: tf.Tensor) -> dict[str, tf.Tensor]:
         if self.extras:
-            out[PREVIOUS_ACTION] = tf.one_hot(action, self._num_actions, dtype=tf.float32)
+            out[PREVIOUS_ACTION] = self.distribution.features(action)
+        if isinstance(self.distribution, distributions.TanhGaussian):
+            out[ENV_ACTION] = self.distribution.env_action(action)
         return {"action": action, **out}
 
     def _act(self, observations: tf.Tensor, *inputs: tf.Tensor) -> dict[str, tf.Tensor]:
         out = self._forward(observations, inputs)
-        return self._with_action(out, tf.random.categorical(out["logits"], 1, dtype=tf.int32)[:, 0])
+        return self._with_action(out, self.distribution.sample(out["logits"]))
 
     def _greedy(self, observations: tf.Tensor, *inputs: tf.Tensor) -> dict[str, tf.Tensor]:
         out = self._forward(observations, inputs)
-        return self._with_action(out, tf.argmax(out["logits"], -1, output_type=tf.int32))
+        return self._with_action(out, self.distribution.mode(out["logits"]))
 
 
 class ImpalaPolicy:
@@ -106,18 +117,19 @@ class ImpalaPolicy:
         self.config = config
         self._inference_device = inference_device
         self.network = build_network(spec, config, precision)
-        extras = np.zeros((1, spec.num_actions + 1), np.float32) if config.previous_action_reward else None
+        self.distribution: Distribution = distributions.for_space(spec.action_space)
+        extras = np.zeros((1, self.distribution.feature_size + 1), np.float32) if config.previous_action_reward else None
         core = {name: np.zeros((1, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
         self.network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), core, extras)
         self.policy = PolicyModule(self.network, spec, config)
 
     def output_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
-        return {"action": ((), np.int32), "logits": ((self.spec.num_actions,), np.float32)}
+        return {"action": self.distribution.action_column(), "logits": ((self.distribution.params_size,), np.float32)}
 
     def state_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
         columns = {name: (shape, np.float32) for name, shape in self.network.state_shapes().items()}
         if self.config.previous_action_reward:
-            columns[PREVIOUS_ACTION] = ((self.spec.num_actions,), np.float32)
+            columns[PREVIOUS_ACTION] = ((self.distribution.feature_size,), np.float32)
         return columns
 
     def infer(
@@ -134,7 +146,7 @@ class ImpalaPolicy:
             inputs.append(np.zeros(len(observations), np.float32) if rewards is None else np.asarray(rewards, np.float32))
         with tf.device(self._inference_device()):
             out = self.policy.act(observations, *inputs)
-        outputs = {"action": out["action"].numpy(), "logits": out["logits"].numpy()}
+        outputs = {name: out[name].numpy() for name in ("action", "logits", ENV_ACTION) if name in out}
         return outputs, {name: out[name].numpy() for name in self.policy.state_names}
 
     def policy_variables(self) -> list[tf.Variable]:

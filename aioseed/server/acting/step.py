@@ -15,12 +15,13 @@ from typing import Protocol
 
 import numpy as np
 
+from aioseed.action_space import ActionSpace, invalid_actions
 from aioseed.server.acting.core_states import CoreStates
 from aioseed.server.acting.env_table import EnvTable, EpisodeBoundaries
 from aioseed.server.acting.frame_stack import FrameStacker
 from aioseed.server.trajectories.unroll_store import UnrollStore
 from aioseed.spec import EnvSpec
-from aioseed.types import Column, Rows, Step, Unroll, step_columns
+from aioseed.types import Column, Rows, Step, Unroll, env_actions, step_columns
 
 
 class Policy(Protocol):
@@ -86,13 +87,12 @@ class StepResult:
     """The parameter version read before the policy ran (stamped on the batch's steps); -1: none read."""
 
 
-def invalid_rows(outputs: Mapping[str, np.ndarray], num_actions: int) -> np.ndarray:
-    """<bool>[B] rows with a non-finite float output or an action outside ``[0, num_actions)``.
+def invalid_rows(outputs: Mapping[str, np.ndarray], space: ActionSpace) -> np.ndarray:
+    """<bool>[B] rows with a non-finite float output or an action the env cannot run (an index out of range).
 
     Non-finite weights make the policy's logits NaN, and sampling from NaN logits gives any index.
     """
-    action = outputs["action"]
-    invalid = (action < 0) | (action >= num_actions)
+    invalid = invalid_actions(space, env_actions(outputs))
     for value in outputs.values():
         if value.dtype.kind == "f":
             invalid |= ~np.isfinite(value.reshape(len(value), -1)).all(axis=1)
@@ -152,7 +152,7 @@ class Acting:
         envs: EnvTable,
         store: UnrollStore,
         version: Callable[[], int],
-        num_actions: int,
+        space: ActionSpace,
         stacker: FrameStacker | None = None,
         states: CoreStates | None = None,
     ) -> None:
@@ -161,7 +161,7 @@ class Acting:
         self._envs = envs
         self._store = store
         self._version = version
-        self._num_actions = num_actions
+        self._space = space
         self._stacker = stacker
         self._states = states or CoreStates({})
         self._per_env_state = threading.Lock()
@@ -194,7 +194,7 @@ class Acting:
             unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, version)
         evaluating = evaluation[boundaries.ended_rows]
         seconds = time.perf_counter() - started
-        return StepResult(outputs["action"], boundaries, unrolls, seconds, invalid, evaluating, call, version)
+        return StepResult(env_actions(outputs), boundaries, unrolls, seconds, invalid, evaluating, call, version)
 
     def redo(self, result: StepResult) -> StepResult:
         """Asks the policy again for ``result``'s rows, after an update (when acting waited for one): their actions,
@@ -214,14 +214,15 @@ class Acting:
             rows["version"] = np.full(int(learn.sum()), version, np.int64)
             self._store.rewrite_last(call.slots[learn], rows)
         seconds = result.seconds + time.perf_counter() - started
-        return dataclasses.replace(result, actions=outputs["action"], invalid=invalid, seconds=seconds, version=version)
+        return dataclasses.replace(result, actions=env_actions(outputs), invalid=invalid, seconds=seconds, version=version)
 
     def _infer(self, call: PolicyCall) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
         """The policy on ``call``: outputs, next state, and the invalid rows (answered as action 0, flagged)."""
         outputs, next_state = self._policy.infer(call.observations, call.state, call.slots, call.evaluation, call.rewards)
-        invalid = invalid_rows(outputs, self._num_actions)
+        invalid = invalid_rows(outputs, self._space)
         if invalid.any():  # stored as action 0; the rows' streams get INTERNAL instead of an action
-            outputs["action"] = np.where(invalid, 0, outputs["action"]).astype(outputs["action"].dtype)
+            action = outputs["action"]
+            outputs["action"] = np.where(invalid.reshape(-1, *[1] * (action.ndim - 1)), 0, action).astype(action.dtype)
         return outputs, next_state, invalid
 
 
@@ -245,4 +246,4 @@ def acting_for(agent: ActingAgent, spec: EnvSpec, unroll_length: int, version: C
         first_step_only=agent.state_columns().keys(),
     )
     stacker = FrameStacker(frame_stack) if frame_stack > 1 else None
-    return Acting(agent, EnvTable(), store, version, agent.spec.num_actions, stacker, CoreStates(agent.state_columns()))
+    return Acting(agent, EnvTable(), store, version, agent.spec.action_space, stacker, CoreStates(agent.state_columns()))

@@ -14,6 +14,7 @@ import grpc
 import numpy as np
 import structlog
 
+from aioseed.action_space import clip, encode
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.batching.batcher import InferenceError
@@ -78,6 +79,8 @@ class LearnerService(pb_grpc.LearnerServicer):
         self._next_stream = 0
         self.handshaking = 0
         """Streams waiting for their hello (they count against ``limits.streams``)."""
+        self.clipped_action_rows = 0
+        """Rows whose Box action was clipped into the box before it was sent."""
 
     def describe_streams(self) -> list[dict[str, Any]]:
         """The connected streams, for the console and /api/actors."""
@@ -123,6 +126,7 @@ class LearnerService(pb_grpc.LearnerServicer):
             "actors/params_stalled": float(self.params_gate.stalled),
             "actors/params_evicted": float(self.params_gate.evicted),
             "actors/upload_bytes_held": float(self._upload_bytes),
+            "actors/clipped_action_rows": float(self.clipped_action_rows),
             **self.refusals.metrics(),
             **({} if self._uploads is None else self._uploads.metrics()),
         }
@@ -162,7 +166,7 @@ class LearnerService(pb_grpc.LearnerServicer):
                         actions = await self._answer(info, rows)
                     except InferenceError as exc:
                         await self._abort(context, grpc.StatusCode.INTERNAL, str(exc), stream=stream_id, actor=info.actor)
-                    yield pb.LearnerMessage(actions=pb.Actions(actions=actions.astype("<i4").tobytes()))
+                    yield pb.LearnerMessage(actions=pb.Actions(actions=encode(self._spec.action_space, actions)))
                     info.awaiting_since = time.monotonic()
             except ProtocolError as exc:
                 refusal = str(exc)
@@ -342,7 +346,9 @@ class LearnerService(pb_grpc.LearnerServicer):
         self._on_latency(time.perf_counter() - submitted)
         info.last_seen = time.time()
         info.steps += len(info.slots)
-        return outputs["action"]
+        actions, clipped = clip(self._spec.action_space, outputs["action"])
+        self.clipped_action_rows += clipped
+        return actions
 
     def _attach(self, peer: str, actor: str, slots: np.ndarray, evaluation: bool) -> tuple[int, StreamInfo]:
         """Registers a stream that holds ``slots``: the console's list, the per-peer count, the batcher's."""

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 
 import numpy as np
 
+from aioseed.action_space import ActionSpace, Discrete, invalid_actions
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.server.transport.params import ParamsPublisher
 from aioseed.server.transport.protocol import ProtocolError, RowBounds, out_of_bounds, shorten
@@ -50,7 +51,7 @@ class UnrollParser:
         per_unroll: Collection[str],
         unroll_length: int,
         slots: np.ndarray,
-        num_actions: int,
+        space: ActionSpace,
         bounds: RowBounds = RowBounds(),
     ) -> None:
         """``columns``: the learner's unroll columns (``aioseed.server.acting.unroll_columns``); ``per_unroll``
@@ -59,7 +60,7 @@ class UnrollParser:
         self._per_unroll = frozenset(per_unroll)
         self._steps = unroll_length + 1
         self._owned = frozenset(slots.tolist())
-        self._num_actions = num_actions
+        self._space = space
         self._bounds = bounds
         self._history = UploadHistory(per_unroll)
         k = len(slots)
@@ -139,14 +140,16 @@ class UnrollParser:
             if bad is not None:
                 raise ProtocolError(f"unrolls observations must be finite with |x| <= {self._bounds.max_abs_observation:g}; unroll {bad}")
         action = arrays["action"]
-        if action.size and not (0 <= action.min() and action.max() < self._num_actions):
-            raise ProtocolError(f"unrolls actions must lie in [0, {self._num_actions})")
+        if action.dtype.kind in "iu" and invalid_actions(self._space, action.reshape(-1, *self._space.row_shape)).any():
+            bound = self._space.n if isinstance(self._space, Discrete) else list(getattr(self._space, "nvec", ()))
+            raise ProtocolError(f"unrolls actions must lie in [0, {bound})")
         version = arrays["version"]
         if version.size and version.min() < 0:
             raise ProtocolError(f"unrolls versions must be >= 0, got {version.min()}")
         for name, array in arrays.items():
             if name not in ("reward", "observation") and array.dtype.kind == "f":
-                bound = MAX_ABS_LOGIT if name == "logits" else math.inf
+                # A Box's stored action is a Gaussian's pre-squash sample, bounded as its parameters are.
+                bound = MAX_ABS_LOGIT if name in ("logits", "action") else math.inf
                 bad = out_of_bounds(array.reshape(count, -1), bound)
                 if bad is not None:
                     raise ProtocolError(f"unrolls column {name} must be finite with |x| <= {bound:g}; unroll {bad}")

@@ -292,7 +292,7 @@ def broken_hellos(draw: st.DrawFn) -> tuple[pb.ActorMessage, grpc.StatusCode]:
         return message, grpc.StatusCode.FAILED_PRECONDITION
     if kind == "spec":
         shape = draw(st.lists(st.integers(1, 9), min_size=1, max_size=3).filter(lambda s: s != [4]))
-        wrong = EnvSpec(observation_shape=tuple(shape), observation_dtype=draw(st.sampled_from(["float32", "uint8"])), num_actions=2)
+        wrong = EnvSpec(observation_shape=tuple(shape), observation_dtype=draw(st.sampled_from(["float32", "uint8"])), action_space=2)
         message.hello.spec.CopyFrom(wrong.to_proto())
         return message, grpc.StatusCode.FAILED_PRECONDITION
     # NumPy parses some of these into structured, object or sub-array dtypes, and raises SyntaxError on ",".
@@ -300,7 +300,7 @@ def broken_hellos(draw: st.DrawFn) -> tuple[pb.ActorMessage, grpc.StatusCode]:
     name = draw(st.one_of(odd, st.text(max_size=8)).filter(lambda t: t != "float32"))
     message.hello.spec.observation_dtype = name
     try:
-        EnvSpec(observation_shape=(4,), observation_dtype=name, num_actions=2)
+        EnvSpec(observation_shape=(4,), observation_dtype=name, action_space=2)
     except ValueError:
         return message, INVALID
     return message, grpc.StatusCode.FAILED_PRECONDITION  # a real dtype, just not the one served

@@ -35,7 +35,7 @@ async def test_a_local_stream_gets_actions_and_shows_like_any_stream(tmp_path, r
 async def test_an_env_with_another_spec_is_refused(tmp_path, running_learner) -> None:
     async with running_learner(small_config(tmp_path)) as learner:
         spec, run_ids, _ = env_groups(ActorConfig(num_envs=2, envs_per_message=2))
-        other = dataclasses.replace(spec, num_actions=3)
+        other = dataclasses.replace(spec, action_space=3)
         with pytest.raises(SpecMismatch, match="the learner serves"):
             learner.open_local(other, run_ids, "wrong")
         assert learner.connected_envs == 0 and learner.actors() == []

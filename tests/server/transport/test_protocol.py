@@ -100,7 +100,7 @@ async def test_bad_message_gets_invalid_argument_and_others_carry_on(running_lea
 async def test_spec_mismatch_gets_failed_precondition_naming_both_specs(running_learner, tmp_path) -> None:
     async with serving(running_learner, tmp_path) as (_, channel, healthy):
         before = healthy.answers
-        wrong = EnvSpec(observation_shape=(5,), observation_dtype="float64", num_actions=3)
+        wrong = EnvSpec(observation_shape=(5,), observation_dtype="float64", action_space=3)
         error = await refused(channel, hello(2, spec=wrong))
         assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
         assert "float64[5], 3 actions" in error.details()

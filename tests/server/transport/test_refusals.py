@@ -31,7 +31,7 @@ async def test_a_learners_refusals_reach_its_metrics(running_learner, tmp_path) 
     async with running_learner(small_config(tmp_path, console={"enabled": False})) as learner:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
             for _ in range(3):
-                error = await refused(channel, hello(1, dataclasses.replace(CARTPOLE, num_actions=7)))
+                error = await refused(channel, hello(1, dataclasses.replace(CARTPOLE, action_space=7)))
                 assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
         metrics = learner._stages.service.metrics()
         assert metrics["refusals/failed_precondition"] == 3.0 and metrics["refusals/total"] == 3.0

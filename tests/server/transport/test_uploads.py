@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import numpy as np
 import pytest
 
+from aioseed.action_space import Discrete
 from aioseed.impala_actor.actor import upload_message
 from aioseed.impala_actor.params import ParamsError, receive_params
 from aioseed.proto import aioseed_pb2 as pb
@@ -28,7 +29,7 @@ SLOTS = np.array([7, 9], np.int32)
 
 
 def parser() -> UnrollParser:
-    return UnrollParser(COLUMNS, ["core_h"], T, SLOTS, num_actions=2, bounds=RowBounds(100.0, 1e6))
+    return UnrollParser(COLUMNS, ["core_h"], T, SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6))
 
 
 def unrolls(count: int = 2) -> dict[str, np.ndarray]:
