@@ -14,6 +14,7 @@ import numpy as np
 import structlog
 
 from aioseed import config_file
+from aioseed.types import env_actions
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -39,7 +40,8 @@ class EvalConfig:
     episodes: int = 10
     """Episodes to run."""
     greedy: bool = False
-    """V-trace: take the most likely action instead of sampling. R2D2: epsilon 0 instead of epsilon."""
+    """V-trace: take the most likely action instead of sampling (Box actions: the squashed mean). R2D2: epsilon 0
+    instead of epsilon."""
     epsilon: float = 0.001
     """R2D2's exploration when not greedy (SEED's evaluation epsilon)."""
     seed: int | None = 0
@@ -169,14 +171,14 @@ def _act(agent: Agent, greedy: bool) -> Act:
     def act(obs: np.ndarray, state: dict[str, np.ndarray], reward: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         extras = [reward] if agent.config.previous_action_reward else []
         out = policy.greedy(obs, *(state[name] for name in policy.state_names), *extras)
-        return out["action"].numpy(), {name: out[name].numpy() for name in policy.state_names}
+        return env_actions(out).numpy(), {name: out[name].numpy() for name in policy.state_names}
 
     return act
 
 
 def _first(result: tuple[dict[str, np.ndarray], dict[str, np.ndarray]]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     outputs, state = result
-    return outputs["action"], state
+    return env_actions(outputs), state
 
 
 def _export(agent: Agent, path: pathlib.Path) -> pathlib.Path:

@@ -115,7 +115,7 @@ async def run_to_return(args: Sequence[str], timeout_s: float = 240) -> tuple[st
     finally:
         run.kill()
     log = "\n".join(run.lines)
-    finished = re.search(r"stop_condition frames=(\d+) mean_return=([\d.]+) reason=return", log)
+    finished = re.search(r"stop_condition frames=(\d+) mean_return=(-?[\d.]+) reason=return", log)
     assert finished, run.log
     assert run.errors() == [], run.log
     return log, int(finished.group(1)), float(finished.group(2))
