@@ -17,7 +17,10 @@ import numpy as np
 import structlog
 
 from aioseed import config_file
+from aioseed.action_space import Discrete
 from aioseed.algos.agent import Agent
+from aioseed.algos.r2d2.config import R2D2Config
+from aioseed.algos.sac.config import SacConfig
 from aioseed.console.server import ConsoleServer
 from aioseed.devices import place
 from aioseed.envs.atari import is_atari
@@ -66,9 +69,17 @@ def learner_specs(config: LearnerConfig) -> tuple[EnvSpec, EnvSpec]:
 def build_agent(config: LearnerConfig, spec: EnvSpec, replicas: Replicas) -> Agent:
     """The agent ``config.agent`` names, for the observations the policy sees, training on ``replicas``."""
     check_batch_shares(config, replicas)
+    if config.agent == "sac":
+        from aioseed.algos.sac.agent import SacAgent
+
+        return SacAgent(spec, config.sac, replicas)
     if config.agent == "r2d2":
         from aioseed.algos.r2d2.agent import R2D2Agent
 
+        if not isinstance(spec.action_space, Discrete):
+            raise ValueError(
+                f"R2D2 learns Q-values of Discrete actions; this env has {spec.action_space.describe()}: use --agent sac or impala"
+            )
         return R2D2Agent(spec, config.r2d2, replicas, config.precision)
     from aioseed.algos.impala.agent import ImpalaAgent
 
@@ -132,13 +143,13 @@ def assemble(
     batcher = Batcher(config.batcher)
     unrolls: asyncio.Queue[Unroll] = asyncio.Queue(config.training.queue_capacity)
     source = build_source(config, agent, unrolls)
-    if checkpointer is not None and isinstance(source, ReplayFeed) and config.r2d2.checkpoint_replay:
+    if checkpointer is not None and isinstance(source, ReplayFeed) and replay_settings(config).checkpoint_replay:
         checkpointer.attach("replay", source.replay)
     server = config.server
     bounds = RowBounds(server.max_abs_reward, server.max_abs_observation)
     uploads = impala_uploads(config, spec, agent, unrolls, bounds, stats, stopping) if config.architecture == "impala" else None
     params = None if uploads is None else uploads.publisher
-    pacing = Pacing(config.training.acting, config.training.batch_size)
+    pacing = pacing_for(config)
     trainer = Trainer(
         config.training,
         agent,
@@ -211,9 +222,28 @@ def build_source(config: LearnerConfig, agent: Agent, unrolls: asyncio.Queue[Unr
     per_unroll = agent.state_columns().keys()
     if not agent.uses_replay:
         return UnrollQueue(unrolls, config.training.batch_size, per_unroll)
-    r2d2 = config.r2d2
-    replay = Replay(r2d2.replay_capacity, r2d2.priority_exponent, r2d2.importance_exponent, seed=config.seed)
-    return ReplayFeed(replay, unrolls, config.training.batch_size, r2d2.min_replay_size, r2d2.replay_ratio, per_unroll)
+    settings = replay_settings(config)
+    if config.agent == "sac":  # uniform: every unroll's priority stays equal, and no importance weights
+        replay = Replay(settings.replay_capacity, 0.0, 0.0, seed=config.seed)
+    else:
+        replay = Replay(settings.replay_capacity, settings.priority_exponent, settings.importance_exponent, seed=config.seed)
+    return ReplayFeed(replay, unrolls, config.training.batch_size, settings.min_replay_size, settings.replay_ratio, per_unroll)
+
+
+def replay_settings(config: LearnerConfig) -> R2D2Config | SacConfig:
+    """The replay's size, ratio and checkpointing, from the config of the agent that trains from it."""
+    return config.sac if config.agent == "sac" else config.r2d2
+
+
+def pacing_for(config: LearnerConfig) -> Pacing:
+    """How far acting may run ahead of training; replay mode credits batch_size / replay_ratio unrolls per
+    train batch after the replay's minimum size."""
+    training = config.training
+    if training.acting != "replay":
+        return Pacing(training.acting, training.batch_size)
+    settings = replay_settings(config)
+    credit = training.batch_size / settings.replay_ratio
+    return Pacing("replay", training.batch_size, credit=credit, start=settings.min_replay_size + credit)
 
 
 def on_batch(stats: Stats, stopping: Stopping, frames_per_step: int) -> Callable[[Batch, StepResult], None]:

@@ -41,7 +41,7 @@ class EvalConfig:
     """Episodes to run."""
     greedy: bool = False
     """V-trace: take the most likely action instead of sampling (Box actions: the squashed mean). R2D2: epsilon 0
-    instead of epsilon."""
+    instead of epsilon. SAC: the squashed mean instead of a sample."""
     epsilon: float = 0.001
     """R2D2's exploration when not greedy (SEED's evaluation epsilon)."""
     seed: int | None = 0
@@ -80,6 +80,8 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     spec = vector_env_spec(env_id, env, _atari(saved))
     if saved.agent == "r2d2":  # evaluation envs act at r2d2.eval_epsilon
         saved = dataclasses.replace(saved, r2d2=dataclasses.replace(saved.r2d2, eval_epsilon=0.0 if config.greedy else config.epsilon))
+    if saved.agent == "sac":  # evaluation envs run sac.evaluation_action
+        saved = dataclasses.replace(saved, sac=dataclasses.replace(saved.sac, evaluation_action="mean" if config.greedy else "sample"))
     agent = build_agent(saved, spec, place(config.device))
     progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()
     if progress is None:
@@ -185,7 +187,7 @@ def _export(agent: Agent, path: pathlib.Path) -> pathlib.Path:
     import tensorflow as tf
 
     if agent.uses_replay:
-        raise ValueError("--export writes V-trace policies; R2D2's Q-network is not exported yet")
+        raise ValueError("--export writes V-trace policies; R2D2's and SAC's networks are not exported yet")
     tf.saved_model.save(agent.policy, str(path), signatures={"serving_default": agent.policy.act, "greedy": agent.policy.greedy})
     log.info("policy_exported", path=str(path))
     return path

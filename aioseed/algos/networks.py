@@ -56,11 +56,13 @@ class Layers:
 # (and never for a target network, which has no optimizer).
 
 
-def _mlp(hidden_sizes: tuple[int, ...], activation: str, layers: Layers) -> keras.Sequential:
+def mlp(hidden_sizes: tuple[int, ...], activation: str, layers: Layers = Layers()) -> keras.Sequential:
+    """Dense layers of ``hidden_sizes``, each followed by ``activation``."""
     return keras.Sequential([layers.dense(size, activation=activation) for size in hidden_sizes])
 
 
-def _flat(observations: tf.Tensor) -> tf.Tensor:
+def flatten_observations(observations: tf.Tensor) -> tf.Tensor:
+    """[B, ...] -> <float32>[B, F]."""
     return tf.reshape(tf.cast(observations, tf.float32), [tf.shape(observations)[0], -1])
 
 
@@ -186,11 +188,11 @@ class MLPPolicyValue(PolicyValue):
         """``normalizer``: scales the flattened observations first (``aioseed.algos.normalization``)."""
         super().__init__(policy, layers, **kwargs)
         self.normalizer = normalizer
-        self.policy_torso = _mlp(hidden_sizes, activation, layers)
-        self.value_torso = None if shared_torso else _mlp(hidden_sizes, activation, layers)
+        self.policy_torso = mlp(hidden_sizes, activation, layers)
+        self.value_torso = None if shared_torso else mlp(hidden_sizes, activation, layers)
 
     def _inputs(self, observations: tf.Tensor) -> tf.Tensor:
-        x = _flat(observations)
+        x = flatten_observations(observations)
         return x if self.normalizer is None else self.normalizer(x)
 
     def call(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.config import R2D2Config
+from aioseed.algos.sac.config import SacConfig
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig
 from aioseed.envs.registry import env_kwargs
@@ -182,11 +183,14 @@ class LearnerConfig:
     stop: StopConfig = StopConfig()
     console: ConsoleConfig = ConsoleConfig()
 
-    agent: Literal["impala", "r2d2"] = "impala"
-    """The algorithm: IMPALA (V-trace) from a bounded unroll queue, or R2D2 from prioritized replay."""
+    agent: Literal["impala", "r2d2", "sac"] = "impala"
+    """The algorithm: IMPALA (V-trace, and PPO-style sample reuse) from a bounded unroll queue, R2D2 from
+    prioritized replay (Discrete actions), or SAC from uniform replay (Box actions)."""
     impala: ImpalaConfig = ImpalaConfig()
     r2d2: R2D2Config = R2D2Config()
     """R2D2's settings: SEED's Atari ones by default; --preset r2d2-cartpole sizes them for CartPole-v1."""
+    sac: SacConfig = SacConfig()
+    """SAC's settings: CleanRL's by default; --preset mujoco-sac sets the training shape for MuJoCo."""
 
     atari: AtariConfig = AtariConfig()
     """Preprocessing of ALE/ ids: defines the spec served (aioseed run's actors use it too)."""
@@ -222,9 +226,12 @@ class LearnerConfig:
             raise ValueError("init_checkpoint needs a logdir (the warm-started run keeps its own checkpoints)")
         if self.architecture == "impala" and (self.agent != "impala" or self.learner_frame_stack != 1):
             raise ValueError("architecture impala trains V-trace (agent impala) on the actors' observations (learner_frame_stack 1)")
-        if self.training.acting != "async" and (self.agent != "impala" or self.architecture != "seed"):
+        acting = self.training.acting
+        if acting == "replay" and self.agent != "sac":
+            raise ValueError("training.acting replay paces acting against SAC's replay ratio (agent sac)")
+        if acting in ("bounded", "synchronous") and (self.agent != "impala" or self.architecture != "seed"):
             raise ValueError(
-                f"training.acting {self.training.acting} paces SEED actors against V-trace's train batches "
+                f"training.acting {acting} paces SEED actors against V-trace's train batches "
                 "(agent impala, architecture seed); R2D2's replay and IMPALA-mode uploads run async"
             )
         if self.learner_frame_stack < 1:

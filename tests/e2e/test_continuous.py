@@ -4,6 +4,7 @@ with Box actions on the wire, and `aioseed eval` runs the squashed mean action."
 from __future__ import annotations
 
 import json
+import re
 
 from tests.processes import Process, run_to_return
 
@@ -47,4 +48,36 @@ async def test_run_learns_pendulum_with_the_tanh_gaussian_ppo_path_then_evaluate
     assert await evaluation.wait(timeout_s=120) == 0, evaluation.log
     result = json.loads(await evaluation.stdout())
     assert result["env"] == "Pendulum-v1" and result["policy"] == "greedy"
+    assert result["mean_return"] >= -400.0, result
+
+
+PENDULUM_SAC = (
+    "--learner.env", "Pendulum-v1",
+    "--learner.agent", "sac",
+    "--num-actors", "1", "--envs-per-actor", "4", "--envs-per-message", "4",
+    "--learner.training.unroll-length", "1",
+    "--learner.training.batch-size", "256",
+    "--learner.training.acting", "replay",
+    "--learner.sac.min-replay-size", "1000",
+    "--learner.seed", "1",
+    "--learner.return-window", "20",
+    "--learner.stop.at-return", "-200",
+    "--learner.stop.after-frames", "30000",
+    "--learner.console.port", "0",
+)
+"""SAC with CleanRL's settings (one update of 256 transitions per env step, held by replay pacing) after
+1,000 transitions. Here it passed -200 after ~8K frames."""
+
+
+async def test_run_learns_pendulum_with_sac_then_evaluates_the_mean_action(tmp_path) -> None:
+    logdir = tmp_path / "run"
+    log, frames, mean_return = await run_to_return(["--learner.logdir", str(logdir), *PENDULUM_SAC], timeout_s=420)
+    assert mean_return >= -200.0, log
+    train_steps = int(re.findall(r"learner_stopped frames=\d+ train_steps=(\d+)", log)[-1])
+    # Replay pacing held about one update per env step (after the first 1,000).
+    assert 0.8 * (frames - 1000) <= train_steps <= frames, log
+    evaluation = await Process(["eval", "--logdir", str(logdir), "--episodes", "5", "--greedy"]).start()
+    assert await evaluation.wait(timeout_s=120) == 0, evaluation.log
+    result = json.loads(await evaluation.stdout())
+    assert result["agent"] == "sac" and result["policy"] == "greedy"
     assert result["mean_return"] >= -400.0, result

@@ -105,6 +105,9 @@ class InferenceLoop:
                 if hold:
                     self._warn_overshoot()
                     await self._pacing.ready()
+                if not self._pacing.redoes:  # off-policy: the answer stands, it only had to wait
+                    self._answer(batch, result)
+                    continue
                 try:
                     result = await loop.run_in_executor(self._executor, self._acting.redo, result)
                 except Exception as exc:
@@ -116,7 +119,7 @@ class InferenceLoop:
             await self._queue(result)
 
     def _warn_overshoot(self) -> None:
-        if self._pacing.allowance < 0:
+        if self._pacing.redoes and self._pacing.allowance < 0:  # replay pacing overshoots by design: its credit is fractional
             log.warning(
                 "acting_overshoot",
                 unrolls=int(-self._pacing.allowance),

@@ -34,7 +34,9 @@ class TrainingConfig:
     for an update; the lag is what the queues hold), bounded (at most one batch ahead: acting overlaps
     training, for GPU learners), or synchronous (PPO: acting stops from the moment a batch is complete
     until its update has applied, so the behaviour policy is the proximal one; batch_size should then be
-    the number of envs, or a multiple, with each actor sending all its envs in one message)."""
+    the number of envs, or a multiple, with each actor sending all its envs in one message); with SAC's
+    replay, replay (acting waits whenever it is a train batch ahead of the replay ratio, so the ratio of
+    updates to env steps holds from both sides)."""
 
     def __post_init__(self) -> None:
         for name in ("unroll_length", "batch_size", "queue_capacity", "prefetch_batches"):

@@ -7,6 +7,10 @@
 - ``synchronous``: acting stops from the moment a train batch is complete until its update has
   applied, as in PPO, so every step of a train batch was acted by the policy that computes its
   targets (the proximal one).
+- ``replay`` (off-policy agents that train from replay): each train batch lets acting complete
+  ``credit`` more unrolls (batch size / replay ratio) beyond a start of ``start`` (the replay's minimum
+  size plus one batch's credit), so that updates per env step hold the replay ratio however fast the
+  actors are. Off-policy steps need no redo: a waiting batch is answered as it was acted.
 
 When acting must wait, the inference batch that made it wait is answered only after the update,
 with actions the updated policy chooses again (``Acting.redo``): its rows are the first steps of
@@ -24,20 +28,25 @@ import asyncio
 import math
 from typing import Literal
 
-ActingMode = Literal["async", "bounded", "synchronous"]
+ActingMode = Literal["async", "bounded", "synchronous", "replay"]
 
 
 class Pacing:
     """Verbs: ``ready`` (wait until acting may go on), ``completed`` unrolls, ``trained`` a batch,
     ``stale`` (a batch acted before the latest update)."""
 
-    def __init__(self, mode: ActingMode, batch_size: int) -> None:
-        """``batch_size``: unrolls per train batch."""
-        if mode not in ("async", "bounded", "synchronous"):
-            raise ValueError(f"unknown acting mode {mode!r}; known: async, bounded, synchronous")
+    def __init__(self, mode: ActingMode, batch_size: int, credit: float | None = None, start: float | None = None) -> None:
+        """``batch_size``: unrolls per train batch. Replay mode: ``credit`` unrolls more per train batch,
+        after ``start`` (both required)."""
+        if mode not in ("async", "bounded", "synchronous", "replay"):
+            raise ValueError(f"unknown acting mode {mode!r}; known: async, bounded, synchronous, replay")
+        if mode == "replay" and (credit is None or start is None or credit <= 0):
+            raise ValueError("replay pacing needs a positive credit per train batch and a start")
         self.mode = mode
         self._batch_size = batch_size
-        self._allowance: float = {"async": math.inf, "bounded": 2 * batch_size, "synchronous": batch_size}[mode]
+        self._credit = batch_size if credit is None else credit
+        starts = {"async": math.inf, "bounded": 2 * batch_size, "synchronous": batch_size, "replay": start}
+        self._allowance: float = starts[mode]
         """Unrolls acting may still complete before it must wait for an update."""
         self._open = asyncio.Event()
         self._open.set()
@@ -48,6 +57,11 @@ class Pacing:
     def paced(self) -> bool:
         """Acting waits for training (bounded or synchronous), so batches are judged one at a time."""
         return self.mode != "async"
+
+    @property
+    def redoes(self) -> bool:
+        """A batch that waited for an update is acted again by the updated policy (on-policy modes)."""
+        return self.mode in ("bounded", "synchronous")
 
     @property
     def allowance(self) -> float:
@@ -73,11 +87,11 @@ class Pacing:
         complete one more batch of unrolls."""
         if self.paced:
             self._trained_version = version
-            self._allowance += self._batch_size
+            self._allowance += self._credit
             if self._allowance > 0:
                 self._open.set()
 
     def stale(self, version: int) -> bool:
         """Whether steps acted at ``version`` predate the latest train batch's updates (paced modes only),
         so that acting would run further ahead of training than its mode allows."""
-        return self.paced and version < self._trained_version
+        return self.redoes and version < self._trained_version

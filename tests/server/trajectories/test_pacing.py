@@ -51,6 +51,22 @@ async def test_bounded_acting_runs_one_batch_ahead() -> None:
     assert not await _blocks(pacing)
 
 
+async def test_replay_acting_holds_the_replay_ratio_and_never_redoes() -> None:
+    """256 unrolls a batch at a ratio of 128: each train batch lets acting insert 2 more, after the minimum."""
+    pacing = Pacing("replay", batch_size=256, credit=256 / 128, start=10 + 2)
+    assert not pacing.redoes
+    assert not pacing.completed(8) and not await _blocks(pacing)
+    assert pacing.completed(8) and await _blocks(pacing)  # 16 inserted of 12 allowed: wait
+    for version in (1, 2):  # 4 over: two train batches pay it back, the third lets acting on
+        pacing.trained(version)
+        assert await _blocks(pacing)
+    pacing.trained(version=3)
+    assert not await _blocks(pacing) and pacing.allowance == 2
+    assert not pacing.stale(0)  # off-policy: a batch acted before an update stands
+    with pytest.raises(ValueError, match="credit"):
+        Pacing("replay", batch_size=256)
+
+
 def test_a_batch_acted_before_the_latest_update_is_stale_in_paced_modes_only() -> None:
     bounded, free = Pacing("bounded", batch_size=4), Pacing("async", batch_size=4)
     for pacing in (bounded, free):

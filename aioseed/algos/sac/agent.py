@@ -1,0 +1,198 @@
+"""The SAC agent: central inference samples squashed actions for every actor's rows; the train step updates
+the twin critics, the policy and the temperature on transitions replayed uniformly on the learner."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from aioseed.action_space import Box
+from aioseed.algos.agent import SKIPPED, no_callback
+from aioseed.algos.distributions import TanhGaussian
+from aioseed.algos.optimizer import adam, apply_finite_gradients
+from aioseed.algos.replicas import Replicas
+from aioseed.algos.sac import loss
+from aioseed.algos.sac.config import SacConfig
+from aioseed.algos.sac.networks import GaussianActor, TwinQ
+from aioseed.spec import EnvSpec
+from aioseed.types import ENV_ACTION, Column
+
+COLUMNS = ("observation", "action", "reward", "done", "phantom")
+"""The unroll columns a train step reads (time-major ``[T + 1, B, ...]``)."""
+
+
+class SacNetworks(keras.layers.Layer):
+    """The policy and the twin critics (checkpointed as ``network``; ``target_network`` holds the targets)."""
+
+    def __init__(self, size: int, config: SacConfig) -> None:
+        super().__init__(name="sac")
+        self.actor = GaussianActor(size, config.hidden_sizes, config.activation)
+        self.critics = TwinQ(config.hidden_sizes, config.activation, name="critics")
+
+
+class SacAgent:
+    """Implements ``aioseed.algos.agent.Agent`` for Box actions, trained from replay (``uses_replay``)."""
+
+    uses_replay = True
+    burn_in = 0
+
+    def __init__(self, spec: EnvSpec, config: SacConfig, replicas: Replicas | None = None) -> None:
+        if not isinstance(spec.action_space, Box):
+            raise ValueError(f"SAC acts in a Box action space; this env has {spec.action_space.describe()}: use --agent impala")
+        self.spec = spec
+        self.config = config
+        self.replicas = replicas or Replicas()
+        if self.replicas.count > 1:
+            raise ValueError("SAC trains on one device; name one training device")
+        box = spec.action_space
+        self.distribution = TanhGaussian(box.size, box.low, box.high)
+        self.target_entropy = -float(box.size) if config.target_entropy is None else config.target_entropy
+        with self.replicas.scope():
+            self.network = SacNetworks(box.size, config)
+            self.target_network = TwinQ(config.hidden_sizes, config.activation, name="target_critics")
+            observations = np.zeros((1, *spec.observation_shape), spec.observation_dtype)
+            actions = np.zeros((1, box.size), np.float32)
+            self.network.actor(observations)
+            for critics in (self.network.critics, self.target_network):
+                critics(observations, actions)
+            loss.polyak(self.target_network.weights, self.network.critics.weights, 1.0)
+            self.log_alpha = tf.Variable(math.log(config.initial_alpha), dtype=tf.float32, name="log_alpha")
+            self.actor_optimizer = adam(config.learning_rate, config.adam_epsilon, config.max_grad_norm, self.network.actor.trainable_variables)
+            self.critic_optimizer = adam(
+                config.critic_learning_rate, config.adam_epsilon, config.max_grad_norm, self.network.critics.trainable_variables
+            )
+            self.alpha_optimizer = adam(config.alpha_learning_rate, config.adam_epsilon, None, [self.log_alpha])
+            self.base_learning_rate = tf.Variable(config.learning_rate, trainable=False, dtype=tf.float32, name="base_learning_rate")
+        rows = tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype))
+        self._act = tf.function(self._act_step, input_signature=[rows, tf.TensorSpec([None], tf.bool)])
+        self._train = tf.function(self._update, reduce_retracing=True)
+
+    def output_columns(self) -> Mapping[str, Column]:
+        return {"action": self.distribution.action_column()}
+
+    def state_columns(self) -> Mapping[str, Column]:
+        return {}
+
+    def infer(
+        self,
+        observations: np.ndarray,
+        state: Mapping[str, np.ndarray],
+        slots: np.ndarray | None = None,
+        evaluation: np.ndarray | None = None,
+        rewards: np.ndarray | None = None,
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """A sampled action per row (evaluation rows: ``SacConfig.evaluation_action``); ``action`` keeps the
+        pre-squash sample, ``env_action`` is what the env runs."""
+        mean_rows = np.zeros(len(observations), bool) if evaluation is None else np.asarray(evaluation, bool)
+        if self.config.evaluation_action == "sample":
+            mean_rows = np.zeros_like(mean_rows)
+        with tf.device(self.replicas.inference_device()):
+            action, env_action = self._act(observations, mean_rows)
+        return {"action": action.numpy(), ENV_ACTION: env_action.numpy()}, {}
+
+    def _act_step(self, observations: tf.Tensor, mean_rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        params = self.network.actor(observations)
+        u = tf.where(mean_rows[:, None], self.distribution.mode(params), self.distribution.sample(params))
+        return u, self.distribution.env_action(u)
+
+    @property
+    def alpha(self) -> float:
+        return float(tf.exp(self.log_alpha).numpy())
+
+    def train_step(self, batch: Mapping[str, np.ndarray], on_update: Callable[[], None] = no_callback) -> dict[str, Any]:
+        """One update of the critics, the policy and the temperature on the batch's T x B transitions, then the
+        targets' Polyak step. Returns metrics and ``priorities`` (ones: the replay samples uniformly)."""
+        out = self._train({name: batch[name] for name in COLUMNS})
+        metrics: dict[str, Any] = {name: float(value) for name, value in out.items()}
+        if not metrics[SKIPPED]:
+            on_update()
+        metrics["priorities"] = np.ones(batch["action"].shape[1], np.float32)
+        return metrics
+
+    def _sample(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """A reparameterised pre-squash sample for each row, and its log-probability (tanh-corrected)."""
+        params = self.network.actor(observations)
+        u = self.distribution.sample(params)
+        return u, self.distribution.log_prob(params, u)
+
+    def _update(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
+        c = self.config
+        data = loss.transitions(
+            inputs["observation"], inputs["action"], inputs["reward"], inputs["done"], inputs["phantom"], c.discount
+        )
+        critics, actor = self.network.critics, self.network.actor
+        alpha = tf.exp(self.log_alpha)
+        next_u, next_log_prob = self._sample(data.next_observation)
+        targets = loss.soft_targets(data.reward, data.discount, *self.target_network(data.next_observation, tf.tanh(next_u)), next_log_prob, alpha)
+        with tf.GradientTape() as tape:
+            q1, q2 = critics(data.observation, tf.tanh(data.action))
+            critic_loss = loss.critic_loss(q1, q2, targets, data.valid)
+        critic_norm, skipped = apply_finite_gradients(
+            self.critic_optimizer, critic_loss, tape.gradient(critic_loss, critics.trainable_variables), critics.trainable_variables
+        )
+        with tf.GradientTape() as tape:
+            u, log_prob = self._sample(data.observation)
+            actor_loss = loss.actor_loss(log_prob, *critics(data.observation, tf.tanh(u)), alpha, data.valid)
+        actor_norm, actor_skipped = apply_finite_gradients(
+            self.actor_optimizer, actor_loss, tape.gradient(actor_loss, actor.trainable_variables), actor.trainable_variables
+        )
+        alpha_loss = tf.constant(0.0)
+        if c.autotune_alpha:
+            with tf.GradientTape() as tape:
+                alpha_loss = loss.temperature_loss(self.log_alpha, log_prob, self.target_entropy, data.valid)
+            apply_finite_gradients(self.alpha_optimizer, alpha_loss, tape.gradient(alpha_loss, [self.log_alpha]), [self.log_alpha])
+        loss.polyak(self.target_network.weights, critics.weights, c.tau)
+        return {
+            "losses/total": critic_loss + actor_loss,
+            "losses/critic": critic_loss,
+            "losses/actor": actor_loss,
+            "losses/alpha": alpha_loss,
+            "losses/grad_norm": critic_norm,
+            "losses/actor_grad_norm": actor_norm,
+            "sac/alpha": alpha,
+            "sac/q_mean": loss.masked_mean(tf.minimum(q1, q2), data.valid),
+            "sac/target_mean": loss.masked_mean(targets, data.valid),
+            "policy/entropy": -loss.masked_mean(log_prob, data.valid),
+            SKIPPED: tf.maximum(skipped, actor_skipped),
+        }
+
+    def set_progress(self, frames: int) -> None:
+        """SAC's rates have no schedule; this applies the base rate (restored from a checkpoint, or set)."""
+        self._apply_learning_rate()
+
+    def set_learning_rate(self, value: float) -> None:
+        """Sets the policy's rate; the critics' and the temperature's keep their configured ratio to it."""
+        if not value > 0:
+            raise ValueError(f"learning_rate must be positive, got {value}")
+        self.base_learning_rate.assign(value)
+        self._apply_learning_rate()
+
+    def _apply_learning_rate(self) -> None:
+        scale = self.learning_rate / self.config.learning_rate
+        self.actor_optimizer.learning_rate = self.config.learning_rate * scale
+        self.critic_optimizer.learning_rate = self.config.critic_learning_rate * scale
+        self.alpha_optimizer.learning_rate = self.config.alpha_learning_rate * scale
+
+    @property
+    def learning_rate(self) -> float:
+        return float(self.base_learning_rate.numpy())
+
+    @property
+    def current_learning_rate(self) -> float:
+        return float(keras.ops.convert_to_numpy(self.actor_optimizer.learning_rate))
+
+    def checkpoint_objects(self) -> dict[str, Any]:
+        return {
+            "network": self.network,
+            "target_network": self.target_network,
+            "actor_optimizer": self.actor_optimizer,
+            "critic_optimizer": self.critic_optimizer,
+            "alpha_optimizer": self.alpha_optimizer,
+            "log_alpha": self.log_alpha,
+            "base_learning_rate": self.base_learning_rate,
+        }

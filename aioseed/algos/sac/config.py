@@ -1,0 +1,72 @@
+"""Configuration of the SAC agent."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+
+@dataclasses.dataclass(frozen=True)
+class SacConfig:
+    """Soft Actor-Critic with twin Q networks, Polyak-averaged targets and an automatic entropy temperature
+    (Haarnoja et al. 2018, "SAC: Algorithms and Applications"). Defaults are CleanRL's ``sac_continuous_action``;
+    ``--preset mujoco-sac`` (aioseed/presets/mujoco-sac.toml) adds the learner's training shape for MuJoCo."""
+
+    # Optimisation
+    learning_rate: float = 3e-4
+    """Adam rate of the policy; the console sets it, and the critics' and temperature's rates keep their ratio to it."""
+    critic_learning_rate: float = 1e-3
+    """Adam rate of the twin Q networks."""
+    alpha_learning_rate: float = 1e-3
+    """Adam rate of log(alpha)."""
+    adam_epsilon: float = 1e-8
+    """Adam epsilon of all three optimizers (PyTorch's default, as CleanRL's)."""
+    max_grad_norm: float | None = None
+    """Clip each network's global gradient norm to this value (None: no clipping, as CleanRL)."""
+
+    # Targets
+    discount: float = 0.99
+    """gamma."""
+    tau: float = 0.005
+    """Polyak rate: target <- tau online + (1 - tau) target after every update."""
+    initial_alpha: float = 1.0
+    """The entropy temperature alpha to start from."""
+    autotune_alpha: bool = True
+    """Learn alpha towards ``target_entropy``; off: alpha stays at initial_alpha."""
+    target_entropy: float | None = None
+    """Entropy alpha's loss aims for, in nats (None: minus the number of action dimensions)."""
+
+    # Replay (uniform, on the learner; unrolls of --training.unroll-length steps)
+    replay_capacity: int = 1_000_000
+    """Unrolls kept; the oldest is evicted first. With unroll_length 1 an unroll is one transition."""
+    min_replay_size: int = 5_000
+    """Unrolls in replay before training starts (CleanRL's learning_starts, in transitions at unroll_length 1)."""
+    replay_ratio: float = 256.0
+    """Average times each inserted unroll is sampled: the lever that trades learning per frame against compute.
+    One update of --training.batch-size 256 unrolls per env step (CleanRL's) is 256; 128 is one update every two
+    steps. With --training.acting replay, acting waits for training so that the ratio holds from both sides."""
+    checkpoint_replay: bool = False
+    """Save the replay with every checkpoint (checkpoints/replay) and restore it on a restart."""
+
+    # Acting
+    evaluation_action: Literal["mean", "sample"] = "mean"
+    """What evaluation envs (actors started with --evaluation) run: the squashed mean action, or a sample."""
+
+    # Networks
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    """Hidden layers of the policy and of each Q network."""
+    activation: Literal["relu", "tanh"] = "relu"
+    """Their activation."""
+
+    def __post_init__(self) -> None:
+        for name in ("learning_rate", "critic_learning_rate", "alpha_learning_rate", "initial_alpha", "replay_ratio"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"tau must be in (0, 1], got {self.tau}")
+        if not 0.0 <= self.discount <= 1.0:
+            raise ValueError(f"discount must be in [0, 1], got {self.discount}")
+        if not 0 < self.min_replay_size <= self.replay_capacity:
+            raise ValueError(f"min_replay_size must be in [1, replay_capacity={self.replay_capacity}], got {self.min_replay_size}")
+        if self.max_grad_norm is not None and self.max_grad_norm <= 0:
+            raise ValueError(f"max_grad_norm must be positive or None, got {self.max_grad_norm}")

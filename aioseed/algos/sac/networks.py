@@ -1,0 +1,44 @@
+"""SAC's networks: a tanh-Gaussian policy and Q networks on (observation, squashed action)."""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from aioseed.algos.networks import GaussianHead, flatten_observations, mlp
+
+
+class GaussianActor(keras.Model):
+    """Observations -> ``[mean, log_std]`` <float32>[B, 2A] of the pre-squash Gaussian (state-dependent std)."""
+
+    def __init__(self, size: int, hidden_sizes: tuple[int, ...], activation: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.torso = mlp(hidden_sizes, activation)
+        self.head = GaussianHead(size, state_dependent=True)
+
+    def call(self, observations: tf.Tensor) -> tf.Tensor:
+        return self.head(self.torso(flatten_observations(observations)))
+
+
+class QNetwork(keras.Model):
+    """(observations, actions in [-1, 1]) -> <float32>[B] Q(x, a)."""
+
+    def __init__(self, hidden_sizes: tuple[int, ...], activation: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.torso = mlp(hidden_sizes, activation)
+        self.out = keras.layers.Dense(1)
+
+    def call(self, observations: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+        return tf.squeeze(self.out(self.torso(tf.concat([flatten_observations(observations), actions], -1))), -1)
+
+
+class TwinQ(keras.layers.Layer):
+    """Two Q networks (checkpointed together, as ``q1`` and ``q2``)."""
+
+    def __init__(self, hidden_sizes: tuple[int, ...], activation: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.q1 = QNetwork(hidden_sizes, activation)
+        self.q2 = QNetwork(hidden_sizes, activation)
+
+    def call(self, observations: tf.Tensor, actions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return self.q1(observations, actions), self.q2(observations, actions)

@@ -1,0 +1,99 @@
+"""SAC: the losses on SEED's unroll layout, and the agent's inference and updates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from aioseed.action_space import Box
+from aioseed.algos.sac import loss
+from aioseed.algos.sac.agent import SacAgent
+from aioseed.algos.sac.config import SacConfig
+from aioseed.spec import EnvSpec
+
+SPEC = EnvSpec(observation_shape=(3,), observation_dtype="float32", action_space=Box((2,), (-2.0, 0.0), (2.0, 1.0)))
+
+
+def test_transitions_read_the_unroll_layout_with_truncation_and_termination() -> None:
+    """Env A: step 1 ends by termination (SEED's convention: the row carries the next episode's first
+    observation, done). Env B: step 1 is a truncated episode's final observation (phantom, not done), step 2
+    the next episode's first (done)."""
+    observation = np.arange(6, dtype=np.float32).reshape(3, 2, 1)
+    done = np.array([[0, 0], [1, 0], [0, 1]], bool)
+    phantom = np.array([[0, 0], [0, 1], [0, 0]], bool)
+    reward = np.array([[0, 0], [1, 2], [3, 0]], np.float32)
+    action = np.zeros((3, 2, 1), np.float32)
+    data = loss.transitions(observation, action, reward, done, phantom, discount=0.9)
+    np.testing.assert_allclose(data.discount, [0.0, 0.9, 0.9, 0.0])  # A's termination; B bootstraps from its final obs
+    np.testing.assert_allclose(data.valid, [1, 1, 1, 0])  # B's phantom step never acted
+    np.testing.assert_allclose(data.reward, [1, 2, 3, 0])
+    np.testing.assert_allclose(data.next_observation[:, 0], [2, 3, 4, 5])
+
+
+def test_soft_targets_take_the_smaller_q_minus_the_entropy_term() -> None:
+    y = loss.soft_targets(
+        reward=tf.constant([1.0, 1.0]), discount=tf.constant([0.5, 0.0]), next_q1=tf.constant([4.0, 9.0]),
+        next_q2=tf.constant([6.0, 9.0]), next_log_prob=tf.constant([-2.0, 0.0]), alpha=tf.constant(0.5),
+    )
+    np.testing.assert_allclose(y, [1.0 + 0.5 * (4.0 + 1.0), 1.0])
+
+
+def test_the_temperature_rises_below_the_target_entropy_and_falls_above() -> None:
+    log_alpha = tf.Variable(0.0)
+    for log_prob, sign in ((3.0, 1.0), (-3.0, -1.0)):  # entropy -3 < target -1: alpha must rise
+        with tf.GradientTape() as tape:
+            value = loss.temperature_loss(log_alpha, tf.constant([log_prob]), target_entropy=-1.0, valid=tf.constant([1.0]))
+        assert np.sign(-tape.gradient(value, log_alpha).numpy()) == sign
+
+
+def _batch(rng: np.random.Generator, rows: int = 64) -> dict[str, np.ndarray]:
+    return {
+        "observation": rng.normal(size=(2, rows, 3)).astype(np.float32),
+        "action": rng.normal(size=(2, rows, 2)).astype(np.float32),
+        "reward": rng.normal(size=(2, rows)).astype(np.float32),
+        "done": np.zeros((2, rows), bool),
+        "phantom": np.zeros((2, rows), bool),
+    }
+
+
+def test_the_agent_samples_inside_the_box_and_evaluation_rows_take_the_mean() -> None:
+    agent = SacAgent(SPEC, SacConfig(hidden_sizes=(16,)))
+    observations = np.zeros((4, 3), np.float32)
+    outputs, state = agent.infer(observations, {}, evaluation=np.array([True, True, False, False]))
+    assert state == {} and outputs["action"].shape == (4, 2)
+    env_action = outputs["env_action"]
+    assert (env_action >= [-2.0, 0.0]).all() and (env_action <= [2.0, 1.0]).all()
+    np.testing.assert_array_equal(outputs["action"][0], outputs["action"][1])  # the mean, for the same observation
+    assert not np.array_equal(outputs["action"][2], outputs["action"][3])  # sampled
+
+
+def test_updates_fit_the_critics_and_move_the_targets_by_polyak() -> None:
+    rng = np.random.default_rng(0)
+    agent = SacAgent(SPEC, SacConfig(hidden_sizes=(32, 32), tau=0.01))
+    batch = _batch(rng)
+    before = [w.numpy().copy() for w in agent.target_network.weights]
+    first = agent.train_step(batch)
+    for _ in range(150):
+        last = agent.train_step(batch)
+    assert last["losses/critic"] < 0.5 * first["losses/critic"]
+    assert first["skipped_nonfinite"] == 0 and last["priorities"].shape == (64,)
+    assert last["sac/alpha"] < 1.0  # the temperature moved
+    moved = [np.abs(w.numpy() - b).max() for w, b in zip(agent.target_network.weights, before)]
+    assert max(moved) > 0
+
+
+def test_a_diverging_critic_skips_its_update_and_keeps_its_weights() -> None:
+    agent = SacAgent(SPEC, SacConfig(hidden_sizes=(16,)))
+    batch = _batch(np.random.default_rng(1))
+    batch["reward"][1, 0] = np.inf
+    weights = [w.numpy().copy() for w in agent.network.critics.trainable_variables]
+    metrics = agent.train_step(batch)
+    assert metrics["skipped_nonfinite"] == 1
+    for w, kept in zip(agent.network.critics.trainable_variables, weights):
+        np.testing.assert_array_equal(w.numpy(), kept)
+
+
+def test_sac_needs_a_box() -> None:
+    with pytest.raises(ValueError, match="SAC acts in a Box action space; this env has 3 actions"):
+        SacAgent(EnvSpec((3,), "float32", 3), SacConfig())
