@@ -22,7 +22,16 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 
 PresetName = Literal[
-    "none", "atari", "atari-noframeskip", "atari-ppo", "catch", "football-academy", "football-academy-smm", "r2d2-cartpole"
+    "none",
+    "atari",
+    "atari-noframeskip",
+    "atari-ppo",
+    "catch",
+    "football-academy",
+    "football-academy-smm",
+    "mujoco-ppo",
+    "mujoco-sac",
+    "r2d2-cartpole",
 ]
 """The presets: aioseed/presets/NAME.toml (a test checks that each file is named here and the other way round)."""
 
@@ -38,7 +47,9 @@ class RunConfig:
     recipe (synchronous acting, 8 envs x 128 steps, shuffled transitions) on that protocol; catch: the
     same network on aioseed/Catch-v0; football-academy: V-trace on Google Research Football's
     academy_empty_goal_close from the simple115v2 state (MLP); football-academy-smm: the same from the
-    stacked Super Mini Map with SEED's Football ResNet; r2d2-cartpole: R2D2 sized for CartPole-v1."""
+    stacked Super Mini Map with SEED's Football ResNet; mujoco-ppo and mujoco-sac: CleanRL's PPO and SAC
+    recipes for continuous control on HalfCheetah-v5 (any MuJoCo id with --learner.env); r2d2-cartpole:
+    R2D2 sized for CartPole-v1."""
     learner: LearnerConfig = LearnerConfig(server=ServerConfig(host="127.0.0.1", port=0), stop=StopConfig(at_return=475.0))
     num_actors: int = 2
     """Actor processes to spawn."""

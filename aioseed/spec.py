@@ -75,8 +75,7 @@ class EnvSpec:
     def from_spaces(cls, observation_space: gym.Space, action_space: gym.Space, frames_per_step: int = 1) -> EnvSpec:
         if not isinstance(observation_space, gym.spaces.Box):
             raise TypeError(
-                f"aioseed serves Box observations, this env has {observation_space} (a Dict, Tuple or Discrete "
-                "space becomes a Box with gymnasium.wrappers.FlattenObservation)"
+                f"aioseed serves Box observations (Dict, Tuple and discrete ones flattened), this env has {observation_space}"
             )
         return cls(
             observation_shape=tuple(int(d) for d in observation_space.shape),

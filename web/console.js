@@ -44,7 +44,17 @@ const CHARTS = [
     series: [["losses/total", "total"], ["losses/pg", "pg"], ["losses/baseline", "baseline"], ["losses/entropy", "entropy"],
              ["losses/td_abs", "|TD| (R2D2)"]],
   },
-  // Shown once the learner reports them (R2D2's prioritized replay).
+  // SAC's (shown once reported): the critics' values against their soft targets, and the temperature.
+  {
+    title: "SAC: Q values", when: "sac/q_mean",
+    series: [["sac/q_mean", "mean min(Q1, Q2)"], ["sac/target_mean", "mean soft target"]],
+  },
+  {
+    title: "SAC: temperature and entropy", when: "sac/alpha",
+    series: [["sac/alpha", "alpha"], ["policy/entropy", "entropy (nats, -log pi)"]],
+  },
+  { title: "SAC: losses", when: "losses/critic", series: [["losses/critic", "critics"], ["losses/actor", "policy"]] },
+  // Shown once the learner reports them (R2D2's and SAC's replay).
   { title: "replay (unrolls)", when: "replay/size", series: [["replay/size", "size"], ["replay/capacity", "capacity"]] },
   { title: "replay: samples per inserted unroll", when: "replay/ratio", series: [["replay/ratio", "sampled / inserted"]] },
 ];

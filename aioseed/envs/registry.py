@@ -15,6 +15,11 @@ from aioseed.envs.atari import AtariConfig, is_atari, make_atari_vector_env
 from aioseed.envs.football import FootballConfig, is_football, make_football_vector_env
 from aioseed.spec import EnvSpec
 
+FLATTENED = (gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+"""Observation spaces served flattened into one Box by ``gymnasium.spaces.flatten`` (docs/environments.md has
+the mapping): a Dict's spaces in its key order, a Tuple's in order, Discrete(n) as a one-hot of n, MultiDiscrete
+as concatenated one-hots, MultiBinary as its 0/1 bits, a Box raveled."""
+
 
 def env_kwargs(text: str) -> dict[str, Any]:
     """The JSON object of an ``--env-kwargs`` flag, as keyword arguments."""
@@ -73,6 +78,8 @@ def make_vector_env(
     autoreset = envs.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
     if autoreset != gym.vector.AutoresetMode.NEXT_STEP:
         raise ValueError(f"{env_id}: aioseed needs next-step autoreset, the vector env uses {autoreset}")
+    if isinstance(envs.single_observation_space, FLATTENED):
+        return gym.wrappers.vector.FlattenObservation(envs)
     return envs
 
 

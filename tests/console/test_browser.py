@@ -163,6 +163,32 @@ async def test_r2d2_learner_shows_its_replay(running_learner, tmp_path) -> None:
             task.cancel()
 
 
+async def test_sac_learner_shows_its_critics_and_temperature(running_learner, tmp_path) -> None:
+    from aioseed.algos.sac.config import SacConfig
+
+    sac = SacConfig(hidden_sizes=(32, 32), min_replay_size=64, replay_ratio=32.0)
+    config = small_config(tmp_path, metrics_every_s=0.2, env="Pendulum-v1", agent="sac", sac=sac, training={"unroll_length": 1, "batch_size": 32})
+    async with running_learner(config) as learner, async_playwright() as playwright:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", env="Pendulum-v1", num_envs=4, envs_per_message=4))
+        task = asyncio.create_task(actor.run())
+        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1400, "height": 2200})
+            await page.goto(learner.console_url)
+            q_values = page.locator('.chart[data-chart="SAC: Q values"]')
+            await until(q_values.is_visible, "the SAC Q-value chart to appear")
+            await until(lambda: _points_at_least(page, "SAC: temperature and entropy", 3), "alpha plotted")
+            alpha, _ = (await chart(page, "SAC: temperature and entropy"))[1]
+            assert 0.0 < alpha < 1.0  # alpha starts at 1 and falls while the entropy is above its target
+            assert (await chart(page, "SAC: losses"))[1][0] >= 0.0
+            assert await page.locator('.chart[data-chart="replay (unrolls)"]').is_visible()
+            assert not await page.locator('.chart[data-chart="policy drift"]').is_visible()
+            await page.screenshot(path=str(SCREENSHOTS / "console-sac.png"), full_page=True)
+        finally:
+            await browser.close()
+            task.cancel()
+
+
 async def _points_at_least(page: Page, title: str, n: int) -> bool:
     return (await chart(page, title))[0] >= n
 

@@ -30,12 +30,38 @@ class Corridor(gym.Env):
 gym.register("Corridor-v0", entry_point=Corridor, max_episode_steps=100)
 
 
-class DictCorridor(Corridor):
-    """The same walk seen through a Dict observation space, which aioseed cannot serve as it is."""
+class TextCorridor(Corridor):
+    """The same walk seen through a Text observation space, which aioseed cannot serve."""
 
     def __init__(self, length: int = 8) -> None:
         super().__init__(length)
-        self.observation_space = gym.spaces.Dict({"cell": gym.spaces.Discrete(length)})
+        self.observation_space = gym.spaces.Text(8)
 
 
-gym.register("DictCorridor-v0", entry_point=DictCorridor)
+gym.register("TextCorridor-v0", entry_point=TextCorridor)
+
+
+class TwinCorridors(gym.Env):
+    """Two walkers, one per corridor, steered together by a MultiDiscrete([2, 2]) action (1: right), seen
+    through a Dict observation of both cells; a reward of 1 once both reach their ends, -0.01 a step before."""
+
+    def __init__(self, length: int = 4) -> None:
+        self.length = length
+        self.observation_space = gym.spaces.Dict({"left": gym.spaces.Discrete(length), "right": gym.spaces.Discrete(length)})
+        self.action_space = gym.spaces.MultiDiscrete([2, 2])
+
+    def _observation(self) -> dict[str, int]:
+        return {"left": int(self.cells[0]), "right": int(self.cells[1])}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict[str, int], dict]:
+        super().reset(seed=seed)
+        self.cells = np.zeros(2, np.int64)
+        return self._observation(), {}
+
+    def step(self, action: np.ndarray) -> tuple[dict[str, int], float, bool, bool, dict]:
+        self.cells = np.clip(self.cells + np.where(np.asarray(action) == 1, 1, -1), 0, self.length - 1)
+        arrived = bool((self.cells == self.length - 1).all())
+        return self._observation(), 1.0 if arrived else -0.01, arrived, False, {}
+
+
+gym.register("TwinCorridors-v0", entry_point=TwinCorridors, max_episode_steps=50)

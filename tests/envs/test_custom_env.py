@@ -3,14 +3,18 @@ the constructor, and spaces aioseed cannot serve get an error naming them."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
-
-from aioseed.envs.registry import env_kwargs, env_spec, make_vector_env
-from aioseed.server.config import LearnerConfig
 from tests.processes import Process
 
+from aioseed.action_space import MultiDiscrete
+from aioseed.envs.registry import env_kwargs, env_spec, make_vector_env
+from aioseed.server.config import LearnerConfig
+
 CORRIDOR = "tests.envs.corridor:Corridor-v0"
+TWINS = "tests.envs.corridor:TwinCorridors-v0"
 
 
 def test_module_id_imports_the_module_and_kwargs_reach_the_constructor() -> None:
@@ -26,8 +30,37 @@ def test_module_id_imports_the_module_and_kwargs_reach_the_constructor() -> None
 
 
 def test_spaces_aioseed_cannot_serve_are_named() -> None:
-    with pytest.raises(TypeError, match=r"env tests.envs.corridor:DictCorridor-v0: aioseed serves Box observations, this env has Dict\("):
-        env_spec("tests.envs.corridor:DictCorridor-v0")
+    with pytest.raises(TypeError, match=r"env tests.envs.corridor:TextCorridor-v0: aioseed serves Box observations .*, this env has Text\("):
+        env_spec("tests.envs.corridor:TextCorridor-v0")
+
+
+def test_dict_observations_are_flattened_and_multidiscrete_actions_served() -> None:
+    spec = env_spec(TWINS)
+    assert spec.observation_shape == (8,) and spec.action_space == MultiDiscrete((2, 2))
+    envs = make_vector_env(TWINS, 1)
+    observations, _ = envs.reset(seed=0)
+    np.testing.assert_array_equal(observations[0], [1, 0, 0, 0, 1, 0, 0, 0])  # one-hot "left", then "right"
+    observations, *_ = envs.step(np.array([[1, 0]]))
+    np.testing.assert_array_equal(observations[0], [0, 1, 0, 0, 1, 0, 0, 0])
+    envs.close()
+
+
+async def test_run_learns_an_env_with_dict_observations_and_multidiscrete_actions(tmp_path) -> None:
+    run = await Process(
+        [
+            "run", "--num-actors", "1", "--envs-per-actor", "8", "--envs-per-message", "8",
+            "--learner.env", TWINS, "--learner.logdir", str(tmp_path), "--learner.console.port", "0",
+            "--learner.stop.at-return", "0.9", "--learner.stop.after-frames", "200000",
+            "--learner.return-window", "20", "--learner.seed", "0",
+        ]
+    ).start()
+    try:
+        assert await run.wait(timeout_s=180) == 0, run.log
+    finally:
+        run.kill()
+    assert run.errors() == [], run.log
+    assert "MultiDiscrete[2,2] actions" in "\n".join(run.lines)
+    assert re.search(r"stop_condition frames=\d+ mean_return=0\.9\d* reason=return", "\n".join(run.lines)), run.log
 
 
 def test_bad_modules_ids_and_kwargs_are_clear_errors() -> None:
