@@ -27,6 +27,12 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
 
+# Debian's OSMesa: MuJoCo renders offscreen in software for `aioseed eval --video` (no display, no GPU).
+OSMESA := /usr/lib/x86_64-linux-gnu/libOSMesa.so.8
+$(OSMESA):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libosmesa6
+
 # Google Research Football (gfootball 2.10.2): apt build dependencies, then the engine built from
 # source with the venv activated (the build calls a bare python3) and without build isolation.
 # pip keeps the built wheel in its cache, so a second set-up on this machine skips the ~10 min build.
@@ -44,14 +50,14 @@ $(FOOTBALL_STAMP): $(STAMP)
 
 football: $(FOOTBALL_STAMP)
 
-setup: $(STAMP) $(WEB_STAMP)
+setup: $(STAMP) $(WEB_STAMP) $(OSMESA)
 
 ## Train V-trace on CartPole-v1: a learner, local actor processes and the web console, over loopback.
-run: $(STAMP) $(WEB_STAMP)
+run: $(STAMP) $(WEB_STAMP) $(OSMESA)
 	$(BIN)/aioseed run $(ARGS)
 
 ## The whole test suite.
-test: $(STAMP) $(WEB_STAMP) $(CHROMIUM) $(FOOTBALL_STAMP)
+test: $(STAMP) $(WEB_STAMP) $(CHROMIUM) $(OSMESA) $(FOOTBALL_STAMP)
 	$(BIN)/python -m pytest -q $(ARGS)
 
 ## Regenerate the committed gRPC code after editing aioseed/proto/aioseed.proto.

@@ -123,6 +123,8 @@ def _episodes(
 ) -> tuple[list[float], list[int]]:
     """Returns and lengths of ``config.episodes`` episodes; the first ``video_episodes`` go into ``clip``
     (if any): the first frame, then one per step."""
+    from aioseed.envs.rendering import first_frame
+
     returns, lengths = [], []
     for episode in range(config.episodes):
         recording = clip if episode < config.video_episodes else None
@@ -130,7 +132,7 @@ def _episodes(
         state, reward = initial_state, np.zeros(1, np.float32)
         total, steps, finished = 0.0, 0, False
         if recording is not None:
-            recording.add(env.envs[0].render())
+            recording.add(first_frame(env))
         while not finished:
             actions, state = act(observations.astype(dtype), state, reward)
             observations, reward, terminated, truncated, _ = env.step(actions)
@@ -138,7 +140,7 @@ def _episodes(
             total, steps = total + float(reward[0]), steps + 1
             finished = bool(terminated[0] or truncated[0])
             if recording is not None:
-                recording.add(env.envs[0].render())
+                recording.add(first_frame(env))
         returns.append(total)
         lengths.append(steps)
     return returns, lengths
@@ -158,7 +160,7 @@ def _make_env(saved: LearnerConfig, env_id: str, render: bool) -> gym.vector.Vec
 
     kwargs = env_kwargs(saved.env_kwargs)
     if render:
-        return rendering_vector_env(env_id, 1, _atari(saved), kwargs)
+        return rendering_vector_env(env_id, 1, _atari(saved), kwargs, in_subprocess=True)
     return make_vector_env(env_id, 1, _atari(saved), saved.football, kwargs)
 
 

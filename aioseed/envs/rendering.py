@@ -3,6 +3,8 @@ the observations are the ones the policy trained on."""
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -15,11 +17,18 @@ from aioseed.envs.registry import registered_id
 
 
 def rendering_vector_env(
-    env_id: str, num_envs: int, atari: AtariConfig = AtariConfig(), kwargs: Mapping[str, Any] | None = None
-) -> gym.vector.SyncVectorEnv:
+    env_id: str,
+    num_envs: int,
+    atari: AtariConfig = AtariConfig(),
+    kwargs: Mapping[str, Any] | None = None,
+    in_subprocess: bool = False,
+) -> gym.vector.VectorEnv:
     """``num_envs`` copies of ``env_id`` in a ``SyncVectorEnv`` (next-step autoreset): gymnasium ids made
     with ``render_mode="rgb_array"``; ALE ids as ``AtariFrames`` (the 210 x 160 colour screen, the same
-    84 x 84 stacks as ale-py's vector env)."""
+    84 x 84 stacks as ale-py's vector env). Read frames with ``first_frame``.
+
+    ``in_subprocess``: the envs step and render in a fresh process (an ``AsyncVectorEnv``), for processes
+    that have loaded TensorFlow: OSMesa's renderer crashes beside TensorFlow's own LLVM in one process."""
     autoreset = gym.vector.AutoresetMode.NEXT_STEP
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array frames need no display (pygame probes one)
     if is_football(env_id):
@@ -27,6 +36,32 @@ def rendering_vector_env(
     if is_atari(env_id):
         from aioseed.envs.atari_frames import AtariFrames
 
-        return gym.vector.SyncVectorEnv([lambda: AtariFrames(env_id, atari)] * num_envs, autoreset_mode=autoreset)
-    name, extra = registered_id(env_id), dict(kwargs or {})
-    return gym.vector.SyncVectorEnv([lambda: gym.make(name, render_mode="rgb_array", **extra)] * num_envs, autoreset_mode=autoreset)
+        make = functools.partial(AtariFrames, env_id, atari)
+    else:
+        make = functools.partial(_rendering_env, registered_id(env_id), dict(kwargs or {}))
+    if in_subprocess:
+        return gym.vector.AsyncVectorEnv([make] * num_envs, context="spawn", autoreset_mode=autoreset)
+    headless_mujoco()
+    return gym.vector.SyncVectorEnv([make] * num_envs, autoreset_mode=autoreset)
+
+
+def headless_mujoco() -> None:
+    """MuJoCo renders offscreen in software through OSMesa (Debian's libosmesa6, which ``make setup`` installs):
+    no display and no GPU needed; MUJOCO_GL=egl renders on a GPU instead. Only in processes without TensorFlow:
+    OSMesa loaded beside it corrupts the heap (the process aborts at exit)."""
+    if "MUJOCO_GL" not in os.environ:
+        os.environ["MUJOCO_GL"] = "osmesa"
+        os.environ.setdefault("PYOPENGL_PLATFORM", "osmesa")
+
+
+def _rendering_env(name: str, kwargs: dict[str, Any]) -> gym.Env:
+    if multiprocessing.parent_process() is not None:  # a rendering subprocess (the parent only reads the spaces)
+        headless_mujoco()
+    return gym.make(name, render_mode="rgb_array", **kwargs)
+
+
+def first_frame(envs: gym.vector.VectorEnv) -> Any:
+    """Env 0's frame of a ``rendering_vector_env`` (the others are not rendered where that can be avoided)."""
+    if isinstance(envs, gym.vector.SyncVectorEnv):
+        return envs.envs[0].render()
+    return envs.call("render")[0]

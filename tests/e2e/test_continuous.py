@@ -81,3 +81,30 @@ async def test_run_learns_pendulum_with_sac_then_evaluates_the_mean_action(tmp_p
     result = json.loads(await evaluation.stdout())
     assert result["agent"] == "sac" and result["policy"] == "greedy"
     assert result["mean_return"] >= -400.0, result
+
+
+async def test_a_mujoco_policy_records_an_offscreen_video_headless(tmp_path) -> None:
+    """MuJoCo renders through OSMesa with no display or GPU: a short SAC run on Hopper, then an MP4 of one
+    episode of its env's own frames."""
+    import imageio_ffmpeg
+
+    logdir, video = tmp_path / "run", tmp_path / "hopper.mp4"
+    kwargs = '{"max_episode_steps": 40, "width": 96, "height": 80}'
+    run = await Process(
+        ["run", "--learner.env", "Hopper-v5", "--learner.env-kwargs", kwargs, "--learner.agent", "sac",
+         "--num-actors", "1", "--envs-per-actor", "2", "--envs-per-message", "2",
+         "--learner.training.unroll-length", "1", "--learner.training.batch-size", "32",
+         "--learner.sac.min-replay-size", "64", "--learner.stop.after-frames", "600",
+         "--learner.logdir", str(logdir), "--learner.console.port", "0"]
+    ).start()
+    try:
+        assert await run.wait(timeout_s=180) == 0, run.log
+    finally:
+        run.kill()
+    assert "Box[3] actions in [-1, 1]" in "\n".join(run.lines)
+    evaluation = await Process(["eval", "--logdir", str(logdir), "--episodes", "1", "--video", str(video)]).start()
+    assert await evaluation.wait(timeout_s=180) == 0, evaluation.log
+    result = json.loads(await evaluation.stdout())
+    frames = imageio_ffmpeg.read_frames(str(video))
+    assert next(frames)["size"] == (96, 80)
+    assert sum(1 for _ in frames) == round(result["mean_length"]) + 1  # the first frame, then one per step
