@@ -329,6 +329,24 @@ class ImpalaHostileBench:
     """Print one JSON object per test."""
 
 
+@dataclasses.dataclass(frozen=True)
+class SacBench:
+    """SAC's speed through real processes (``--preset mujoco-sac``: a learner and one actor process on
+    loopback): env steps/s and updates/s once training runs, beside the compute bound of the same run, from
+    the env's step, inference of one message's rows and one update, each timed alone in this process."""
+
+    env: str = "HalfCheetah-v5"
+    """Any env with a bounded Box action space."""
+    seconds: float = 60.0
+    """Seconds of the timed run (after start-up)."""
+    min_replay_size: int = 1_000
+    """Transitions in replay before training starts (the preset's 5,000 would spend most of a short run filling it)."""
+    replay_ratio: float = 256.0
+    """The run's replay ratio (the preset's: one update per env step)."""
+    json: bool = False
+    """Print one JSON object."""
+
+
 BENCHES: dict[str, type] = {
     "transport": TransportBench,
     "cartpole": CartpoleBench,
@@ -342,6 +360,7 @@ BENCHES: dict[str, type] = {
     "acting": ActingBench,
     "precision": PrecisionBench,
     "impala-hostile": ImpalaHostileBench,
+    "sac": SacBench,
 }
 """``aioseed bench NAME``: the config of each benchmark."""
 BenchCommand = Union[tuple(Annotated[config, tyro.conf.subcommand(name)] for name, config in BENCHES.items())]  # noqa: UP007
