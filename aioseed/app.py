@@ -236,14 +236,14 @@ def replay_settings(config: LearnerConfig) -> R2D2Config | SacConfig:
 
 
 def pacing_for(config: LearnerConfig) -> Pacing:
-    """How far acting may run ahead of training; replay mode credits batch_size / replay_ratio unrolls per
-    train batch after the replay's minimum size."""
+    """How far acting may run ahead of training; replay mode (SAC) credits batch_size / replay_ratio unrolls per
+    train batch after the replay's minimum size and ``sac.acting_ahead``."""
     training = config.training
     if training.acting != "replay":
         return Pacing(training.acting, training.batch_size)
-    settings = replay_settings(config)
-    credit = training.batch_size / settings.replay_ratio
-    return Pacing("replay", training.batch_size, credit=credit, start=settings.min_replay_size + credit)
+    sac = config.sac
+    credit = training.batch_size / sac.replay_ratio
+    return Pacing("replay", training.batch_size, credit=credit, start=sac.min_replay_size + credit + sac.acting_ahead)
 
 
 def on_batch(stats: Stats, stopping: Stopping, frames_per_step: int) -> Callable[[Batch, StepResult], None]:

@@ -68,6 +68,7 @@ class SacAgent:
             )
             self.alpha_optimizer = adam(config.alpha_learning_rate, config.adam_epsilon, None, [self.log_alpha])
             self.base_learning_rate = tf.Variable(config.learning_rate, trainable=False, dtype=tf.float32, name="base_learning_rate")
+        self._rates_applied = False
         rows = tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype))
         self._act = tf.function(self._act_step, input_signature=[rows, tf.TensorSpec([None], tf.bool)])
         self._train = tf.function(self._update, reduce_retracing=True)
@@ -162,8 +163,9 @@ class SacAgent:
         }
 
     def set_progress(self, frames: int) -> None:
-        """SAC's rates have no schedule; this applies the base rate (restored from a checkpoint, or set)."""
-        self._apply_learning_rate()
+        """SAC's rates have no schedule; the first call applies the base rate (restored from a checkpoint)."""
+        if not self._rates_applied:
+            self._apply_learning_rate()
 
     def set_learning_rate(self, value: float) -> None:
         """Sets the policy's rate; the critics' and the temperature's keep their configured ratio to it."""
@@ -173,6 +175,7 @@ class SacAgent:
         self._apply_learning_rate()
 
     def _apply_learning_rate(self) -> None:
+        self._rates_applied = True
         scale = self.learning_rate / self.config.learning_rate
         self.actor_optimizer.learning_rate = self.config.learning_rate * scale
         self.critic_optimizer.learning_rate = self.config.critic_learning_rate * scale

@@ -45,6 +45,9 @@ class SacConfig:
     """Average times each inserted unroll is sampled: the lever that trades learning per frame against compute.
     One update of --training.batch-size 256 unrolls per env step (CleanRL's) is 256; 128 is one update every two
     steps. With --training.acting replay, acting waits for training so that the ratio holds from both sides."""
+    acting_ahead: int = 64
+    """With --training.acting replay: unrolls acting may complete beyond what the replay ratio allows, so that
+    acting and training overlap instead of taking turns (the ratio then holds within this many unrolls)."""
     checkpoint_replay: bool = False
     """Save the replay with every checkpoint (checkpoints/replay) and restore it on a restart."""
 
@@ -68,5 +71,7 @@ class SacConfig:
             raise ValueError(f"discount must be in [0, 1], got {self.discount}")
         if not 0 < self.min_replay_size <= self.replay_capacity:
             raise ValueError(f"min_replay_size must be in [1, replay_capacity={self.replay_capacity}], got {self.min_replay_size}")
+        if self.acting_ahead < 0:
+            raise ValueError(f"acting_ahead must be >= 0, got {self.acting_ahead}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
             raise ValueError(f"max_grad_norm must be positive or None, got {self.max_grad_norm}")
