@@ -111,8 +111,11 @@ class Box:
         return (np.asarray(self.low, np.float32).reshape(self.shape), np.asarray(self.high, np.float32).reshape(self.shape))
 
     def describe(self) -> str:
-        low, high = min(self.low), max(self.high)
-        return f"Box{_echo_dims(self.shape)} actions in [{low:g}, {high:g}]"
+        """``Box[3] actions in [-1, 1]``; bounds that differ between elements are listed (up to 4)."""
+        if len(set(self.low)) == 1 and len(set(self.high)) == 1:
+            return f"Box{_echo_dims(self.shape)} actions in [{self.low[0]:g}, {self.high[0]:g}]"
+        pairs = " x ".join(f"[{low:g}, {high:g}]" for low, high in list(zip(self.low, self.high))[:4])
+        return f"Box{_echo_dims(self.shape)} actions in {pairs}{' x ...' if self.size > 4 else ''}"
 
 
 ActionSpace = Discrete | MultiDiscrete | Box

@@ -103,5 +103,7 @@ def test_an_actor_refuses_actions_its_envs_cannot_run(space, data, error) -> Non
 def test_the_spec_describes_each_space_and_num_actions_names_a_non_discrete_one() -> None:
     assert EnvSpec((3,), "float32", PENDULUM).describe() == "obs float32[3], Box[1] actions in [-2, 2]"
     assert EnvSpec((3,), "float32", MultiDiscrete((3, 2))).describe() == "obs float32[3], MultiDiscrete[3,2] actions"
+    assert Box((2,), (-1.0, 0.0), (1.0, 0.5)).describe() == "Box[2] actions in [-1, 1] x [0, 0.5]"
+    assert Box((5,), (0.0,) * 4 + (1.0,), (2.0,) * 5).describe().endswith("x [0, 2] x ...")
     with pytest.raises(TypeError, match=r"needs a Discrete action space; the env has Box\[1\]"):
         _ = EnvSpec((3,), "float32", PENDULUM).num_actions

@@ -94,3 +94,31 @@ async def test_r2d2_replay_is_checkpointed_and_restored_when_asked(running_learn
         await until(lambda: "replay/size" in restarted.metrics(), "a snapshot")
         metrics = restarted.metrics()
         assert (metrics["replay/size"], metrics["replay/inserted"]) == (saved["size"], saved["inserted"])
+
+
+async def test_sac_replay_is_checkpointed_with_the_critics_and_temperature_and_restored(running_learner, tmp_path) -> None:
+    import json
+
+    import numpy as np
+
+    from aioseed.algos.sac.config import SacConfig
+
+    sac = SacConfig(hidden_sizes=(16,), min_replay_size=64, replay_ratio=16.0, checkpoint_replay=True)
+    config = small_config(tmp_path, env="Pendulum-v1", agent="sac", sac=sac, metrics_every_s=0.1,
+                          training={"unroll_length": 1, "batch_size": 16})
+    async with running_learner(config) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", env="Pendulum-v1", num_envs=4, envs_per_message=4))
+        task = asyncio.create_task(actor.run())
+        await until(lambda: learner.train_steps >= 5, "5 SAC updates", 3000)
+        task.cancel()
+    # As the final checkpoint wrote them, once the learner had stopped.
+    alpha, weights = learner.agent.alpha, [w.numpy() for w in learner.agent.target_network.weights]
+    saved = json.loads((tmp_path / "checkpoints" / "replay" / "meta.json").read_text())
+    assert saved["size"] >= sac.min_replay_size
+
+    async with running_learner(config) as restarted:
+        await until(lambda: "replay/size" in restarted.metrics(), "a snapshot")
+        assert restarted.metrics()["replay/size"] == saved["size"]
+        assert restarted.agent.alpha == alpha  # the temperature and the target critics came back too
+        for mine, theirs in zip(restarted.agent.target_network.weights, weights, strict=True):
+            np.testing.assert_array_equal(mine.numpy(), theirs)
