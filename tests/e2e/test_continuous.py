@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from tests.processes import Process, run_to_return
 
 PENDULUM_PPO = (
@@ -108,3 +109,23 @@ async def test_a_mujoco_policy_records_an_offscreen_video_headless(tmp_path) -> 
     frames = imageio_ffmpeg.read_frames(str(video))
     assert next(frames)["size"] == (96, 80)
     assert sum(1 for _ in frames) == round(result["mean_length"]) + 1  # the first frame, then one per step
+
+
+@pytest.mark.parametrize("architecture", ["impala", "sebulba"])
+async def test_box_actions_train_in_impala_mode_and_sebulba_too(tmp_path, architecture) -> None:
+    """IMPALA-mode actors sample and squash on their own CPU and upload the pre-squash samples; Sebulba's
+    threads take the learner's actions as arrays. Both clip into the box as the gRPC path does."""
+    run = await Process(
+        ["run", "--architecture", architecture, "--learner.env", "Pendulum-v1", "--num-actors", "1",
+         "--envs-per-actor", "4", "--envs-per-message", "4", "--learner.training.unroll-length", "16",
+         "--learner.training.batch-size", "4", "--learner.stop.after-frames", "4000",
+         "--learner.logdir", str(tmp_path), "--learner.console.port", "0"]
+    ).start()
+    try:
+        assert await run.wait(timeout_s=180) == 0, run.log
+    finally:
+        run.kill()
+    assert run.errors() == [], run.log
+    log = "\n".join(run.lines)
+    steps = re.findall(r"run_finished frames=\d+ .*train_steps=(\d+)", log)
+    assert steps and int(steps[-1]) > 0, log
