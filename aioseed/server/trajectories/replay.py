@@ -1,4 +1,8 @@
-"""Prioritized sequence replay for R2D2 (TF-free): a FIFO ring of unrolls over a sum tree.
+"""Prioritized sequence replay for R2D2, uniform for SAC (TF-free): a FIFO ring of unrolls over a sum tree.
+
+Unrolls are stored by column: one preallocated array per column, ``[capacity, ...]`` (NumPy's zeroed
+allocation, so memory is committed as the ring fills), so that a sample is one gather per column
+instead of stacking B small arrays.
 
 Unroll i is sampled with probability P(i) = p_i^alpha / sum_j p_j^alpha and
 weighted by (N P(i))^-beta, normalised by the batch maximum (Schaul et al. 2016;
@@ -9,7 +13,7 @@ sampled is ignored rather than applied to its successor. A lock serializes
 inserts, samples, updates and saves.
 
 ``save`` writes a directory that ``restore`` reads back: one ``.npy`` per unroll
-column, written row by row into a memory-mapped file (the replay is never copied
+column, written from the column's array into a memory-mapped file (the replay is never copied
 in memory), the priorities, and the counters and sampling RNG in ``meta.json``.
 """
 
@@ -66,30 +70,47 @@ class Replay:
         return self._restored_layout is None
 
     def insert(self, unrolls: Sequence[Unroll], priorities: np.ndarray | None = None) -> np.ndarray:
-        """Stores ``unrolls``, evicting the oldest when full. Returns their ids. The first insert after a
-        restore discards the restored unrolls, with a warning, when their columns differ from these."""
+        """Stores ``unrolls`` (all with the same columns), evicting the oldest when full. Returns their ids.
+        The first insert after a restore discards the restored unrolls, with a warning, when their columns
+        differ from these."""
         with self._lock:
-            if self._restored_layout is not None and unrolls:
-                layout = _layout(unrolls[0])
-                if layout != self._restored_layout:
-                    why = "the restored unrolls' columns differ from the new ones"
-                    log.warning("replay_discarded", reason=why, restored=self._restored_layout, new=layout)
-                    self._clear()
-                self._restored_layout = None
+            if unrolls:
+                self._check_layout(_layout(unrolls[0]))
             if priorities is None:
                 priorities = np.full(len(unrolls), self._max_priority)
             priorities = self._checked(priorities, len(unrolls))
             ids = np.arange(self.inserted, self.inserted + len(unrolls), dtype=np.int64)
             kept = slice(max(0, len(unrolls) - self.capacity), None)  # more than capacity at once: the newest
-            for unroll_id, unroll in zip(ids[kept], unrolls[kept]):
-                self._items[unroll_id % self.capacity] = unroll
-            self._tree.set(ids[kept] % self.capacity, priorities[kept] ** self.priority_exponent)
+            positions = ids[kept] % self.capacity
+            for position, unroll in zip(positions, unrolls[kept]):  # row by row: no stacked copy of a big batch
+                for name, column in self._columns.items():
+                    column[position] = unroll[name]
+            self._tree.set(positions, priorities[kept] ** self.priority_exponent)
             self._max_priority = max(self._max_priority, float(priorities.max(initial=0.0)))
             self.inserted += len(unrolls)
             return ids
 
-    def sample(self, batch_size: int) -> tuple[np.ndarray, list[Unroll], np.ndarray]:
-        """``batch_size`` unrolls drawn with replacement by priority: (ids, unrolls, importance weights)."""
+    def _check_layout(self, layout: dict[str, list[Any]]) -> None:
+        """Allocates the columns for the first unrolls; after a restore, keeps the restored ones only if
+        ``layout`` matches theirs."""
+        if self._restored_layout is not None:
+            if layout != self._restored_layout:
+                why = "the restored unrolls' columns differ from the new ones"
+                log.warning("replay_discarded", reason=why, restored=self._restored_layout, new=layout)
+                self._clear()
+            self._restored_layout = None
+        if self._stored_layout is None:
+            self._allocate(layout)
+        elif layout != self._stored_layout:
+            raise ValueError(f"unrolls with columns {layout} cannot join a replay of {self._stored_layout}")
+
+    def _allocate(self, layout: dict[str, list[Any]]) -> None:
+        self._stored_layout = layout
+        self._columns = {name: np.zeros((self.capacity, *shape), np.dtype(dtype)) for name, (shape, dtype) in layout.items()}
+
+    def sample(self, batch_size: int) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+        """``batch_size`` unrolls drawn with replacement by priority: (ids, their columns ``[batch_size, ...]``,
+        importance weights)."""
         with self._lock:
             size = len(self)
             if size == 0:
@@ -104,7 +125,7 @@ class Replay:
             oldest = self.inserted - size
             ids = oldest + (positions - oldest) % self.capacity
             self.sampled += batch_size
-            return ids, [self._items[p] for p in positions], weights
+            return ids, {name: column[positions] for name, column in self._columns.items()}, weights
 
     def update_priorities(self, ids: np.ndarray, priorities: np.ndarray) -> int:
         """Sets the priorities of sampled unrolls still stored; returns how many were updated."""
@@ -123,28 +144,27 @@ class Replay:
     def save(self, directory: pathlib.Path) -> int:
         """Writes the stored unrolls, priorities, counters and RNG under ``directory`` (replacing what
         is there only once complete); returns the bytes written. The lock is held only to take the
-        references and counters (stored unrolls are never changed in place), not while writing."""
+        counters, priorities and column references, not while the rows are written: an unroll inserted
+        meanwhile may replace the oldest rows in the save (they are restored as any other)."""
         with self._lock:
             size = len(self)  # positions 0 .. size - 1 hold unrolls, whether or not the ring has wrapped
-            items = self._items[:size]
+            columns = dict(self._columns) if size else {}
             priorities = self._tree.get(np.arange(size))
             meta = {
                 "format": FORMAT, "capacity": self.capacity, "size": size, "inserted": self.inserted,
                 "sampled": self.sampled, "max_priority": self._max_priority, "rng": self._rng.bit_generator.state,
+                "columns": self._stored_layout if size else {},
             }
         staging = directory.with_name(directory.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         try:
-            columns = _layout(items[0]) if items else {}
-            for name, (shape, dtype) in columns.items():
-                rows = np.lib.format.open_memmap(staging / f"{name}.npy", mode="w+", dtype=dtype, shape=(size, *shape))
-                for position, item in enumerate(items):
-                    rows[position] = item[name]
+            for name, column in columns.items():
+                rows = np.lib.format.open_memmap(staging / f"{name}.npy", mode="w+", dtype=column.dtype, shape=(size, *column.shape[1:]))
+                rows[:] = column[:size]
                 rows.flush()
                 del rows
             np.save(staging / "priorities.npy", priorities)
-            meta["columns"] = columns
             (staging / "meta.json").write_text(json.dumps(meta))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -166,10 +186,12 @@ class Replay:
             log.warning("replay_not_restored", path=str(directory), saved_capacity=meta.get("capacity"), capacity=self.capacity)
             return False
         size = meta["size"]
-        columns = {name: np.load(directory / f"{name}.npy", mmap_mode="r") for name in meta["columns"]}
         with self._lock:
-            for position in range(size):  # one unroll's rows at a time, off the memory map
-                self._items[position] = {name: np.array(rows[position]) for name, rows in columns.items()}
+            self._clear()
+            if size:
+                self._allocate(meta["columns"])
+                for name, column in self._columns.items():
+                    column[:size] = np.load(directory / f"{name}.npy", mmap_mode="r")
             self._tree.set(np.arange(size), np.load(directory / "priorities.npy"))
             self.inserted, self.sampled, self._max_priority = meta["inserted"], meta["sampled"], meta["max_priority"]
             self._rng.bit_generator.state = meta["rng"]
@@ -179,7 +201,9 @@ class Replay:
 
     def _clear(self) -> None:
         """No unrolls, and the counters at zero."""
-        self._items: list[Unroll | None] = [None] * self.capacity
+        self._stored_layout: dict[str, list[Any]] | None = None
+        """Each column's [shape, dtype] (``_layout``), from the first unroll inserted or restored."""
+        self._columns: dict[str, np.ndarray] = {}
         self._tree = SumTree(self.capacity)
         self._max_priority = 1.0
         self.inserted = 0

@@ -17,7 +17,6 @@ import numpy as np
 import structlog
 
 from aioseed.server.trajectories.replay import Replay
-from aioseed.server.trajectories.source import stack_time_major
 from aioseed.types import TrainBatch, Unroll
 
 log = structlog.get_logger()
@@ -49,7 +48,7 @@ class ReplayFeed:
             batch = [await self._unrolls.get()]
             while not self._unrolls.empty() and len(batch) < 256:
                 batch.append(self._unrolls.get_nowait())
-            self.replay.insert(batch)
+            await asyncio.to_thread(self.replay.insert, batch)  # copies the rows into the replay's columns
             self._inserted.set()
 
     def ready(self) -> bool:
@@ -65,8 +64,9 @@ class ReplayFeed:
         return await asyncio.to_thread(self._sample)
 
     def _sample(self) -> TrainBatch:
-        ids, unrolls, weights = self.replay.sample(self._batch_size)
-        batch = stack_time_major(unrolls, self._per_unroll)
+        ids, columns, weights = self.replay.sample(self._batch_size)
+        batch_major = {"slot", *self._per_unroll}
+        batch = {name: column if name in batch_major else np.swapaxes(column, 0, 1) for name, column in columns.items()}
         batch["ids"], batch["weights"] = ids, weights
         return batch
 

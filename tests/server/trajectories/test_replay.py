@@ -39,7 +39,7 @@ def test_sampling_frequencies_follow_priority_to_the_alpha() -> None:
     counts = np.zeros(5)
     for _ in range(400):
         _, items, _ = replay.sample(50)
-        np.add.at(counts, [u["name"] for u in items], 1)
+        np.add.at(counts, items["name"], 1)
     expected = priorities**0.9 / (priorities**0.9).sum() * counts.sum()
     chi2 = ((counts - expected) ** 2 / expected).sum()
     assert chi2 < CHI2_DF4_P001, (counts, expected)
@@ -54,21 +54,21 @@ def test_importance_weights_are_n_p_to_the_minus_beta_over_the_batch_max() -> No
     replay.insert(unrolls(0, 1, 2, 3), priorities)
     ids, items, weights = replay.sample(32)
     p = priorities**0.7 / (priorities**0.7).sum()
-    names = [u["name"] for u in items]
+    names = items["name"]
     raw = (4 * p[names]) ** -0.6
     np.testing.assert_allclose(weights, raw / raw.max(), rtol=1e-6)
     assert weights.dtype == np.float32 and weights.max() == 1.0
-    assert [int(i) for i in ids] == names  # ids are insertion numbers
+    assert ids.tolist() == names.tolist()  # ids are insertion numbers
 
 
 def test_the_oldest_unrolls_are_evicted_first() -> None:
     replay = Replay(capacity=3, seed=3)
     ids = replay.insert(unrolls(0, 1, 2, 3, 4))
     assert ids.tolist() == [0, 1, 2, 3, 4] and len(replay) == 3
-    seen = {u["name"] for _ in range(50) for u in replay.sample(8)[1]}
+    seen = {int(n) for _ in range(50) for n in replay.sample(8)[1]["name"]}
     assert seen == {2, 3, 4}
     replay.insert(unrolls(5))
-    seen = {u["name"] for _ in range(50) for u in replay.sample(8)[1]}
+    seen = {int(n) for _ in range(50) for n in replay.sample(8)[1]["name"]}
     assert seen == {3, 4, 5}
 
 
@@ -76,15 +76,15 @@ def test_priority_updates_take_effect_and_evicted_ids_are_ignored() -> None:
     replay = Replay(capacity=4, seed=4)
     replay.insert(unrolls(0, 1, 2, 3))
     assert replay.update_priorities(np.array([0, 1, 2, 3]), np.array([0.0, 0.0, 0.0, 5.0])) == 4
-    assert {u["name"] for u in replay.sample(64)[1]} == {3}
+    assert set(replay.sample(64)[1]["name"].tolist()) == {3}
     replay.insert(unrolls(4))  # evicts id 0; its slot now holds id 4 (max priority 5)
     assert replay.update_priorities(np.array([0]), np.array([0.0])) == 0  # stale: not applied to id 4
     ids, items, _ = replay.sample(64)
-    assert {u["name"] for u in items} == {3, 4} and set(ids.tolist()) == {3, 4}
+    assert set(items["name"].tolist()) == {3, 4} and set(ids.tolist()) == {3, 4}
     # New unrolls get the largest priority seen so far.
     replay.update_priorities(np.array([3]), np.array([50.0]))
     replay.insert(unrolls(5))
-    counts = np.bincount([u["name"] for u in replay.sample(1000)[1]], minlength=6)
+    counts = np.bincount(replay.sample(1000)[1]["name"], minlength=6)
     assert counts[5] == pytest.approx(counts[3], rel=0.2) and counts[4] < counts[3] / 5
 
 
@@ -111,7 +111,7 @@ def test_concurrent_inserts_and_samples_are_serialized() -> None:
         try:
             for _ in range(500):
                 ids, items, weights = replay.sample(16)
-                assert all(item is not None for item in items) and np.isfinite(weights).all()
+                assert items["name"].shape == (16,) and np.isfinite(weights).all()
                 replay.update_priorities(ids, np.ones(16))
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
@@ -147,13 +147,11 @@ def test_a_saved_replay_restores_its_unrolls_priorities_counters_and_sampling(tm
     assert restored.restore(tmp_path / "replay")
     assert (len(restored), restored.inserted, restored.sampled) == (len(replay), replay.inserted, replay.sampled)
     np.testing.assert_array_equal(restored._tree.get(np.arange(16)), replay._tree.get(np.arange(16)))
-    for mine, theirs in zip(replay._items, restored._items, strict=True):
-        assert (mine is None) == (theirs is None)
-        if mine is not None:
-            assert mine.keys() == theirs.keys()
-            for name in mine:
-                np.testing.assert_array_equal(mine[name], theirs[name])
-                assert np.asarray(theirs[name]).dtype == np.asarray(mine[name]).dtype
+    assert replay._columns.keys() == restored._columns.keys()
+    for name, mine in replay._columns.items():
+        theirs = restored._columns[name]
+        np.testing.assert_array_equal(mine[: len(replay)], theirs[: len(replay)])
+        assert theirs.dtype == mine.dtype and theirs.shape == mine.shape
     # The same draws follow, and a new insert gets the same id in both.
     (ids, _, weights), (restored_ids, _, restored_weights) = replay.sample(8), restored.sample(8)
     np.testing.assert_array_equal(ids, restored_ids)
@@ -194,7 +192,7 @@ def test_restored_unrolls_wait_for_the_first_new_one_and_go_if_their_columns_dif
     restarted.insert(longer)
     assert restarted.confirmed and (len(restarted), restarted.inserted) == (2, 2)
     _, sampled, _ = restarted.sample(8)
-    assert all(unroll["observation"].shape == (41, 4) for unroll in sampled)
+    assert sampled["observation"].shape == (8, 41, 4)
     # The same run restarted: the restored unrolls stay, and the new ones follow them.
     same = Replay(16)
     assert same.restore(tmp_path / "replay")
@@ -202,3 +200,23 @@ def test_restored_unrolls_wait_for_the_first_new_one_and_go_if_their_columns_dif
     assert not feed.ready()  # no training on restored unrolls before a new one has vouched for them
     same.insert(array_unrolls(2, seed=1))
     assert same.confirmed and (len(same), same.inserted) == (7, 7) and feed.ready()
+
+
+async def test_the_feed_samples_time_major_batches_with_per_unroll_columns_batch_major() -> None:
+    replay = Replay(16, priority_exponent=0.0, importance_exponent=0.0, seed=0)
+    queue: asyncio.Queue = asyncio.Queue()
+    feed = ReplayFeed(replay, queue, batch_size=4, min_size=4, replay_ratio=8.0, per_unroll=["core_h"])
+    stored = array_unrolls(6)
+    for unroll in stored:
+        queue.put_nowait(unroll)
+    task = asyncio.create_task(feed.run())
+    try:
+        batch = await asyncio.wait_for(feed.next_batch(), 5)
+    finally:
+        task.cancel()
+    assert batch["observation"].shape == (21, 4, 4) and batch["action"].shape == (21, 4)
+    assert batch["core_h"].shape == (4, 8) and batch["slot"].shape == (4,)
+    for i, unroll_id in enumerate(batch["ids"]):  # column i is unroll ids[i], as it went in
+        np.testing.assert_array_equal(batch["observation"][:, i], stored[unroll_id]["observation"])
+        np.testing.assert_array_equal(batch["core_h"][i], stored[unroll_id]["core_h"])
+    np.testing.assert_array_equal(batch["weights"], np.ones(4, np.float32))  # uniform: no importance correction
