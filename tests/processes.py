@@ -106,18 +106,23 @@ CARTPOLE_TO_195 = (
 """``aioseed run`` flags of the end-to-end CartPole runs: mean return 195 over 20 episodes, within the frame budget."""
 
 
-async def run_to_return(args: Sequence[str], timeout_s: float = 240) -> tuple[str, int, float]:
-    """``aioseed run ARGS`` must exit 0 on its return condition with no error line:
-    (its log, the frames and the mean return at the stop)."""
+async def run_to_end(args: Sequence[str], timeout_s: float = 240) -> str:
+    """``aioseed run ARGS`` must exit 0 with no error line: its log."""
     run = await Process(["run", *args]).start()
     try:
         assert await run.wait(timeout_s=timeout_s) == 0, run.log
     finally:
         run.kill()
-    log = "\n".join(run.lines)
-    finished = re.search(r"stop_condition frames=(\d+) mean_return=(-?[\d.]+) reason=return", log)
-    assert finished, run.log
     assert run.errors() == [], run.log
+    return "\n".join(run.lines)
+
+
+async def run_to_return(args: Sequence[str], timeout_s: float = 240) -> tuple[str, int, float]:
+    """``aioseed run ARGS`` must exit 0 on its return condition with no error line:
+    (its log, the frames and the mean return at the stop)."""
+    log = await run_to_end(args, timeout_s)
+    finished = re.search(r"stop_condition frames=(\d+) mean_return=(-?[\d.]+) reason=return", log)
+    assert finished, log
     return log, int(finished.group(1)), float(finished.group(2))
 
 

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from tests.processes import Process, run_to_return
+from tests.processes import Process, run_to_end, run_to_return
 
 PENDULUM_PPO = (
     "--learner.env", "Pendulum-v1",
@@ -91,18 +91,15 @@ async def test_a_mujoco_policy_records_an_offscreen_video_headless(tmp_path) -> 
 
     logdir, video = tmp_path / "run", tmp_path / "hopper.mp4"
     kwargs = '{"max_episode_steps": 40, "width": 96, "height": 80}'
-    run = await Process(
-        ["run", "--learner.env", "Hopper-v5", "--learner.env-kwargs", kwargs, "--learner.agent", "sac",
+    log = await run_to_end(
+        ["--learner.env", "Hopper-v5", "--learner.env-kwargs", kwargs, "--learner.agent", "sac",
          "--num-actors", "1", "--envs-per-actor", "2", "--envs-per-message", "2",
          "--learner.training.unroll-length", "1", "--learner.training.batch-size", "32",
          "--learner.sac.min-replay-size", "64", "--learner.stop.after-frames", "600",
-         "--learner.logdir", str(logdir), "--learner.console.port", "0"]
-    ).start()
-    try:
-        assert await run.wait(timeout_s=180) == 0, run.log
-    finally:
-        run.kill()
-    assert "Box[3] actions in [-1, 1]" in "\n".join(run.lines)
+         "--learner.logdir", str(logdir), "--learner.console.port", "0"],
+        timeout_s=180,
+    )
+    assert "Box[3] actions in [-1, 1]" in log
     evaluation = await Process(["eval", "--logdir", str(logdir), "--episodes", "1", "--video", str(video)]).start()
     assert await evaluation.wait(timeout_s=180) == 0, evaluation.log
     result = json.loads(await evaluation.stdout())
@@ -115,17 +112,12 @@ async def test_a_mujoco_policy_records_an_offscreen_video_headless(tmp_path) -> 
 async def test_box_actions_train_in_impala_mode_and_sebulba_too(tmp_path, architecture) -> None:
     """IMPALA-mode actors sample and squash on their own CPU and upload the pre-squash samples; Sebulba's
     threads take the learner's actions as arrays. Both clip into the box as the gRPC path does."""
-    run = await Process(
-        ["run", "--architecture", architecture, "--learner.env", "Pendulum-v1", "--num-actors", "1",
+    log = await run_to_end(
+        ["--architecture", architecture, "--learner.env", "Pendulum-v1", "--num-actors", "1",
          "--envs-per-actor", "4", "--envs-per-message", "4", "--learner.training.unroll-length", "16",
          "--learner.training.batch-size", "4", "--learner.stop.after-frames", "4000",
-         "--learner.logdir", str(tmp_path), "--learner.console.port", "0"]
-    ).start()
-    try:
-        assert await run.wait(timeout_s=180) == 0, run.log
-    finally:
-        run.kill()
-    assert run.errors() == [], run.log
-    log = "\n".join(run.lines)
+         "--learner.logdir", str(tmp_path), "--learner.console.port", "0"],
+        timeout_s=180,
+    )
     steps = re.findall(r"run_finished frames=\d+ .*train_steps=(\d+)", log)
     assert steps and int(steps[-1]) > 0, log

@@ -3,15 +3,12 @@ the constructor, and spaces aioseed cannot serve get an error naming them."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
-from tests.processes import Process
+from tests.processes import Process, run_to_return
 
 from aioseed.action_space import MultiDiscrete
-from aioseed.envs.registry import env_kwargs, env_spec, make_vector_env
-from aioseed.server.config import LearnerConfig
+from aioseed.envs.registry import env_spec, make_vector_env
 
 CORRIDOR = "tests.envs.corridor:Corridor-v0"
 TWINS = "tests.envs.corridor:TwinCorridors-v0"
@@ -46,34 +43,17 @@ def test_dict_observations_are_flattened_and_multidiscrete_actions_served() -> N
 
 
 async def test_run_learns_an_env_with_dict_observations_and_multidiscrete_actions(tmp_path) -> None:
-    run = await Process(
+    log, _, mean_return = await run_to_return(
         [
-            "run", "--num-actors", "1", "--envs-per-actor", "8", "--envs-per-message", "8",
+            "--num-actors", "1", "--envs-per-actor", "8", "--envs-per-message", "8",
             "--learner.env", TWINS, "--learner.logdir", str(tmp_path), "--learner.console.port", "0",
             "--learner.stop.at-return", "0.9", "--learner.stop.after-frames", "200000",
             "--learner.return-window", "20", "--learner.seed", "0",
-        ]
-    ).start()
-    try:
-        assert await run.wait(timeout_s=180) == 0, run.log
-    finally:
-        run.kill()
-    assert run.errors() == [], run.log
-    assert "MultiDiscrete[2,2] actions" in "\n".join(run.lines)
-    assert re.search(r"stop_condition frames=\d+ mean_return=0\.9\d* reason=return", "\n".join(run.lines)), run.log
-
-
-def test_bad_modules_ids_and_kwargs_are_clear_errors() -> None:
-    with pytest.raises(ValueError, match="cannot import 'tests.envs.missing'"):
-        env_spec("tests.envs.missing:Corridor-v0")
-    with pytest.raises(ValueError, match="registered no env named 'Hallway-v0'"):
-        env_spec("tests.envs.corridor:Hallway-v0")
-    with pytest.raises(ValueError, match="env_kwargs must be a JSON object"):
-        LearnerConfig(env_kwargs="[1, 2]")
-    with pytest.raises(ValueError, match="env_kwargs is not JSON"):
-        env_kwargs("{length: 4}")
-    with pytest.raises(ValueError, match="env_kwargs go to gymnasium envs"):
-        make_vector_env("ALE/Pong-v5", 1, kwargs={"length": 4})
+        ],
+        timeout_s=180,
+    )
+    assert "MultiDiscrete[2,2] actions" in log
+    assert mean_return >= 0.9  # both walkers walk right: 0.98 at best, a random pair rarely arrives
 
 
 async def test_run_trains_on_an_env_from_a_module_with_kwargs(tmp_path) -> None:
