@@ -29,6 +29,9 @@ class Refusals:
         self._logged_at: dict[str, float] = {}
         self._unlogged: collections.Counter[str] = collections.Counter()
         self._collected_at = 0
+        self._trailing = False
+        self.collections = 0
+        """Cyclic collections ``collect_cycles`` has run."""
 
     def record(self, status: str, peer: str, detail: str, **fields: object) -> None:
         self.counts[status] += 1
@@ -52,10 +55,21 @@ class Refusals:
         received. Python collects cycles by object counts, not bytes, so a flood of refused large uploads
         outpaced it: the learner's RSS grew by ~2 GB per 10 s of 4 MiB uploads (bench impala-hostile) and
         stayed. One collection a second while refusals come in keeps it flat; the learner process freezes
-        its long-lived objects (``gc.freeze`` in ``serve_learner``) after start-up, so a collection scans only what is new."""
-        if self.total != self._collected_at:
+        its long-lived objects (``gc.freeze`` in ``serve_learner``) after start-up, so a collection scans only what is new.
+
+        One more collection follows on the call after the last refusal: a refusal is counted before its call
+        has ended, so a collection in between cannot free that call's cycle yet."""
+        refused = self.total != self._collected_at
+        if refused or self._trailing:
             self._collected_at = self.total
+            self._trailing = refused
             gc.collect()
+            self.collections += 1
+
+    @property
+    def collected(self) -> bool:
+        """Whether the collections owed to the refusals so far have all run, the trailing one included."""
+        return self.total == self._collected_at and not self._trailing
 
     def metrics(self) -> dict[str, float]:
         return {

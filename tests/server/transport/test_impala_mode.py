@@ -314,10 +314,16 @@ async def test_refused_uploads_do_not_pile_up_in_memory(running_learner, tmp_pat
                 message.unrolls.columns[0].data = bytes(size)
                 with contextlib.suppress(grpc.aio.AioRpcError):
                     await flood.send(message)
-                del message
-            await asyncio.sleep(1.5)  # a tick of the transport's housekeeping task
+                del message, flood
+            refusals = learner._service.refusals
+            for _ in range(50):  # the transport's housekeeping ticks once a second
+                if refusals.collected:
+                    break
+                await asyncio.sleep(0.1)
             grown = tracemalloc.get_traced_memory()[0] - before
+            held = tracemalloc.take_snapshot().statistics("lineno")[:3]
         finally:
             tracemalloc.stop()
-        assert learner._service.refusals.counts["INVALID_ARGUMENT"] == refused
-        assert grown < 3 * size, f"{grown / 2**20:.0f} MiB still held after {refused} refused uploads of {size / 2**20:.0f} MiB"
+        assert refusals.counts["INVALID_ARGUMENT"] == refused
+        assert refusals.collected, "the transport ran no collection after the refusals"
+        assert grown < 3 * size, f"{grown / 2**20:.0f} MiB still held after {refused} refused uploads of {size / 2**20:.0f} MiB: {held}"

@@ -27,6 +27,20 @@ def test_every_refusal_is_counted_and_one_line_per_status_and_interval_is_logged
     assert refusals.metrics() == {"refusals/total": 1002.0, "refusals/resource_exhausted": 1001.0, "refusals/invalid_argument": 1.0}
 
 
+def test_cycles_are_collected_while_refusals_come_in_and_once_more_after_the_last() -> None:
+    refusals = Refusals()
+    refusals.collect_cycles()
+    assert refusals.collections == 0 and refusals.collected  # no refusals, no collection
+    refusals.record("INVALID_ARGUMENT", "ipv4:10.0.0.1:5", "bad bytes")
+    assert not refusals.collected
+    refusals.collect_cycles()  # the refused call may not have ended yet: one more collection is owed
+    assert refusals.collections == 1 and not refusals.collected
+    refusals.collect_cycles()
+    assert refusals.collections == 2 and refusals.collected
+    refusals.collect_cycles()
+    assert refusals.collections == 2
+
+
 async def test_a_learners_refusals_reach_its_metrics(running_learner, tmp_path) -> None:
     async with running_learner(small_config(tmp_path, console={"enabled": False})) as learner:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
