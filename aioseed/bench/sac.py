@@ -4,7 +4,8 @@ The run is ``aioseed run --preset mujoco-sac`` (a learner and one actor process 
 replay pacing) in a fresh spawned process. Its rates are read from the learner's metric snapshots once
 training has started. The bound comes from the same machine in the same invocation, each part timed
 alone in this process: the env's step (random actions, one core), one inference call on a message's
-rows, and one update of a batch. The learner's core runs inference and updates, the actor's core steps
+rows, and one update of a batch. They are timed before and after the run and averaged, so that a linear
+drift of the host's speed cancels. The learner's core runs inference and updates, the actor's core steps
 the envs, so the bound on env steps/s is the slower of the two: 1 / (inference per row + updates per
 step x update) on the learner, 1 / env step on the actor.
 """
@@ -16,6 +17,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -53,8 +55,9 @@ def timed(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def parts(env_id: str, rows: int, batch_size: int) -> dict[str, float]:
-    """Inference of ``rows`` rows and one update of ``batch_size`` one-step unrolls, timed alone."""
+def part_timer(env_id: str, rows: int, batch_size: int) -> Callable[[], dict[str, float]]:
+    """A function that times inference of ``rows`` rows and one update of ``batch_size`` one-step unrolls,
+    each alone, on one agent built once."""
     from aioseed.algos.sac.agent import SacAgent
     from aioseed.envs.registry import env_spec
 
@@ -70,9 +73,9 @@ def parts(env_id: str, rows: int, batch_size: int) -> dict[str, float]:
         "done": np.zeros((2, batch_size), bool),
         "phantom": np.zeros((2, batch_size), bool),
     }
-    return {
-        "inference_s": timed(lambda: agent.infer(observations, {}), 200),
-        "update_s": timed(lambda: agent.train_step(batch), 100),
+    return lambda: {
+        "inference_s": timed(lambda: agent.infer(observations, {}), 400),
+        "update_s": timed(lambda: agent.train_step(batch), 300),
     }
 
 
@@ -101,11 +104,15 @@ def main(bench: SacBench) -> int:
     run = preset("mujoco-sac")
     rows, batch_size = run.envs_per_message, run.learner.training.batch_size
     updates_per_step = bench.replay_ratio / batch_size  # unroll_length 1: one unroll is one env step
-    env_s = env_step_seconds(bench.env)
-    alone = parts(bench.env, rows, batch_size)
+    time_parts = part_timer(bench.env, rows, batch_size)
+    before = {"env_s": env_step_seconds(bench.env), **time_parts()}
+    measured = run_rates(bench)
+    after = {"env_s": env_step_seconds(bench.env), **time_parts()}
+    # The parts timed before and after the run, averaged: a linear drift of the host's speed cancels.
+    alone = {key: (before[key] + after[key]) / 2 for key in before}
+    env_s = alone["env_s"]
     learner_s = alone["inference_s"] / rows + updates_per_step * alone["update_s"]
     bound = min(1.0 / env_s, 1.0 / learner_s)
-    measured = run_rates(bench)
     result = {
         "env": bench.env,
         "replay_ratio": bench.replay_ratio,
@@ -121,6 +128,7 @@ def main(bench: SacBench) -> int:
             f"update_ms_batch_{batch_size}": round(alone["update_s"] * 1e3, 3),
             "learner_bound_env_steps_per_s": round(1.0 / learner_s, 1),
             "actor_bound_env_steps_per_s": round(1.0 / env_s, 1),
+            "update_ms_before_after": [round(before["update_s"] * 1e3, 3), round(after["update_s"] * 1e3, 3)],
         },
     }
     sys.stdout.write((json.dumps(result) if bench.json else json.dumps(result, indent=2)) + "\n")
