@@ -143,28 +143,26 @@ class Replay:
 
     def save(self, directory: pathlib.Path) -> int:
         """Writes the stored unrolls, priorities, counters and RNG under ``directory`` (replacing what
-        is there only once complete); returns the bytes written. The lock is held only to take the
-        counters, priorities and column references, not while the rows are written: an unroll inserted
-        meanwhile may replace the oldest rows in the save (they are restored as any other)."""
-        with self._lock:
-            size = len(self)  # positions 0 .. size - 1 hold unrolls, whether or not the ring has wrapped
-            columns = dict(self._columns) if size else {}
-            priorities = self._tree.get(np.arange(size))
-            meta = {
-                "format": FORMAT, "capacity": self.capacity, "size": size, "inserted": self.inserted,
-                "sampled": self.sampled, "max_priority": self._max_priority, "rng": self._rng.bit_generator.state,
-                "columns": self._stored_layout if size else {},
-            }
+        is there only once complete); returns the bytes written. The lock is held throughout: an insert
+        writes a row column by column, so a copy taken beside it could pair one unroll's observation with
+        another's action. Inserts and samples wait for the save (a second or so per GiB)."""
         staging = directory.with_name(directory.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         try:
-            for name, column in columns.items():
-                rows = np.lib.format.open_memmap(staging / f"{name}.npy", mode="w+", dtype=column.dtype, shape=(size, *column.shape[1:]))
-                rows[:] = column[:size]
-                rows.flush()
-                del rows
-            np.save(staging / "priorities.npy", priorities)
+            with self._lock:
+                size = len(self)  # positions 0 .. size - 1 hold unrolls, whether or not the ring has wrapped
+                for name, column in (self._columns.items() if size else ()):
+                    rows = np.lib.format.open_memmap(staging / f"{name}.npy", mode="w+", dtype=column.dtype, shape=(size, *column.shape[1:]))
+                    rows[:] = column[:size]
+                    rows.flush()
+                    del rows
+                np.save(staging / "priorities.npy", self._tree.get(np.arange(size)))
+                meta = {
+                    "format": FORMAT, "capacity": self.capacity, "size": size, "inserted": self.inserted,
+                    "sampled": self.sampled, "max_priority": self._max_priority, "rng": self._rng.bit_generator.state,
+                    "columns": self._stored_layout if size else {},
+                }
             (staging / "meta.json").write_text(json.dumps(meta))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)

@@ -172,6 +172,32 @@ def test_saving_streams_to_disk_without_copying_the_replay_in_memory(tmp_path) -
     assert peak < stored / 20  # rows go one by one into a memory-mapped file, not through a stacked copy
 
 
+def test_an_insert_during_a_save_waits_so_no_saved_row_mixes_two_unrolls(tmp_path, monkeypatch) -> None:
+    """An insert writes a row column by column: one landing between the save's copies of two columns would
+    pair one unroll's observation with another's action. Here an insert is tried right there."""
+    replay = Replay(4)
+    labelled = [{"observation": np.full(3, i, np.float32), "action": np.int32(i)} for i in range(4)]
+    replay.insert(labelled)  # full: the next insert replaces unroll 0
+    open_memmap, opened, inserter = np.lib.format.open_memmap, [], None
+
+    def insert_between_columns(*args, **kwargs):
+        nonlocal inserter
+        opened.append(args[0])
+        if len(opened) == 2:  # the first column is copied; the second is next
+            inserter = threading.Thread(target=replay.insert, args=([{"observation": np.full(3, 9, np.float32), "action": np.int32(9)}],))
+            inserter.start()
+            inserter.join(timeout=0.5)  # the save holds the replay: the insert waits for it
+        return open_memmap(*args, **kwargs)
+
+    monkeypatch.setattr(np.lib.format, "open_memmap", insert_between_columns)
+    replay.save(tmp_path / "replay")
+    inserter.join(timeout=10)
+    assert not inserter.is_alive() and replay.inserted == 5
+    observation, action = np.load(tmp_path / "replay" / "observation.npy"), np.load(tmp_path / "replay" / "action.npy")
+    np.testing.assert_array_equal(observation[:, 0], action)  # every saved row is one unroll
+    np.testing.assert_array_equal(action, [0, 1, 2, 3])
+
+
 def test_a_replay_of_another_capacity_or_none_is_not_restored(tmp_path) -> None:
     assert not Replay(16).restore(tmp_path / "nothing")
     replay = Replay(16)
