@@ -166,7 +166,8 @@ def _make_env(saved: LearnerConfig, env_id: str, render: bool) -> gym.vector.Vec
 
 def _act(agent: Agent, greedy: bool) -> Act:
     """The policy as one function: the agent's own inference (V-trace samples; R2D2 takes epsilon-greedy
-    actions at its evaluation epsilon), or V-trace's most likely action."""
+    actions at its evaluation epsilon; SAC takes its ``evaluation_action``), or, greedy, V-trace's most likely
+    action (a Box's squashed mean)."""
     evaluation = np.ones(1, bool)
     if not greedy or agent.uses_replay:
         return lambda obs, state, reward: _first(agent.infer(obs, state, evaluation=evaluation, rewards=reward))

@@ -38,7 +38,7 @@ def batch_moments(x: tf.Tensor) -> Moments:
 
 class RunningNormalizer(keras.layers.Layer):
     """``clip((x - mean) / sqrt(var + epsilon), -clip, clip)`` with the running moments of every observation the
-    train step has seen (float64 statistics; float32 output). Before any update it passes ``x`` through."""
+    train step has seen (float64 statistics; float32 output). Before any update it only clips ``x``."""
 
     def __init__(self, shape: tuple[int, ...], clip: float = 10.0, epsilon: float = 1e-8, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -63,7 +63,7 @@ class RunningNormalizer(keras.layers.Layer):
 class RewardScaler(tf.Module):
     """Divides rewards by the running standard deviation of each env's discounted return, then clips them
     (gymnasium's NormalizeReward, per env slot on the learner). Unrolls of a slot must arrive in order, as the
-    V-trace path's queue delivers them; a slot's return restarts at an episode's start."""
+    V-trace path's queue delivers them (a batch may hold several); a slot's return restarts at an episode's start."""
 
     def __init__(self, discount: float, clip: float = 10.0, epsilon: float = 1e-8) -> None:
         super().__init__(name="reward_scaler")
@@ -77,12 +77,21 @@ class RewardScaler(tf.Module):
         """Time-major ``[T + 1, B]`` rewards (step t holds the reward leading to it) of the unrolls of ``slots``
         <int>[B]: updates the moments with steps 1..T (step 0 repeats the previous unroll's last) and returns
         all T + 1 rewards scaled."""
-        returns = np.array([self._returns.get(int(s), 0.0) for s in slots])
         seen = np.empty((len(rewards) - 1, len(slots)))
-        for t in range(1, len(rewards)):
-            returns = returns * self.discount * (1.0 - done[t]) + rewards[t]
-            seen[t - 1] = returns
-        self._returns.update(zip(slots.tolist(), returns.tolist()))
+        # A batch can hold consecutive unrolls of one slot (asynchronous acting): the k-th of each slot
+        # carries on from the return the (k-1)-th left.
+        occurrence = np.zeros(len(slots), np.int64)
+        counted: dict[int, int] = {}
+        for i, slot in enumerate(slots.tolist()):
+            occurrence[i] = counted.get(slot, 0)
+            counted[slot] = occurrence[i] + 1
+        for k in range(int(occurrence.max(initial=-1)) + 1):
+            columns = np.flatnonzero(occurrence == k)
+            returns = np.array([self._returns.get(int(s), 0.0) for s in slots[columns]])
+            for t in range(1, len(rewards)):
+                returns = returns * self.discount * (1.0 - done[t, columns]) + rewards[t, columns]
+                seen[t - 1, columns] = returns
+            self._returns.update(zip(slots[columns].tolist(), returns.tolist()))
         merged = merge_moments(Moments(self.count, self.mean, self.variance), batch_moments(tf.constant(seen.ravel())))
         self.count.assign(merged.count)
         self.mean.assign(merged.mean)

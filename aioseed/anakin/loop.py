@@ -50,6 +50,8 @@ class Anakin:
             raise ValueError("Anakin runs feedforward policies (no LSTM core, no previous action/reward input)")
         if env.truncates and agent.config.reward_clipping != "none":
             raise ValueError("Anakin adds a truncated episode's bootstrap value to its last reward: reward clipping would clip it")
+        if agent.config.normalize_observations or agent.config.scale_rewards:
+            raise ValueError("Anakin updates the network in its own loop: normalize_observations and scale_rewards are for the learner")
         self.env, self.agent = env, agent
         self.envs, self.unroll_length, self.batch_size = envs, unroll_length, batch_size
         self._seed = tf.constant([seed, 0], tf.int64)

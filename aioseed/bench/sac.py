@@ -43,7 +43,7 @@ def env_step_seconds(env_id: str, seconds: float = 2.0) -> float:
     return (time.perf_counter() - start) / steps
 
 
-def timed(fn, repeats: int) -> float:
+def timed(fn: Callable[[], object], repeats: int) -> float:
     """Median seconds of ``fn()`` over ``repeats`` calls, after two warm-up calls (tracing)."""
     for _ in range(2):
         fn()

@@ -78,6 +78,11 @@ def make_vector_env(
     autoreset = envs.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
     if autoreset != gym.vector.AutoresetMode.NEXT_STEP:
         raise ValueError(f"{env_id}: aioseed needs next-step autoreset, the vector env uses {autoreset}")
+    return flattened(envs)
+
+
+def flattened(envs: gym.vector.VectorEnv) -> gym.vector.VectorEnv:
+    """``envs`` with their observations flattened into one Box where their space is one of ``FLATTENED``."""
     if isinstance(envs.single_observation_space, FLATTENED):
         return gym.wrappers.vector.FlattenObservation(envs)
     return envs

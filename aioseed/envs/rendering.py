@@ -13,7 +13,7 @@ import gymnasium as gym
 
 from aioseed.envs.atari import AtariConfig, is_atari
 from aioseed.envs.football import is_football
-from aioseed.envs.registry import registered_id
+from aioseed.envs.registry import flattened, registered_id
 
 
 def rendering_vector_env(
@@ -25,7 +25,8 @@ def rendering_vector_env(
 ) -> gym.vector.VectorEnv:
     """``num_envs`` copies of ``env_id`` in a ``SyncVectorEnv`` (next-step autoreset): gymnasium ids made
     with ``render_mode="rgb_array"``; ALE ids as ``AtariFrames`` (the 210 x 160 colour screen, the same
-    84 x 84 stacks as ale-py's vector env). Read frames with ``first_frame``.
+    84 x 84 stacks as ale-py's vector env); structured observations flattened as ``make_vector_env`` does.
+    Read frames with ``first_frame``.
 
     ``in_subprocess``: the envs step and render in a fresh process (an ``AsyncVectorEnv``), for processes
     that have loaded TensorFlow: OSMesa's renderer crashes beside TensorFlow's own LLVM in one process."""
@@ -40,9 +41,9 @@ def rendering_vector_env(
     else:
         make = functools.partial(_rendering_env, registered_id(env_id), dict(kwargs or {}))
     if in_subprocess:
-        return gym.vector.AsyncVectorEnv([make] * num_envs, context="spawn", autoreset_mode=autoreset)
+        return flattened(gym.vector.AsyncVectorEnv([make] * num_envs, context="spawn", autoreset_mode=autoreset))
     headless_mujoco()
-    return gym.vector.SyncVectorEnv([make] * num_envs, autoreset_mode=autoreset)
+    return flattened(gym.vector.SyncVectorEnv([make] * num_envs, autoreset_mode=autoreset))
 
 
 def headless_mujoco() -> None:
@@ -62,6 +63,7 @@ def _rendering_env(name: str, kwargs: dict[str, Any]) -> gym.Env:
 
 def first_frame(envs: gym.vector.VectorEnv) -> Any:
     """Env 0's frame of a ``rendering_vector_env`` (the others are not rendered where that can be avoided)."""
+    envs = envs.unwrapped
     if isinstance(envs, gym.vector.SyncVectorEnv):
         return envs.envs[0].render()
     return envs.call("render")[0]

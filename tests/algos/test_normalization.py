@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from aioseed.action_space import Box
@@ -48,6 +49,14 @@ def test_reward_scaling_divides_by_the_discounted_returns_deviation_per_slot_in_
     assert scaler._returns == {0: 3.0, 1: 4.0 + 0.5 * (4.0 + 0.5 * 6.0)}  # slot 0 restarted at its episode's end
 
 
+def test_consecutive_unrolls_of_one_slot_in_a_batch_carry_the_return_on() -> None:
+    scaler = RewardScaler(discount=0.5, clip=100.0)
+    rewards = np.array([[0.0, 0.0], [2.0, 2.0], [2.0, 2.0]], np.float32)
+    scaler.scale(rewards, np.zeros((3, 2), bool), np.array([7, 7]))  # two unrolls of slot 7, in order
+    assert scaler._returns == {7: 2.0 + 0.5 * (2.0 + 0.5 * (2.0 + 0.5 * 2.0))}
+    assert scaler.count.numpy() == 4 and scaler.mean.numpy() == np.mean([2.0, 3.0, 3.5, 3.75])
+
+
 def test_the_agents_statistics_update_in_training_are_checkpointed_and_travel_with_the_weights(tmp_path) -> None:
     config = ImpalaConfig(normalize_observations=True, scale_rewards=True)
     agent = ImpalaAgent(SPEC, config)
@@ -68,3 +77,8 @@ def test_the_agents_statistics_update_in_training_are_checkpointed_and_travel_wi
     actor.load_policy_variables([v.numpy() for v in agent.policy_variables()])
     observations = rng.normal(size=(2, 3)).astype(np.float32)
     np.testing.assert_allclose(actor.network(observations)[1], agent.network(observations)[1], rtol=1e-6)
+
+
+def test_scaled_rewards_cannot_be_a_network_input() -> None:
+    with pytest.raises(ValueError, match="scaled rewards in training and raw ones when acting"):
+        ImpalaConfig(scale_rewards=True, previous_action_reward=True)

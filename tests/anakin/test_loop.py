@@ -44,3 +44,10 @@ def test_reward_clipping_with_a_truncating_env_is_refused() -> None:
     catch = Catch()
     spec = EnvSpec(observation_shape=catch.observation_shape, observation_dtype="uint8", action_space=3)
     Anakin(catch, ImpalaAgent(spec, ImpalaConfig(reward_clipping="abs"), seed=0), envs=4, unroll_length=3, batch_size=4)
+
+
+@pytest.mark.parametrize("option", ["normalize_observations", "scale_rewards"])
+def test_the_learners_running_statistics_are_refused(option: str) -> None:
+    agent = ImpalaAgent(SPEC, ImpalaConfig(hidden_sizes=(16,), **{option: True}), seed=0)
+    with pytest.raises(ValueError, match="are for the learner"):
+        Anakin(CartPole(), agent, envs=4, unroll_length=3, batch_size=4)

@@ -55,3 +55,17 @@ def test_an_env_that_cannot_render_leaves_the_evaluation_actor_running_without_c
     for group in groups:
         group.close()
     assert not list(tmp_path.iterdir())
+
+
+def test_recorded_envs_serve_structured_observations_flattened_as_training_does() -> None:
+    import tests.envs.corridor  # noqa: F401  (registers TwinCorridors-v0: a Dict of two Discrete(4))
+
+    from aioseed.envs.rendering import first_frame
+
+    envs = rendering_vector_env("TwinCorridors-v0", 1)
+    spec = vector_env_spec("TwinCorridors-v0", envs)
+    observations, _ = envs.reset(seed=0)
+    assert spec.observation_shape == (8,) and observations.shape == (1, 8)  # two one-hots of 4
+    np.testing.assert_array_equal(observations[0], [1, 0, 0, 0, 1, 0, 0, 0])
+    assert first_frame(envs).shape == (2, 4, 3)
+    envs.close()

@@ -4,10 +4,12 @@ against a learner with a real actor on loopback."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import math
 import pathlib
+from collections.abc import AsyncIterator
 
 import grpc
 import numpy as np
@@ -37,15 +39,28 @@ async def chart(page: Page, title: str) -> tuple[int, list]:
     return int(await box.get_attribute("data-points") or 0), json.loads(await box.get_attribute("data-last") or "[]")
 
 
-async def test_console_charts_update_and_controls_steer_the_learner(running_learner, tmp_path) -> None:
+@contextlib.asynccontextmanager
+async def console_beside_actor(learner, actor: ActorConfig, height: int) -> AsyncIterator[Page]:
+    """A blank Chromium page of ``height`` pixels while an actor steps envs against ``learner``."""
     assert CHROMIUM.exists(), "make test installs Debian's chromium"
+    task = asyncio.create_task(Actor(actor).run())
+    try:
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                yield await browser.new_page(viewport={"width": 1400, "height": height})
+            finally:
+                await browser.close()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_console_charts_update_and_controls_steer_the_learner(running_learner, tmp_path) -> None:
     config = small_config(tmp_path, metrics_every_s=0.2, server={"max_abs_reward": float("inf")})
-    async with running_learner(config) as learner, async_playwright() as playwright:
-        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16))
-        task = asyncio.create_task(actor.run())
-        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page(viewport={"width": 1400, "height": 1500})
+    async with running_learner(config) as learner:
+        actor = ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16)
+        async with console_beside_actor(learner, actor, height=1500) as page:
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             await page.goto(learner.console_url)
@@ -132,9 +147,6 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
                 await page.screenshot(path=str(path), full_page=True)
                 assert path.stat().st_size > 10_000
             assert errors == []
-        finally:
-            await browser.close()
-            task.cancel()
 
 
 async def test_r2d2_learner_shows_its_replay(running_learner, tmp_path) -> None:
@@ -142,12 +154,9 @@ async def test_r2d2_learner_shows_its_replay(running_learner, tmp_path) -> None:
 
     r2d2 = preset("r2d2-cartpole").learner.r2d2
     config = small_config(tmp_path, metrics_every_s=0.2, agent="r2d2", r2d2=r2d2)
-    async with running_learner(config) as learner, async_playwright() as playwright:
-        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16))
-        task = asyncio.create_task(actor.run())
-        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page(viewport={"width": 1400, "height": 1500})
+    async with running_learner(config) as learner:
+        actor = ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16)
+        async with console_beside_actor(learner, actor, height=1500) as page:
             await page.goto(learner.console_url)
             replay = page.locator('.chart[data-chart="replay (unrolls)"]')
             await until(replay.is_visible, "the replay chart to appear")
@@ -158,9 +167,6 @@ async def test_r2d2_learner_shows_its_replay(running_learner, tmp_path) -> None:
             assert r2d2.min_replay_size <= size <= capacity == r2d2.replay_capacity
             await until(_text_contains(page, "#counters", "sampled"), "replay counters on the page")
             # V-trace learners keep the replay charts hidden (see the test above: no replay metrics).
-        finally:
-            await browser.close()
-            task.cancel()
 
 
 async def test_sac_learner_shows_its_critics_and_temperature(running_learner, tmp_path) -> None:
@@ -168,12 +174,9 @@ async def test_sac_learner_shows_its_critics_and_temperature(running_learner, tm
 
     sac = SacConfig(hidden_sizes=(32, 32), min_replay_size=64, replay_ratio=32.0)
     config = small_config(tmp_path, metrics_every_s=0.2, env="Pendulum-v1", agent="sac", sac=sac, training={"unroll_length": 1, "batch_size": 32})
-    async with running_learner(config) as learner, async_playwright() as playwright:
-        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", env="Pendulum-v1", num_envs=4, envs_per_message=4))
-        task = asyncio.create_task(actor.run())
-        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page(viewport={"width": 1400, "height": 2200})
+    async with running_learner(config) as learner:
+        actor = ActorConfig(learner=f"127.0.0.1:{learner.port}", env="Pendulum-v1", num_envs=4, envs_per_message=4)
+        async with console_beside_actor(learner, actor, height=2200) as page:
             await page.goto(learner.console_url)
             q_values = page.locator('.chart[data-chart="SAC: Q values"]')
             await until(q_values.is_visible, "the SAC Q-value chart to appear")
@@ -184,9 +187,6 @@ async def test_sac_learner_shows_its_critics_and_temperature(running_learner, tm
             assert await page.locator('.chart[data-chart="replay (unrolls)"]').is_visible()
             assert not await page.locator('.chart[data-chart="policy drift"]').is_visible()
             await page.screenshot(path=str(SCREENSHOTS / "console-sac.png"), full_page=True)
-        finally:
-            await browser.close()
-            task.cancel()
 
 
 async def _points_at_least(page: Page, title: str, n: int) -> bool:

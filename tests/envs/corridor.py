@@ -45,10 +45,18 @@ class TwinCorridors(gym.Env):
     """Two walkers, one per corridor, steered together by a MultiDiscrete([2, 2]) action (1: right), seen
     through a Dict observation of both cells; a reward of 1 once both reach their ends, -0.01 a step before."""
 
-    def __init__(self, length: int = 4) -> None:
-        self.length = length
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, length: int = 4, render_mode: str | None = None) -> None:
+        self.length, self.render_mode = length, render_mode
         self.observation_space = gym.spaces.Dict({"left": gym.spaces.Discrete(length), "right": gym.spaces.Discrete(length)})
         self.action_space = gym.spaces.MultiDiscrete([2, 2])
+
+    def render(self) -> np.ndarray:
+        """Two rows of cells, the walkers' cells lit."""
+        frame = np.zeros((2, self.length, 3), np.uint8)
+        frame[[0, 1], self.cells] = 255
+        return frame
 
     def _observation(self) -> dict[str, int]:
         return {"left": int(self.cells[0]), "right": int(self.cells[1])}

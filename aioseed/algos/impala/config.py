@@ -156,6 +156,8 @@ class ImpalaConfig:
                 "minibatch transitions needs a feedforward network: an LSTM core or previous_action_reward "
                 "replays whole unrolls (use minibatch unrolls)"
             )
+        if self.scale_rewards and self.previous_action_reward:
+            raise ValueError("scale_rewards with previous_action_reward: the network would see scaled rewards in training and raw ones when acting")
         if self.ppo_clip is not None and not 0.0 < self.ppo_clip < 1.0:
             raise ValueError(f"ppo_clip must be in (0, 1) or None, got {self.ppo_clip}")
         if self.observation_clip <= 0 or self.scaled_reward_clip <= 0:

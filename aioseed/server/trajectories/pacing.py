@@ -8,8 +8,8 @@
   applied, as in PPO, so every step of a train batch was acted by the policy that computes its
   targets (the proximal one).
 - ``replay`` (off-policy agents that train from replay): each train batch lets acting complete
-  ``credit`` more unrolls (batch size / replay ratio) beyond a start of ``start`` (the replay's minimum
-  size plus one batch's credit), so that updates per env step hold the replay ratio however fast the
+  ``credit`` more unrolls (batch size / replay ratio) beyond a start of ``start`` (set by the learner
+  from the replay's minimum size and how far acting may run ahead), so that updates per env step hold the replay ratio however fast the
   actors are. Off-policy steps need no redo: a waiting batch is answered as it was acted.
 
 When acting must wait, the inference batch that made it wait is answered only after the update,
@@ -55,7 +55,7 @@ class Pacing:
 
     @property
     def paced(self) -> bool:
-        """Acting waits for training (bounded or synchronous), so batches are judged one at a time."""
+        """Acting waits for training (bounded, synchronous or replay), so batches are judged one at a time."""
         return self.mode != "async"
 
     @property
@@ -92,6 +92,6 @@ class Pacing:
                 self._open.set()
 
     def stale(self, version: int) -> bool:
-        """Whether steps acted at ``version`` predate the latest train batch's updates (paced modes only),
+        """Whether steps acted at ``version`` predate the latest train batch's updates (on-policy paced modes only),
         so that acting would run further ahead of training than its mode allows."""
         return self.redoes and version < self._trained_version

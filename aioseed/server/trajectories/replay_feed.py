@@ -23,7 +23,8 @@ log = structlog.get_logger()
 
 
 class ReplayFeed:
-    """R2D2's ``Source``. Verbs: ``run`` (the insert task), ``next_batch``, ``update``."""
+    """The ``Source`` of agents that train from replay (R2D2, SAC). Verbs: ``run`` (the insert task),
+    ``next_batch``, ``update``."""
 
     def __init__(
         self,
@@ -73,6 +74,8 @@ class ReplayFeed:
     def update(self, batch: TrainBatch, metrics: dict[str, Any]) -> None:
         """Writes the train step's new priorities (popped from ``metrics``) back for ``batch["ids"]``."""
         ids, priorities = batch["ids"], metrics.pop("priorities")
+        if self.replay.priority_exponent == 0:  # uniform replay (SAC): priorities do not matter
+            return
         if not np.isfinite(priorities).all():  # the loss diverged; keep the old priorities and say so
             log.error("non_finite_priorities", count=int((~np.isfinite(priorities)).sum()))
             return

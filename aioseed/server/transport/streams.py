@@ -96,7 +96,8 @@ class LocalStream:
         self._closed = False
 
     async def act(self, rows: Rows) -> np.ndarray:
-        """<int32>[K] actions for the rows of this stream's slots; raises InferenceError if the policy failed
+        """``[K, *action_shape]`` actions for the rows of this stream's slots (int32 indices, or float32 for a
+        Box); raises InferenceError if the policy failed
         or answered non-finite outputs for them."""
         return await self._answer(rows)
 

@@ -141,8 +141,9 @@ class UnrollParser:
                 raise ProtocolError(f"unrolls observations must be finite with |x| <= {self._bounds.max_abs_observation:g}; unroll {bad}")
         action = arrays["action"]
         if action.dtype.kind in "iu" and invalid_actions(self._space, action.reshape(-1, *self._space.row_shape)).any():
-            bound = self._space.n if isinstance(self._space, Discrete) else list(getattr(self._space, "nvec", ()))
-            raise ProtocolError(f"unrolls actions must lie in [0, {bound})")
+            if isinstance(self._space, Discrete):
+                raise ProtocolError(f"unrolls actions must lie in [0, {self._space.n})")
+            raise ProtocolError(f"unrolls actions must lie in [0, n) per element of {self._space.describe()}")
         version = arrays["version"]
         if version.size and version.min() < 0:
             raise ProtocolError(f"unrolls versions must be >= 0, got {version.min()}")
