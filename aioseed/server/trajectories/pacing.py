@@ -9,8 +9,9 @@
   targets (the proximal one).
 - ``replay`` (off-policy agents that train from replay): each train batch lets acting complete
   ``credit`` more unrolls (batch size / replay ratio) beyond a start of ``start`` (set by the learner
-  from the replay's minimum size and how far acting may run ahead), so that updates per env step hold the replay ratio however fast the
-  actors are. Off-policy steps need no redo: a waiting batch is answered as it was acted.
+  from the replay's minimum size and how far acting may run ahead), so that updates per env step
+  hold the replay ratio however fast the actors are. Off-policy steps need no redo: a waiting batch
+  is answered as it was acted.
 
 When acting must wait, the inference batch that made it wait is answered only after the update,
 with actions the updated policy chooses again (``Acting.redo``): its rows are the first steps of
