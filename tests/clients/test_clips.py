@@ -11,7 +11,7 @@ from aioseed.clients.actor import ActorConfig
 from aioseed.clients.clips import ClipRecorder
 from aioseed.clients.env_group import EnvGroup
 from aioseed.envs.registry import vector_env_spec
-from aioseed.envs.rendering import rendering_vector_env
+from aioseed.envs.rendering import first_frame, rendering_vector_env
 from aioseed.types import FINAL
 
 
@@ -59,8 +59,6 @@ def test_an_env_that_cannot_render_leaves_the_evaluation_actor_running_without_c
 
 def test_recorded_envs_serve_structured_observations_flattened_as_training_does() -> None:
     import tests.envs.corridor  # noqa: F401  (registers TwinCorridors-v0: a Dict of two Discrete(4))
-
-    from aioseed.envs.rendering import first_frame
 
     envs = rendering_vector_env("TwinCorridors-v0", 1)
     spec = vector_env_spec("TwinCorridors-v0", envs)

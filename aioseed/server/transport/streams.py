@@ -97,8 +97,7 @@ class LocalStream:
 
     async def act(self, rows: Rows) -> np.ndarray:
         """``[K, *action_shape]`` actions for the rows of this stream's slots (int32 indices, or float32 for a
-        Box); raises InferenceError if the policy failed
-        or answered non-finite outputs for them."""
+        Box); raises InferenceError if the policy failed or answered non-finite outputs for them."""
         return await self._answer(rows)
 
     def close(self) -> None:
