@@ -18,6 +18,10 @@ KEY_HYPERPARAMETERS = {
         "learning_rate", "discount", "n_steps", "burn_in", "target_update_period", "replay_capacity",
         "min_replay_size", "replay_ratio", "priority_exponent", "importance_exponent", "lstm_size",
     ),
+    "sac": (
+        "learning_rate", "critic_learning_rate", "alpha_learning_rate", "discount", "tau", "initial_alpha",
+        "autotune_alpha", "target_entropy", "replay_capacity", "min_replay_size", "replay_ratio", "hidden_sizes",
+    ),
 }
 """The agent's fields the panel shows (the rest are in logdir/config.toml)."""
 
@@ -26,14 +30,14 @@ def describe(config: LearnerConfig, devices: tuple[str, ...], inference_devices:
     """The run panel's fixed part (the checkpoints are added as they are written)."""
     from aioseed import __version__
 
-    agent = config.r2d2 if config.agent == "r2d2" else config.impala
+    agent = getattr(config, config.agent)
     hyper = {name: getattr(agent, name) for name in KEY_HYPERPARAMETERS[config.agent]}
     hyper |= {f"training.{field.name}": getattr(config.training, field.name) for field in dataclasses.fields(config.training)}
     return {
         "env": config.env,
         "agent": config.agent,
         "architecture": config.architecture,
-        "network": agent.network,
+        "network": getattr(agent, "network", "mlp"),  # SAC's actor and critics are MLPs
         "devices": list(devices),
         "inference_devices": list(inference_devices),
         "version": __version__,
