@@ -22,6 +22,8 @@ SECRETS = frozenset({"token"})
 """Fields never written to a logdir: one that was set is written as ``NOT_STORED``, which a command
 refuses to run with (pass the secret again as a flag)."""
 NOT_STORED = "<not stored: pass it as a flag>"
+PROVENANCE = "provenance"
+"""The table of a written config that records where the run's code came from (not a setting)."""
 
 
 class ConfigFileError(ValueError):
@@ -88,11 +90,14 @@ def document(config: object) -> dict[str, Any]:
     return convert(config)
 
 
-def dumps(config: object, command: str, header: str = "") -> str:
-    """TOML of ``config`` for ``aioseed COMMAND --config FILE``, sections after plain keys."""
+def dumps(config: object, command: str, header: str = "", provenance: Mapping[str, Any] | None = None) -> str:
+    """TOML of ``config`` for ``aioseed COMMAND --config FILE``, sections after plain keys; ``provenance``
+    (``aioseed.provenance``) as a last ``[provenance]`` table, which reading a file skips."""
     table = document(config)
     plain = {k: v for k, v in table.items() if not isinstance(v, dict)}
     sections = {k: v for k, v in table.items() if isinstance(v, dict)}
+    if provenance is not None:
+        sections[PROVENANCE] = dict(provenance)
     comment = "".join(f"# {line}\n".replace("# \n", "#\n") for line in header.splitlines())
     return comment + tomli_w.dumps({"command": command, **plain, **sections})
 
@@ -101,6 +106,7 @@ def command_table(data: Mapping[str, Any], command: str, source: str) -> dict[st
     """The part of a file that configures ``command``: a file written by ``aioseed run`` holds the
     learner's config under [learner], one written by ``aioseed learner`` holds it at the top."""
     data = dict(data)
+    data.pop(PROVENANCE, None)
     written_by = data.pop("command", command)
     if written_by == command:
         return data
@@ -117,12 +123,21 @@ def command_table(data: Mapping[str, Any], command: str, source: str) -> dict[st
 
 def save(logdir: pathlib.Path, config: object, command: str) -> pathlib.Path:
     """Writes logdir/config.toml: ``aioseed COMMAND --config`` it to run the same again (secrets are
-    marked, not stored), and ``aioseed eval`` rebuilds the agent from it."""
+    marked, not stored), and ``aioseed eval`` rebuilds the agent from it. Its ``[provenance]`` table records
+    the git commit, whether the tree was dirty, and the libraries' versions."""
+    from aioseed.provenance import provenance
+
     logdir.mkdir(parents=True, exist_ok=True)
     path = logdir / "config.toml"
     header = f"The resolved config of this run: aioseed {command} --config {path} runs it again\n(flags given after it override it; tokens are not written)."
-    path.write_text(dumps(config, command, header))
+    path.write_text(dumps(config, command, header, provenance()))
     return path
+
+
+def saved_provenance(logdir: pathlib.Path) -> dict[str, Any]:
+    """The ``[provenance]`` a run wrote to ``logdir/config.toml`` (empty for runs of older versions)."""
+    path = logdir / "config.toml"
+    return dict(read(path).get(PROVENANCE, {})) if path.exists() else {}
 
 
 def saved_learner(logdir: pathlib.Path) -> Any:
