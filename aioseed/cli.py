@@ -15,7 +15,9 @@ from aioseed.clients.actor import ActorConfig
 from aioseed.clients.fleet import FleetConfig
 from aioseed.evaluate import EvalConfig
 from aioseed.launch import RunConfig
+from aioseed.results.report import ReportConfig
 from aioseed.server.config import RENAMED_FLAGS, RENAMED_SECTIONS, LearnerConfig
+from aioseed.sweep.config import SweepConfig
 
 log = structlog.get_logger()
 
@@ -72,6 +74,8 @@ COMMANDS = {
     "actors": FleetConfig,
     "run": RunConfig,
     "eval": EvalConfig,
+    "report": ReportConfig,
+    "sweep": SweepConfig,
     "bench": Bench,
 }
 
@@ -81,6 +85,8 @@ def parse(argv: list[str]) -> object:
     the flags in those files, in that order, before the flags given (which win); every value is then
     checked once, on the whole."""
     argv = upgrade_flags(argv)
+    if argv[:1] == ["sweep"]:
+        return _parse(argv)  # its --config is the sweep file, read by aioseed.sweep
     plain, presets, files = _take_file_flags(argv)
     target = _target(plain)
     if target is None:
@@ -153,6 +159,14 @@ def dispatch(command: object) -> int:
     from aioseed import launch
     from aioseed.tf_start import start_tensorflow
 
+    if isinstance(command, ReportConfig):
+        from aioseed.results import report
+
+        return report.main(command)
+    if isinstance(command, SweepConfig):  # its trials are aioseed run processes
+        from aioseed.sweep import study
+
+        return study.main(command)
     if not isinstance(command, (ActorConfig, FleetConfig)) or getattr(command, "architecture", "seed") == "impala":
         start_tensorflow()
 

@@ -1,4 +1,5 @@
-"""``aioseed eval``: run a learner's latest checkpoint locally (V-trace or R2D2), print return statistics,
+"""``aioseed eval``: run a learner's latest checkpoint locally (V-trace, R2D2 or SAC) under a named
+protocol (``aioseed.protocols``), print return statistics and keep them as JSON in the run's logdir,
 optionally record episodes as MP4 and export a SavedModel."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import structlog
 
 from aioseed import config_file
+from aioseed.protocols import PROTOCOLS, ProtocolName, describe
 from aioseed.types import env_actions
 
 if TYPE_CHECKING:
@@ -37,13 +39,17 @@ class EvalConfig:
     """The learner's logdir (holds config.toml and checkpoints/)."""
     env: str | None = None
     """Gymnasium id to evaluate on (default: the env the learner trained on)."""
-    episodes: int = 10
-    """Episodes to run."""
+    protocol: ProtocolName = "none"
+    """none: the env as the policy trained on it. seed: SEED RL's Atari evaluation (no sticky actions, up to
+    30 no-op starts, a 108K-frame cap, R2D2 at epsilon 0.001; 30 episodes). machado: Machado et al. 2018's
+    (sticky actions 0.25, no no-op starts, full episodes; 100 episodes). seed and machado take ALE/ ids."""
+    episodes: int | None = None
+    """Episodes to run (default: the protocol's: 10, 30 or 100)."""
     greedy: bool = False
     """V-trace: take the most likely action instead of sampling (Box actions: the squashed mean). R2D2: epsilon 0
     instead of epsilon. SAC: the squashed mean instead of a sample."""
     epsilon: float = 0.001
-    """R2D2's exploration when not greedy (SEED's evaluation epsilon)."""
+    """R2D2's exploration when not greedy (SEED's evaluation epsilon; the protocols seed and machado fix it)."""
     seed: int | None = 0
     """Seed of the first episode; episode i uses seed + i."""
     video: pathlib.Path | None = None
@@ -61,7 +67,7 @@ class EvalConfig:
     """TensorFlow device: auto (the first GPU, else the CPU), cpu, gpu or a name such as /GPU:1."""
 
     def __post_init__(self) -> None:
-        if self.episodes < 1 or self.video_episodes < 1 or self.fps < 1:
+        if (self.episodes is not None and self.episodes < 1) or self.video_episodes < 1 or self.fps < 1:
             raise ValueError("episodes, video_episodes and fps must be >= 1")
         if not 0 <= self.epsilon <= 1:
             raise ValueError(f"epsilon must be in [0, 1], got {self.epsilon}")
@@ -71,15 +77,22 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     from aioseed.algos.agent import zero_state
     from aioseed.app import build_agent
     from aioseed.devices import place
+    from aioseed.envs.atari import is_atari
     from aioseed.envs.registry import vector_env_spec
     from aioseed.server.training.checkpoint import Checkpointer
 
+    protocol = PROTOCOLS[config.protocol]
     saved = config_file.saved_learner(config.logdir)
     env_id = config.env or saved.env
+    if protocol.atari_only and not is_atari(env_id):
+        raise ValueError(f"--protocol {protocol.name} evaluates Atari (ALE/ ids); {env_id} is not one: use --protocol none")
+    saved = dataclasses.replace(saved, atari=dataclasses.replace(saved.atari, **protocol.atari_overrides()))
+    episodes = config.episodes or protocol.episodes
+    epsilon = config.epsilon if protocol.r2d2_epsilon is None else protocol.r2d2_epsilon
     env = _make_env(saved, env_id, render=config.video is not None)
     spec = vector_env_spec(env_id, env, _atari(saved))
     if saved.agent == "r2d2":  # evaluation envs act at r2d2.eval_epsilon
-        saved = dataclasses.replace(saved, r2d2=dataclasses.replace(saved.r2d2, eval_epsilon=0.0 if config.greedy else config.epsilon))
+        saved = dataclasses.replace(saved, r2d2=dataclasses.replace(saved.r2d2, eval_epsilon=0.0 if config.greedy else epsilon))
     if saved.agent == "sac":  # evaluation envs run sac.evaluation_action
         saved = dataclasses.replace(saved, sac=dataclasses.replace(saved.sac, evaluation_action="mean" if config.greedy else "sample"))
     agent = build_agent(saved, spec, place(config.device))
@@ -92,16 +105,21 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
             from aioseed.envs.video import Clip
 
             clip = Clip(config.video, config.fps)
-        returns, lengths = _episodes(env, _act(agent, config.greedy), zero_state(agent.state_columns(), 1), spec.dtype, config, clip)
+        act, state = _act(agent, config.greedy), zero_state(agent.state_columns(), 1)
+        returns, lengths = _episodes(env, act, state, spec.dtype, dataclasses.replace(config, episodes=episodes), clip)
     finally:
         env.close()
         if clip is not None:
             clip.close()
+    from aioseed import __version__
+
+    policy = "greedy" if config.greedy else (f"epsilon {epsilon:g}" if saved.agent == "r2d2" else "sampled")
     result: dict[str, Any] = {
         "env": env_id,
         "agent": saved.agent,
-        "policy": "greedy" if config.greedy else (f"epsilon {config.epsilon:g}" if saved.agent == "r2d2" else "sampled"),
-        "episodes": config.episodes,
+        "policy": policy,
+        "protocol": describe(protocol, episodes, policy),
+        "episodes": episodes,
         "mean_return": float(np.mean(returns)),
         "std_return": float(np.std(returns)),
         "min_return": float(np.min(returns)),
@@ -109,13 +127,28 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         "mean_length": float(np.mean(lengths)),
         "train_steps": progress.train_steps,
         "frames": progress.frames,
+        "returns": returns,
+        "seed": config.seed,
+        "aioseed_version": __version__,
+        "run_provenance": config_file.saved_provenance(config.logdir),
     }
     if clip is not None:
         result["video"] = str(config.video)
         log.info("video_written", path=str(config.video), frames=clip.frames)
     if config.export is not None:
         result["export"] = str(_export(agent, config.export))
+    result["written"] = str(_keep(config.logdir, result, config.greedy))
     return result
+
+
+def _keep(logdir: pathlib.Path, result: dict[str, Any], greedy: bool) -> pathlib.Path:
+    """Writes ``result`` to LOGDIR/evaluations/ENV_PROTOCOL_FRAMES[_greedy].json (``aioseed report`` reads
+    them); an evaluation repeated the same way replaces its file."""
+    slug = result["env"].replace("/", "-").replace(":", "-")
+    path = logdir / "evaluations" / f"{slug}_{result['protocol']['name']}_{result['frames']}{'_greedy' if greedy else ''}.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    return path
 
 
 def _episodes(
@@ -201,11 +234,12 @@ def table(result: dict[str, Any]) -> str:
     rows = [
         ("env", result["env"]),
         ("policy", f"{result['agent']}, {result['policy']}"),
+        ("protocol", f"{result['protocol']['name']}: {result['protocol']['description']}"),
         ("checkpoint", f"{result['train_steps']} train steps, {result['frames']} frames"),
         ("episodes", str(result["episodes"])),
         ("return", f"mean {result['mean_return']:.2f}  std {result['std_return']:.2f}  min {result['min_return']:.2f}  max {result['max_return']:.2f}"),
         ("length", f"mean {result['mean_length']:.1f} steps"),
-        *[(key, result[key]) for key in ("video", "export") if key in result],
+        *[(key, result[key]) for key in ("video", "export", "written") if key in result],
     ]
     return "\n".join(f"{name:<11}{value}" for name, value in rows) + "\n"
 

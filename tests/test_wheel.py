@@ -40,6 +40,7 @@ async def test_the_wheel_ships_every_module_and_serves_the_console(tmp_path) -> 
     assert {"aioseed/web/index.html", "aioseed/web/console.js", "aioseed/web/node_modules/uplot/dist/uPlot.iife.min.js"} <= shipped
     presets = {path.relative_to(ROOT).as_posix() for path in (ROOT / "aioseed/presets").glob("*.toml")}
     assert presets and presets <= shipped
+    assert "aioseed/results/atari_scores.csv" in shipped  # aioseed report's human-normalised scores
 
     # Outside the checkout, with the installed copy first on the path, aioseed is the wheel's.
     env = {"PYTHONPATH": str(site)}

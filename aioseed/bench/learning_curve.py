@@ -20,63 +20,10 @@ import sys
 import structlog
 
 from aioseed.bench.config import LearningCurveBench
+from aioseed.results.curves import RETURN_TAG, Point, read_curve
 from aioseed.server.config import StopConfig
 
 log = structlog.get_logger()
-
-RETURN_TAG = "charts/return"
-EVAL_RETURN_TAG = "charts/eval_return"
-
-
-@dataclasses.dataclass(frozen=True)
-class Point:
-    frames: int
-    seconds: float
-    """Training seconds since the run's first session started (gaps between sessions excluded)."""
-    mean_return: float
-    eval_return: float = math.nan
-
-
-def _session_scalars(event_file: pathlib.Path, tags: tuple[str, ...]) -> dict[str, list[tuple[float, int, float]]]:
-    """(wall_time, step, value) of each of ``tags`` in one event file (one learner session)."""
-    from tensorboard.backend.event_processing import event_file_loader
-    from tensorboard.util import tensor_util
-
-    found: dict[str, list[tuple[float, int, float]]] = {tag: [] for tag in tags}
-    for event in event_file_loader.EventFileLoader(str(event_file)).Load():
-        for value in event.summary.value:
-            if value.tag in found:
-                number = float(tensor_util.make_ndarray(value.tensor)) if value.HasField("tensor") else value.simple_value
-                found[value.tag].append((event.wall_time, event.step, number))
-    return found
-
-
-def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:
-    """Mean (and evaluation) return against frames over all sessions' event files, in frame order.
-
-    Where sessions overlap (a resumed session replays the frames after the last
-    checkpoint), the later session's points win.
-    """
-    if not tensorboard_dir.is_dir():
-        return []
-    points: list[tuple[float, Point]] = []
-    elapsed = 0.0
-    for event_file in sorted(tensorboard_dir.glob("events.out.tfevents.*")):
-        scalars = _session_scalars(event_file, (RETURN_TAG, EVAL_RETURN_TAG))
-        returns = scalars[RETURN_TAG]
-        if not returns:
-            continue
-        start = returns[0][0]
-        evaluation = {step: value for _, step, value in scalars[EVAL_RETURN_TAG]}
-        for wall_time, frames, value in returns:
-            point = Point(frames, elapsed + wall_time - start, value, evaluation.get(frames, math.nan))
-            points.append((wall_time, point))
-        elapsed += returns[-1][0] - start
-    kept: list[Point] = []
-    for _, point in sorted(points, key=lambda p: p[0], reverse=True):
-        if not kept or point.frames < kept[-1].frames:
-            kept.append(point)
-    return [p for p in reversed(kept) if not math.isnan(p.mean_return)]
 
 
 def thinned(points: list[Point], rows: int) -> list[Point]:

@@ -11,7 +11,8 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 
 from aioseed.bench.config import Bench, LearningCurveBench
-from aioseed.bench.learning_curve import read_curve, summarize, thinned, write_csv, write_png
+from aioseed.bench.learning_curve import summarize, thinned, write_csv, write_png
+from aioseed.results.curves import read_curve
 from aioseed.cli import parse
 
 

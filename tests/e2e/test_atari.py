@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from tests.processes import train_through_processes
 
 from aioseed.envs.atari import game_name
@@ -42,6 +41,30 @@ async def test_pong_trains_through_learner_and_actor_processes(tmp_path, learner
     )
     if learner_flags == ["--learner-frame-stack", "4"]:
         await record_a_pong_episode(tmp_path)
+        await evaluate_under_a_protocol(tmp_path)
+
+
+async def evaluate_under_a_protocol(logdir) -> None:
+    """aioseed eval --protocol machado: the result says how it was measured (sticky actions 0.25, no no-op
+    starts, full episodes), which checkpoint and which code, and is kept in the run's logdir."""
+    import json
+
+    from tests.processes import Process
+
+    from aioseed import __version__, config_file
+
+    evaluation = await Process(["eval", "--logdir", str(logdir), "--protocol", "machado", "--episodes", "1", "--format", "json"]).start()
+    assert await evaluation.wait(timeout_s=300) == 0, evaluation.log
+    result = json.loads(await evaluation.stdout())
+    protocol = result["protocol"]
+    assert (protocol["name"], protocol["sticky_action_probability"], protocol["noop_max"], protocol["episodic_life"]) == (
+        "machado", 0.25, 0, False
+    )
+    assert (protocol["episodes"], protocol["policy"], result["episodes"], len(result["returns"])) == (1, "sampled", 1, 1)
+    assert result["frames"] > 0 and result["aioseed_version"] == __version__
+    assert result["run_provenance"] == config_file.saved_provenance(logdir) and result["run_provenance"]["aioseed"] == __version__
+    kept = logdir / "evaluations" / f"ALE-Pong-v5_machado_{result['frames']}.json"
+    assert result.pop("written") == str(kept) and json.loads(kept.read_text()) == result
 
 
 async def record_a_pong_episode(logdir) -> None:
@@ -51,7 +74,6 @@ async def record_a_pong_episode(logdir) -> None:
 
     import imageio_ffmpeg
     import numpy as np
-
     from tests.processes import Process
 
     video = logdir / "pong.mp4"
@@ -78,8 +100,8 @@ def test_frames_per_step_is_part_of_the_spec_and_survives_the_wire() -> None:
 def test_atari_frames_stack_by_shifting_and_episodes_end_with_a_final_row() -> None:
     import numpy as np
 
-    from aioseed.envs.atari import AtariConfig, make_atari_vector_env
     from aioseed.clients.env_group import EnvGroup
+    from aioseed.envs.atari import AtariConfig, make_atari_vector_env
     from aioseed.types import FINAL, TRUNCATED
 
     config = AtariConfig(noop_max=0, sticky_action_probability=0.0, max_episode_frames=4 * 40)

@@ -9,10 +9,12 @@ import re
 
 import imageio_ffmpeg
 import numpy as np
+import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.util import tensor_util
-
 from tests.processes import CARTPOLE_FRAME_BUDGET, CARTPOLE_TO_195, Process, run_to_return
+
+from aioseed.evaluate import EvalConfig, evaluate
 
 
 async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
@@ -38,6 +40,11 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
     assert result["mean_return"] >= 100.0, result
     assert result["train_steps"] > 0
     assert result["min_return"] <= result["mean_return"] <= result["max_return"] and result["policy"] == "greedy"
+    assert result["protocol"]["name"] == "none" and len(result["returns"]) == 10
+    kept = logdir / "evaluations" / f"CartPole-v1_none_{result['frames']}_greedy.json"
+    assert result.pop("written") == str(kept) and json.loads(kept.read_text()) == result
+    with pytest.raises(ValueError, match="--protocol seed evaluates Atari .* CartPole-v1 is not one"):
+        evaluate(EvalConfig(logdir=logdir, protocol="seed"))
 
     # Two sampled episodes as a table and an MP4 of the env's own 600 x 400 frames, one per step and
     # the first and last.

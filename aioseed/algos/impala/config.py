@@ -22,7 +22,8 @@ class ImpalaConfig:
     optimizer: OptimizerKind = "adam"
     """adam, or rmsprop (IMPALA's and torchbeast's choice)."""
     learning_rate: float = 1e-3
-    """Base learning rate; the schedule scales it. The console changes the base while training."""
+    """Base learning rate; the schedule scales it. The console changes the base while training. 0 freezes
+    the networks (a sweep's control setting)."""
     adam_beta1: float = 0.9
     """Adam beta_1 (SEED uses 0: no momentum)."""
     adam_beta2: float = 0.999
@@ -137,8 +138,8 @@ class ImpalaConfig:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items() if k in known})
 
     def __post_init__(self) -> None:
-        if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        if self.learning_rate < 0:
+            raise ValueError(f"learning_rate must be >= 0 (0 freezes the networks: a sweep's control), got {self.learning_rate}")
         if not 0.0 <= self.discount <= 1.0:
             raise ValueError(f"discount must be in [0, 1], got {self.discount}")
         if not 0.0 <= self.lambda_ <= 1.0:

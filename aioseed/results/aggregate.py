@@ -1,0 +1,108 @@
+"""Aggregates over tasks and seeds with rliable (Agarwal et al. 2021, "Deep RL at the Edge of the
+Statistical Precipice"): IQM, median, mean and optimality gap, each with a stratified-bootstrap 95%
+confidence interval, and performance profiles.
+
+Scores are human-normalised where every task is an Atari game with reference scores; raw scores are
+aggregated only over a single task (raw scores of different envs have no common scale).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from aioseed.results.atari_scores import reference
+from aioseed.results.runs import Run
+
+MIN_PROFILE_SCORES = 3
+"""Runs x tasks a setting needs before its performance profile is drawn."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    point: float
+    low: float
+    high: float
+
+    def overlaps(self, other: Interval) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+
+@dataclasses.dataclass(frozen=True)
+class Scores:
+    """Each setting's scores as rliable takes them: ``[runs, tasks]``, tasks in ``tasks`` order."""
+
+    matrices: dict[str, np.ndarray]
+    tasks: tuple[str, ...]
+    normalized: bool
+    """Human-normalised (every task an Atari game); else raw returns of one task."""
+    dropped: dict[str, int]
+    """Runs left out per setting so that every task has as many runs as its fewest."""
+
+
+def scores(groups: Mapping[str, Sequence[Run]]) -> Scores:
+    tasks = tuple(sorted({run.env for runs in groups.values() for run in runs}))
+    normalized = all(reference(task) is not None for task in tasks)
+    if not normalized and len(tasks) > 1:
+        raise ValueError(
+            f"raw returns of {', '.join(tasks)} have no common scale (only Atari games have reference scores): report one env at a time"
+        )
+    matrices, dropped = {}, {}
+    for label, runs in groups.items():
+        per_task = {task: sorted((r for r in runs if r.env == task), key=lambda r: (r.seed is None, r.seed or 0, str(r.logdir))) for task in tasks}
+        missing = [task for task, found in per_task.items() if not found]
+        if missing:
+            raise ValueError(f"setting {label!r} has no run of {', '.join(missing)}: every setting needs every task")
+        count = min(len(found) for found in per_task.values())
+        dropped[label] = sum(len(found) - count for found in per_task.values())
+        columns = [[_normalized(r) if normalized else r.score for r in per_task[task][:count]] for task in tasks]
+        matrices[label] = np.asarray(columns, np.float64).T
+    return Scores(matrices, tasks, normalized, dropped)
+
+
+def _normalized(run: Run) -> float:
+    found = reference(run.env)
+    assert found is not None
+    return found.normalize(run.score)
+
+
+def metric_names(normalized: bool) -> tuple[str, ...]:
+    return ("IQM", "Median", "Mean", "Optimality Gap") if normalized else ("IQM", "Median", "Mean")
+
+
+def intervals(data: Scores, reps: int, seed: int) -> dict[str, dict[str, Interval]]:
+    """Every setting's metrics with stratified-bootstrap 95% intervals (``reps`` resamples, seeded)."""
+    from rliable import library, metrics
+
+    names = metric_names(data.normalized)
+
+    def compute(matrix: np.ndarray) -> np.ndarray:
+        values = [metrics.aggregate_iqm(matrix), metrics.aggregate_median(matrix), metrics.aggregate_mean(matrix)]
+        if data.normalized:
+            values.append(metrics.aggregate_optimality_gap(matrix))
+        return np.array(values)
+
+    with warnings.catch_warnings():  # rliable hands arch a RandomState, which arch 7 deprecates
+        warnings.simplefilter("ignore", FutureWarning)
+        points, ranges = library.get_interval_estimates(data.matrices, compute, reps=reps, random_state=np.random.RandomState(seed))
+    return {
+        label: {name: Interval(float(points[label][i]), float(ranges[label][0, i]), float(ranges[label][1, i])) for i, name in enumerate(names)}
+        for label in data.matrices
+    }
+
+
+def profiles(data: Scores, reps: int, points: int = 101) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]] | None:
+    """(τ values, each setting's fraction of scores above τ, its 95% band), or None when some setting has
+    fewer than ``MIN_PROFILE_SCORES`` scores."""
+    from rliable import library
+
+    if any(m.size < MIN_PROFILE_SCORES for m in data.matrices.values()):
+        return None
+    every = np.concatenate([m.ravel() for m in data.matrices.values()])
+    low, high = float(every.min()), float(every.max())
+    taus = np.linspace(low, high if high > low else low + 1.0, points)
+    fractions, bands = library.create_performance_profile(data.matrices, taus, reps=reps)
+    return taus, fractions, bands

@@ -1,0 +1,147 @@
+"""``aioseed report RUNS...``: a table of every setting's aggregate scores with 95% confidence
+intervals, over tasks and seeds, and the usual plots (aggregate intervals; performance profiles where
+there are enough runs), from runs' logdirs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import sys
+from typing import Annotated, Any, Literal
+
+import tyro
+
+from aioseed.results.aggregate import Interval, Scores, intervals, metric_names, profiles, scores
+from aioseed.results.atari_scores import reference
+from aioseed.results.runs import Run, ScoreSource, group, logdirs, read_run
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportConfig:
+    """Aggregate scores of runs over tasks and seeds, with stratified-bootstrap confidence intervals."""
+
+    runs: Annotated[tuple[pathlib.Path, ...], tyro.conf.Positional]
+    """Logdirs, or directories with logdirs below them (a sweep's directory)."""
+    group_by: tuple[str, ...] = ()
+    """Config keys that name a setting (a key's last parts suffice: learning_rate); default: every key
+    whose value differs between the runs, other than the seed, the env and the logdir."""
+    source: ScoreSource = "auto"
+    """A run's score: eval, its newest kept ``aioseed eval`` result (of the most frames); curve, the mean
+    return at the end of its curve; auto: eval where one is kept, else curve."""
+    protocol: str | None = None
+    """Only evaluations of this protocol count (seed, machado, none)."""
+    reps: int = 2000
+    """Bootstrap resamples per interval."""
+    seed: int = 0
+    """Seed of the bootstrap."""
+    out: pathlib.Path | None = pathlib.Path("report")
+    """Directory for report.json, aggregates.png and profiles.png (None: print only)."""
+    format: Literal["table", "json"] = "table"
+    """How the result prints."""
+
+    def __post_init__(self) -> None:
+        if not self.runs:
+            raise ValueError("name at least one logdir (or a directory of them)")
+        if self.reps < 10:
+            raise ValueError(f"reps must be >= 10, got {self.reps}")
+
+
+def report(config: ReportConfig) -> dict[str, Any]:
+    runs = [read_run(logdir, config.source, config.protocol) for logdir in logdirs(config.runs)]
+    groups = group(runs, config.group_by)
+    data = scores(groups)
+    estimates = intervals(data, config.reps, config.seed)
+    result: dict[str, Any] = {
+        "tasks": list(data.tasks),
+        "scores": "human-normalised" if data.normalized else "raw returns",
+        "confidence": 0.95,
+        "reps": config.reps,
+        "settings": {
+            label: {
+                "runs_per_task": int(data.matrices[label].shape[0]),
+                "dropped_runs": data.dropped[label],
+                **{name: dataclasses.asdict(interval) for name, interval in estimates[label].items()},
+            }
+            for label in groups
+        },
+        "runs": [_describe(run, label) for label, members in groups.items() for run in members],
+    }
+    if config.out is not None:
+        result["files"] = _plots(data, estimates, config)
+        config.out.mkdir(parents=True, exist_ok=True)
+        (config.out / "report.json").write_text(json.dumps(result, indent=1) + "\n")
+        result["files"].append(str(config.out / "report.json"))
+    return result
+
+
+def _describe(run: Run, label: str) -> dict[str, Any]:
+    found = reference(run.env)
+    return {
+        "setting": label, "logdir": str(run.logdir), "env": run.env, "seed": run.seed, "score": run.score,
+        "hns": None if found is None else found.normalize(run.score), "frames": run.frames, "source": run.source,
+    }
+
+
+def _plots(data: Scores, estimates: dict[str, dict[str, Interval]], config: ReportConfig) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib import pyplot as plt
+    from rliable import plot_utils
+
+    assert config.out is not None
+    config.out.mkdir(parents=True, exist_ok=True)
+    names = metric_names(data.normalized)
+    points = {label: np.array([estimates[label][n].point for n in names]) for label in estimates}
+    ranges = {label: np.array([[estimates[label][n].low for n in names], [estimates[label][n].high for n in names]]) for label in estimates}
+    xlabel = "Human-normalised score" if data.normalized else f"Return on {data.tasks[0]}"
+    figure, _ = plot_utils.plot_interval_estimates(points, ranges, metric_names=list(names), algorithms=list(estimates), xlabel=xlabel)
+    written = [config.out / "aggregates.png"]
+    figure.savefig(written[0], bbox_inches="tight")
+    plt.close(figure)
+    profile = profiles(data, config.reps)
+    if profile is not None:
+        taus, fractions, bands = profile
+        figure, axes = plt.subplots(figsize=(7, 4.5))
+        plot_utils.plot_performance_profiles(fractions, taus, performance_profile_cis=bands, ax=axes, xlabel=f"{xlabel} (τ)")
+        axes.legend(list(fractions), loc="upper right")
+        written.append(config.out / "profiles.png")
+        figure.savefig(written[-1], bbox_inches="tight")
+        plt.close(figure)
+    return [str(path) for path in written]
+
+
+def table(result: dict[str, Any]) -> str:
+    """The report for a terminal: the settings' intervals, then each run."""
+    first = next(iter(result["settings"].values()))
+    names = [name for name in first if name not in ("runs_per_task", "dropped_runs")]
+    lines = [
+        f"{len(result['runs'])} runs on {', '.join(result['tasks'])}: {result['scores']}, "
+        f"point estimate [95% stratified-bootstrap interval, {result['reps']} resamples]",
+        "",
+    ]
+    width = max(len("setting"), *(len(label) for label in result["settings"]))
+    lines.append(f"{'setting':<{width}}  runs  " + "  ".join(f"{name:<24}" for name in names).rstrip())
+    for label, setting in result["settings"].items():
+        cells = "  ".join(f"{_interval(setting[name]):<24}" for name in names).rstrip()
+        dropped = f"  ({setting['dropped_runs']} runs left out to match tasks)" if setting["dropped_runs"] else ""
+        lines.append(f"{label:<{width}}  {setting['runs_per_task']:>4}  {cells}{dropped}")
+    lines += ["", "runs:"]
+    for run in result["runs"]:
+        hns = "" if run["hns"] is None else f"  HNS {run['hns']:.3f}"
+        lines.append(f"  {run['logdir']}  {run['env']}  seed {run['seed']}  score {run['score']:.3f}{hns}  at {run['frames']} frames, {run['source']}")
+    if result.get("files"):
+        lines += ["", "wrote: " + ", ".join(result["files"])]
+    return "\n".join(lines) + "\n"
+
+
+def _interval(values: dict[str, float]) -> str:
+    return f"{values['point']:.3f} [{values['low']:.3f}, {values['high']:.3f}]"
+
+
+def main(config: ReportConfig) -> int:
+    result = report(config)
+    sys.stdout.write(table(result) if config.format == "table" else json.dumps(result) + "\n")
+    return 0

@@ -1,0 +1,122 @@
+"""Runs as ``aioseed report`` sees them: each a logdir with its config, its seed, its env (the task) and
+one score, taken from a kept evaluation (``aioseed eval`` writes LOGDIR/evaluations/*.json) or from the
+end of its curve; runs are grouped into settings by the config keys in which they differ."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from aioseed import config_file
+from aioseed.results.curves import read_curve
+
+ScoreSource = Literal["auto", "eval", "curve"]
+
+NOT_SETTINGS = ("logdir", "seed", "env", "port", "token", "init_checkpoint", "display", "log_every_s", "metrics_every_s")
+"""Config keys (by their last part) that never tell settings apart: where a run writes, its seed, its
+task, and how it is watched."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    logdir: pathlib.Path
+    env: str
+    seed: int | None
+    score: float
+    frames: int
+    source: str
+    """Where the score came from, e.g. ``eval seed (30 episodes)`` or ``curve (last 100 episodes)``."""
+    settings: Mapping[str, Any]
+    """The run's config as dotted keys (``learner.impala.learning_rate``), less ``NOT_SETTINGS``."""
+
+
+def logdirs(paths: Iterable[pathlib.Path]) -> list[pathlib.Path]:
+    """Each path that is a logdir (holds config.toml), and every logdir below the others, sorted."""
+    found: list[pathlib.Path] = []
+    for path in paths:
+        if (path / "config.toml").is_file():
+            found.append(path)
+            continue
+        below = sorted(p.parent for p in path.rglob("config.toml"))
+        if not below:
+            raise FileNotFoundError(f"{path} holds no run: no config.toml in it or below it")
+        found += below
+    return sorted(set(found))
+
+
+def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, Mapping):
+            flat |= flatten(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str | None = None) -> Run:
+    """The run in ``logdir``, scored by its newest kept evaluation (of ``protocol``, if given) or, where
+    ``source`` allows or none is kept, by the last point of its curve."""
+    table = config_file.read(logdir / "config.toml")
+    table.pop(config_file.PROVENANCE, None)
+    table.pop("command", None)
+    flat = {k: v for k, v in flatten(table).items()}
+    learner = {k.removeprefix("learner."): v for k, v in flat.items()}
+    seed = learner.get("seed")
+    settings = {k: v for k, v in flat.items() if k.rpartition(".")[2] not in NOT_SETTINGS}
+    evaluation = _newest_evaluation(logdir, protocol) if source != "curve" else None
+    if evaluation is not None:
+        described = f"eval {evaluation['protocol']['name']} ({evaluation['episodes']} episodes, {evaluation['policy']})"
+        return Run(logdir, evaluation["env"], _seed(seed), evaluation["mean_return"], evaluation["frames"], described, settings)
+    if source == "eval":
+        which = f"--protocol {protocol} " if protocol else ""
+        raise FileNotFoundError(f"{logdir} has no kept evaluation: run aioseed eval {which}--logdir {logdir}")
+    points = read_curve(logdir / "tensorboard")
+    if not points:
+        raise FileNotFoundError(f"{logdir} has neither a kept evaluation nor a curve (no charts/return in tensorboard/)")
+    window = learner.get("return_window", 100)
+    return Run(logdir, str(learner["env"]), _seed(seed), points[-1].mean_return, points[-1].frames, f"curve (last {window} episodes)", settings)
+
+
+def _seed(value: Any) -> int | None:
+    return None if value in (None, "None") else int(value)
+
+
+def _newest_evaluation(logdir: pathlib.Path, protocol: str | None) -> dict[str, Any] | None:
+    """The kept evaluation of the most frames (of ``protocol``, if given); ties go to the newest file."""
+    kept = []
+    for path in (logdir / "evaluations").glob("*.json"):
+        result = json.loads(path.read_text())
+        if protocol is None or result.get("protocol", {}).get("name") == protocol:
+            kept.append((result["frames"], path.stat().st_mtime, result))
+    return max(kept, key=lambda k: k[:2])[2] if kept else None
+
+
+def group(runs: Sequence[Run], by: Sequence[str] = ()) -> dict[str, list[Run]]:
+    """Runs by setting: the values of the keys ``by`` (matched by suffix: ``learning_rate``), or by default
+    of every config key whose value differs between runs; a label such as ``impala.learning_rate=0.0005``."""
+    keys = [_key(runs, name) for name in by] if by else _differing(runs)
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        label = " ".join(f"{_short(k)}={run.settings.get(k)}" for k in keys) or "all runs"
+        groups.setdefault(label, []).append(run)
+    return groups
+
+
+def _differing(runs: Sequence[Run]) -> list[str]:
+    keys = sorted({k for run in runs for k in run.settings})
+    return [k for k in keys if len({json.dumps(run.settings.get(k), sort_keys=True) for run in runs}) > 1]
+
+
+def _key(runs: Sequence[Run], name: str) -> str:
+    keys = {k for run in runs for k in run.settings if k == name or k.endswith("." + name.replace("-", "_"))}
+    if len(keys) != 1:
+        raise ValueError(f"--group-by {name}: {'no config key matches' if not keys else 'ambiguous: ' + ', '.join(sorted(keys))}")
+    return keys.pop()
+
+
+def _short(key: str) -> str:
+    return key.removeprefix("learner.")

@@ -1,0 +1,150 @@
+"""A sweep file: the study (name, storage, sampler, pruner), the seeds, the base ``aioseed run`` config
+and the keys searched. ``docs/sweeps.md`` shows one; every mistake names the file and the key."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from aioseed import config_file
+
+Sampler = Literal["grid", "random", "tpe"]
+Pruner = Literal["none", "median", "asha"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepConfig:
+    """Search ``aioseed run``'s config keys and seeds on an Optuna study: each trial is one run process."""
+
+    config: pathlib.Path
+    """The sweep file (TOML): [sweep], [run], and [grid] or [space]."""
+    report: bool = True
+    """Print ``aioseed report``'s table over the trials when the study is done."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Distribution:
+    """A key's range for the random and TPE samplers: ``choices``, or ``low``..``high`` (``log``: sampled
+    on a log scale; ``integer``: whole numbers)."""
+
+    choices: tuple[Any, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    integer: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """A parsed sweep file."""
+
+    source: pathlib.Path
+    name: str
+    directory: pathlib.Path
+    """Each trial's logdir is DIRECTORY/<its setting>/seed-<seed>; the default storage lives here."""
+    storage: str
+    """Optuna storage URL: sqlite:///... on one machine, a database server's URL for machines that join."""
+    sampler: Sampler
+    trials: int
+    """Settings tried by the random and TPE samplers (grid: every point); each runs once per seed."""
+    seeds: tuple[int, ...]
+    pruner: Pruner
+    report_every_frames: int
+    """The curve is reported to the pruner at every multiple of this many frames."""
+    preset: str
+    run: Mapping[str, Any]
+    """The [run] table: ``aioseed run --config``'s, the base of every trial."""
+    grid: Mapping[str, tuple[Any, ...]]
+    space: Mapping[str, Distribution]
+    budget_frames: int
+    """[run.learner.stop] after_frames: every trial's length."""
+    heartbeat_s: int = 30
+    """A running trial's heartbeat in the storage; one silent for twice this long (its sweep died) is
+    failed and queued again."""
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The searched keys (dotted run keys: ``learner.impala.learning_rate``)."""
+        return tuple(self.grid or self.space)
+
+
+SWEEP_KEYS = {"name", "directory", "storage", "sampler", "trials", "seeds", "pruner", "report_every_frames", "preset", "heartbeat_s"}
+
+
+def read_sweep(path: pathlib.Path) -> Sweep:
+    data = config_file.read(path)
+    unknown = set(data) - {"sweep", "run", "grid", "space"}
+    if unknown:
+        raise config_file.ConfigFileError(f"{path}: unknown table(s) {', '.join(sorted(unknown))} (known: sweep, run, grid, space)")
+    table = dict(data.get("sweep", {}))
+    if set(table) - SWEEP_KEYS:
+        raise config_file.ConfigFileError(f"{path}: unknown key(s) sweep.{', sweep.'.join(sorted(set(table) - SWEEP_KEYS))}")
+    sampler = table.get("sampler", "grid")
+    pruner = table.get("pruner", "median")
+    _check(path, "sweep.sampler", sampler in ("grid", "random", "tpe"), "grid, random or tpe")
+    _check(path, "sweep.pruner", pruner in ("none", "median", "asha"), "none, median or asha")
+    name = str(table.get("name", path.stem))
+    directory = pathlib.Path(table.get("directory", pathlib.Path("sweeps") / name))
+    seeds = table.get("seeds", [0])
+    _check(path, "sweep.seeds", isinstance(seeds, list) and seeds and all(isinstance(s, int) for s in seeds), "a list of integers")
+    _check(path, "sweep.seeds", len(set(seeds)) == len(seeds), "distinct seeds")
+    grid = {k: tuple(v) for k, v in data.get("grid", {}).items()}
+    space = {k: _distribution(path, k, v) for k, v in data.get("space", {}).items()}
+    if sampler == "grid":
+        _check(path, "grid", bool(grid) and not space, "a [grid] table (key = [values]) and no [space] for sampler grid")
+        for key, values in grid.items():
+            _check(path, f"grid.{key}", len(values) > 0 and len(set(map(repr, values))) == len(values), "a list of distinct values")
+    else:
+        _check(path, "space", bool(space) and not grid, f"a [space] table and no [grid] for sampler {sampler}")
+    trials = table.get("trials", 8)
+    _check(path, "sweep.trials", isinstance(trials, int) and trials >= 1, "an integer >= 1")
+    every = table.get("report_every_frames", 10_000)
+    _check(path, "sweep.report_every_frames", isinstance(every, int) and every >= 1, "an integer >= 1")
+    run = dict(data.get("run", {}))
+    budget = run.get("learner", {}).get("stop", {}).get("after_frames")
+    _check(path, "run.learner.stop.after_frames", isinstance(budget, int) and budget > 0, "every trial's budget in frames (an integer)")
+    heartbeat = table.get("heartbeat_s", 30)
+    _check(path, "sweep.heartbeat_s", isinstance(heartbeat, int) and heartbeat >= 1, "an integer >= 1")
+    storage = table.get("storage", f"sqlite:///{(directory / 'study.db').resolve()}")
+    preset = str(table.get("preset", run.pop("preset", "none")))
+    return Sweep(path, name, directory, storage, sampler, trials, tuple(seeds), pruner, every, preset, run, grid, space, budget, heartbeat)
+
+
+def _distribution(path: pathlib.Path, key: str, value: Any) -> Distribution:
+    where = f"space.{key}"
+    _check(path, where, isinstance(value, dict), "a table: {choices = [...]} or {low = ..., high = ..., log = true}")
+    if "choices" in value:
+        _check(path, where, set(value) == {"choices"} and bool(value["choices"]), "choices alone, non-empty")
+        return Distribution(choices=tuple(value["choices"]))
+    _check(path, where, set(value) <= {"low", "high", "log", "integer"} and {"low", "high"} <= set(value), "low and high (log, integer optional)")
+    low, high = value["low"], value["high"]
+    _check(path, where, isinstance(low, (int, float)) and isinstance(high, (int, float)) and low < high, "numbers with low < high")
+    _check(path, where, not value.get("log") or low > 0, "low > 0 on a log scale")
+    return Distribution(low=low, high=high, log=bool(value.get("log", False)), integer=bool(value.get("integer", False)))
+
+
+def _check(path: pathlib.Path, key: str, ok: bool, expected: str) -> None:
+    if not ok:
+        raise config_file.ConfigFileError(f"{path}: {key} must be {expected}")
+
+
+def nested(dotted: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"learner.impala.learning_rate": x}`` as ``{"learner": {"impala": {"learning_rate": x}}}``."""
+    table: dict[str, Any] = {}
+    for key, value in dotted.items():
+        *parents, last = key.split(".")
+        node = table
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return table
+
+
+def merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``top``'s values on top, table by table."""
+    out = dict(base)
+    for key, value in top.items():
+        out[key] = merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) else value
+    return out

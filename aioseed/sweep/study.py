@@ -1,0 +1,187 @@
+"""``aioseed sweep``: the search lives in an Optuna study, so a sweep resumes after a crash and any
+machine that reaches its storage can join it.
+
+Optuna over Ray Tune: its study storage (SQLite on one machine, a database server's URL across many)
+already holds trials, their intermediate values and states, with heartbeats that fail the trials of a
+sweep that died and re-queue them; its grid, random and TPE samplers and its median and successive-halving
+pruners are what a sweep needs; and it adds no scheduler beside the one the trials' own Ray fleets may use.
+
+A trial is one setting at one seed, run as an ``aioseed run`` process in its own logdir,
+DIRECTORY/<setting>/seed-<seed>. A retried trial reuses that logdir, so its run resumes from its last
+checkpoint. The random and TPE samplers pick a setting for the first seed and queue the others; the grid
+sampler covers settings x seeds. A setting pruned at one seed is not run at the others.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from aioseed.sweep.config import Sweep, SweepConfig, merged, nested, read_sweep
+from aioseed.sweep.trial import Pruned, TrialFailed, command, run_trial, write_config
+
+if TYPE_CHECKING:
+    import optuna
+
+log = structlog.get_logger()
+
+RETRIES = 2
+"""Times a trial whose sweep died is queued again."""
+
+
+def setting_slug(params: dict[str, Any]) -> str:
+    """A directory name for a setting: ``learning_rate-0.001_entropy_cost-0.01``."""
+    parts = [f"{key.rpartition('.')[2]}-{value}" for key, value in sorted(params.items())]
+    return re.sub(r"[^A-Za-z0-9_.=-]", "_", "_".join(parts)) or "base"
+
+
+def trial_table(sweep: Sweep, params: dict[str, Any], seed: int, logdir: pathlib.Path) -> dict[str, Any]:
+    """The trial's ``aioseed run`` config: [run], the setting, its seed and logdir, and no console unless
+    [run] asks for one (trials on one machine would share its port)."""
+    own: dict[str, Any] = {**params, "learner.seed": seed, "learner.logdir": str(logdir)}
+    if "enabled" not in sweep.run.get("learner", {}).get("console", {}):
+        own["learner.console.enabled"] = False
+    return merged(sweep.run, nested(own))
+
+
+def check(sweep: Sweep) -> None:
+    """Parses one trial's config as ``aioseed run`` will, so that a wrong key or value fails now, not
+    in every trial."""
+    import tyro
+
+    from aioseed import config_file
+    from aioseed.launch import RunConfig
+    from aioseed.presets import preset_flags
+
+    params = {k: v[0] for k, v in sweep.grid.items()} or {k: d.choices[0] if d.choices else d.low for k, d in sweep.space.items()}
+    table = trial_table(sweep, params, sweep.seeds[0], sweep.directory / "check")
+    flags = [*preset_flags(sweep.preset), *config_file.as_flags(table, RunConfig, f"{sweep.source} (a trial's [run])")]
+    tyro.cli(RunConfig, args=flags, prog=f"aioseed run (a trial of {sweep.source})")
+
+
+def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial) -> float:
+    import optuna
+
+    params = _suggest(sweep, trial)
+    seed = trial.user_attrs.get("seed")
+    if sweep.sampler == "grid":
+        seed = trial.suggest_categorical("seed", list(sweep.seeds))
+    elif seed is None:  # a fresh setting: run it at the first seed, queue the others
+        seed = sweep.seeds[0]
+        for other in sweep.seeds[1:]:
+            study.enqueue_trial(params, user_attrs={"seed": other})
+    trial.set_user_attr("seed", seed)
+    slug = setting_slug(params)
+    trial.set_user_attr("setting", slug)
+    pruned = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.PRUNED,)) if t.user_attrs.get("setting") == slug]
+    if pruned:
+        raise optuna.TrialPruned(f"{slug} was pruned at seed {pruned[0].user_attrs.get('seed')}")
+    logdir = sweep.directory / slug / f"seed-{seed}"
+    trial.set_user_attr("logdir", str(logdir))
+    config = write_config(logdir, trial_table(sweep, params, seed, logdir))
+    log.info("trial_started", trial=trial.number, setting=slug, seed=seed, logdir=str(logdir))
+
+    def report(value: float, frames: int) -> bool:
+        trial.report(value, frames)
+        return trial.should_prune()
+
+    try:
+        value = run_trial(command(sweep.preset, config), logdir, sweep.report_every_frames, report)
+    except Pruned as stopped:
+        log.info("trial_pruned", trial=trial.number, setting=slug, seed=seed, frames=stopped.frames)
+        raise optuna.TrialPruned(str(stopped)) from None
+    log.info("trial_finished", trial=trial.number, setting=slug, seed=seed, mean_return=round(value, 4))
+    return value
+
+
+def _suggest(sweep: Sweep, trial: optuna.Trial) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for key, values in sweep.grid.items():
+        params[key] = trial.suggest_categorical(key, list(values))
+    for key, space in sweep.space.items():
+        if space.choices:
+            params[key] = trial.suggest_categorical(key, list(space.choices))
+        elif space.integer:
+            params[key] = trial.suggest_int(key, int(space.low), int(space.high), log=space.log)
+        else:
+            params[key] = trial.suggest_float(key, float(space.low), float(space.high), log=space.log)
+    return params
+
+
+def study_of(sweep: Sweep) -> optuna.Study:
+    import optuna
+    from optuna.storages import RDBStorage, RetryFailedTrialCallback
+
+    sweep.directory.mkdir(parents=True, exist_ok=True)
+    storage = RDBStorage(
+        sweep.storage, heartbeat_interval=sweep.heartbeat_s, grace_period=2 * sweep.heartbeat_s,
+        failed_trial_callback=RetryFailedTrialCallback(max_retry=RETRIES, inherit_intermediate_values=True),
+    )
+    samplers = {
+        "grid": lambda: optuna.samplers.GridSampler({**{k: list(v) for k, v in sweep.grid.items()}, "seed": list(sweep.seeds)}, seed=0),
+        "random": lambda: optuna.samplers.RandomSampler(seed=0),
+        "tpe": lambda: optuna.samplers.TPESampler(seed=0),
+    }
+    pruners = {
+        "none": optuna.pruners.NopPruner,
+        "median": lambda: optuna.pruners.MedianPruner(n_startup_trials=len(sweep.seeds), n_warmup_steps=sweep.report_every_frames),
+        "asha": lambda: optuna.pruners.SuccessiveHalvingPruner(min_resource=sweep.report_every_frames, reduction_factor=3),
+    }
+    return optuna.create_study(
+        study_name=sweep.name, storage=storage, load_if_exists=True, direction="maximize",
+        sampler=samplers[sweep.sampler](), pruner=pruners[sweep.pruner](),
+    )
+
+
+def total_trials(sweep: Sweep) -> int:
+    settings = 1
+    for values in sweep.grid.values():
+        settings *= len(values)
+    return (settings if sweep.grid else sweep.trials) * len(sweep.seeds)
+
+
+def run(sweep: Sweep) -> optuna.Study:
+    """Runs the study's remaining trials here, one at a time, until it holds ``total_trials`` complete or
+    pruned ones (counting those other machines ran)."""
+    import optuna
+    from optuna.study import MaxTrialsCallback
+    from optuna.trial import TrialState
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    check(sweep)
+    study = study_of(sweep)
+    total = total_trials(sweep)
+    if len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))) < total:
+        study.optimize(
+            lambda trial: objective(sweep, study, trial),
+            n_trials=total * (RETRIES + 1),  # a bound: failed trials do not count towards total
+            callbacks=[MaxTrialsCallback(total, states=(TrialState.COMPLETE, TrialState.PRUNED))],
+            catch=(TrialFailed,),
+        )
+    return study
+
+
+def main(config: SweepConfig) -> int:
+    import sys
+
+    from optuna.trial import TrialState
+
+    sweep = read_sweep(config.config)
+    study = run(sweep)
+    trials = study.get_trials(deepcopy=False)
+    done = [t for t in trials if t.state == TrialState.COMPLETE]
+    log.info(
+        "sweep_done", study=sweep.name, storage=sweep.storage, complete=len(done),
+        pruned=sum(t.state == TrialState.PRUNED for t in trials), failed=sum(t.state == TrialState.FAIL for t in trials),
+    )
+    if config.report and done:
+        from aioseed.results.report import ReportConfig, report, table
+
+        keys = tuple(sweep.keys)
+        result = report(ReportConfig(runs=tuple(pathlib.Path(t.user_attrs["logdir"]) for t in done), group_by=keys, out=sweep.directory / "report"))
+        sys.stdout.write(table(result))
+    return 0
+

@@ -1,0 +1,102 @@
+"""One trial: an ``aioseed run`` process on the trial's config, its curve read back while it trains
+and handed to the pruner, stopped in order (SIGTERM: checkpoint, then exit) when the pruner says so."""
+
+from __future__ import annotations
+
+import ctypes
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+import structlog
+import tomli_w
+
+from aioseed.results.curves import Point, read_curve
+
+log = structlog.get_logger()
+
+POLL_S = 2.0
+"""How often the trial's curve is read while it trains."""
+STOP_WAIT_S = 120.0
+"""How long a stopped run may take to checkpoint and exit before it is killed."""
+
+
+class TrialFailed(RuntimeError):
+    """The run exited with an error or left no curve."""
+
+
+class Pruned(Exception):
+    """The pruner stopped the run at ``frames``."""
+
+    def __init__(self, frames: int) -> None:
+        super().__init__(f"pruned at {frames} frames")
+        self.frames = frames
+
+
+def command(preset: str, config: pathlib.Path) -> list[str]:
+    return [sys.executable, "-m", "aioseed", "run", "--preset", preset, "--config", str(config)]
+
+
+def write_config(logdir: pathlib.Path, table: dict) -> pathlib.Path:
+    """The trial's ``aioseed run --config`` file, LOGDIR/trial.toml."""
+    logdir.mkdir(parents=True, exist_ok=True)
+    path = logdir / "trial.toml"
+    path.write_text(tomli_w.dumps({"command": "run", **table}))
+    return path
+
+
+def value_at(points: Sequence[Point], frames: int) -> float:
+    """The curve's mean return at ``frames``: its last point at or before them."""
+    before = [p for p in points if p.frames <= frames]
+    return (before[-1] if before else points[0]).mean_return
+
+
+def run_trial(argv: list[str], logdir: pathlib.Path, every: int, should_stop: Callable[[float, int], bool]) -> float:
+    """Runs ``argv`` (an ``aioseed run``), reporting the curve's mean return at each multiple of ``every``
+    frames to ``should_stop(value, frames)``; raises ``Pruned`` once it says stop. Returns the mean return
+    at the curve's end. The run's output goes to LOGDIR/trial.log."""
+    with open(logdir / "trial.log", "ab") as output:
+        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        try:
+            step = every
+            while True:
+                finished = process.poll() is not None
+                points = read_curve(logdir / "tensorboard")
+                while points and points[-1].frames >= step:
+                    if should_stop(value_at(points, step), step):
+                        _stop(process)
+                        raise Pruned(step)
+                    step += every
+                if finished:
+                    break
+                time.sleep(POLL_S)
+        finally:
+            if process.poll() is None:
+                _stop(process)
+    if process.returncode != 0:
+        raise TrialFailed(f"aioseed run exited with status {process.returncode}: see {logdir / 'trial.log'}")
+    points = read_curve(logdir / "tensorboard")
+    if not points:
+        raise TrialFailed(f"the run left no curve under {logdir / 'tensorboard'}: see {logdir / 'trial.log'}")
+    return points[-1].mean_return
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM (the run stops accepting, drains, checkpoints and exits), then SIGKILL if it hangs."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_WAIT_S)
+    except subprocess.TimeoutExpired:
+        log.warning("trial_killed", pid=process.pid, waited_s=STOP_WAIT_S)
+        process.kill()
+        process.wait()
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: Linux sends it SIGTERM if the sweep dies, so that a killed sweep leaves
+    no run training on in a logdir its restart will resume."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG

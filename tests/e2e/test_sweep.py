@@ -1,0 +1,111 @@
+"""aioseed sweep through Optuna and real run processes: the documented Catch sweep (3 seeds x 2 learning
+rates, one of them 0) ends in a report whose intervals tell the settings apart; a killed sweep's trial
+is failed by its missing heartbeat, queued again, and its run resumes from its checkpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import re
+
+import optuna
+import pytest
+from tests.processes import Process
+from tests.waiting import until
+
+CATCH = pathlib.Path(__file__).parents[2] / "docs" / "sweeps" / "catch-lr.toml"
+
+
+def command_lines() -> list[str]:
+    lines = []
+    for entry in pathlib.Path("/proc").iterdir():
+        try:
+            lines.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, NotADirectoryError):
+            continue
+    return lines
+
+
+def moved(tmp_path: pathlib.Path, text: str) -> pathlib.Path:
+    """The sweep file with its directory under ``tmp_path``."""
+    path = tmp_path / "sweep.toml"
+    path.write_text(re.sub(r'^directory = ".*"$', f'directory = "{tmp_path / "trials"}"', text, flags=re.M))
+    return path
+
+
+@pytest.mark.timeout(900)  # six Catch runs one after another: ~3.5 min here
+async def test_the_catch_sweep_reports_intervals_that_separate_learning_from_a_learning_rate_of_0(tmp_path) -> None:
+    sweep = await Process(["sweep", "--config", str(moved(tmp_path, CATCH.read_text()))]).start()
+    try:
+        assert await sweep.wait(timeout_s=900) == 0, sweep.log
+    finally:
+        sweep.kill()
+    printed = await sweep.stdout()
+    report = json.loads((tmp_path / "trials" / "report" / "report.json").read_text())
+    learning, broken = report["settings"]["impala.learning_rate=0.001"], report["settings"]["impala.learning_rate=0.0"]
+    assert learning["runs_per_task"] == broken["runs_per_task"] == 3, printed
+    assert broken["IQM"]["high"] < learning["IQM"]["low"], printed  # the intervals do not overlap
+    assert learning["IQM"]["point"] >= 0.5 and broken["IQM"]["point"] < 0.0, printed
+    assert re.search(r"^impala.learning_rate=0.001 +3  [\d.]+ \[[\d.]+, [\d.]+\]", printed, re.M), printed
+    study = optuna.load_study(study_name="catch-lr", storage=f"sqlite:///{tmp_path / 'trials' / 'study.db'}")
+    trials = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    assert sorted((t.params["learner.impala.learning_rate"], t.params["seed"]) for t in trials) == [
+        (lr, seed) for lr in (0.0, 0.001) for seed in (0, 1, 2)
+    ]
+    assert sweep.errors() == [], sweep.log
+
+
+RESUMABLE = """
+[sweep]
+name = "resume"
+directory = "x"
+seeds = [7]
+pruner = "none"
+heartbeat_s = 1
+
+[grid]
+"learner.impala.learning_rate" = [0.001]
+
+[run]
+preset = "catch"
+num_actors = 1
+envs_per_actor = 8
+
+[run.learner]
+checkpoint_every_s = 1.0
+
+[run.learner.stop]
+at_return = "None"
+after_frames = 12000
+"""
+
+
+async def test_a_killed_sweep_queues_its_trial_again_and_the_run_resumes_from_its_checkpoint(tmp_path) -> None:
+    path = moved(tmp_path, RESUMABLE)
+    logdir = tmp_path / "trials" / "learning_rate-0.001" / "seed-7"
+    first = await Process(["sweep", "--config", str(path)]).start()
+    try:
+        for _ in range(600):
+            if list((logdir / "checkpoints").glob("ckpt-*.index")):
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError(f"no checkpoint in {logdir}:\n{first.log}")
+    finally:
+        first.kill()  # SIGKILL: no cleanup in the sweep; its run gets SIGTERM from the kernel
+    await first.wait()
+    config = str(logdir / "trial.toml")
+    await until(lambda: not any(config in cmdline for cmdline in command_lines()), "the orphaned run to stop", attempts=6000)
+    await asyncio.sleep(2.5)  # past the heartbeat's grace period (2 x heartbeat_s) since the sweep died
+    second = await Process(["sweep", "--config", str(path)]).start()
+    try:
+        assert await second.wait(timeout_s=600) == 0, second.log
+    finally:
+        second.kill()
+    trial_log = (logdir / "trial.log").read_text()
+    restored = re.search(r"checkpoint_restored .*frames=(\d+)", trial_log)
+    assert restored and int(restored.group(1)) > 0, trial_log[-3000:]
+    study = optuna.load_study(study_name="resume", storage=f"sqlite:///{tmp_path / 'trials' / 'study.db'}")
+    states = sorted(t.state.name for t in study.get_trials())
+    assert states == ["COMPLETE", "FAIL"], states

@@ -1,0 +1,86 @@
+"""aioseed report: runs grouped by the settings they differ in, scores human-normalised for Atari,
+rliable's intervals that tell a learning setting from a broken one, and its plots."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+
+import pytest
+
+from aioseed import config_file
+from aioseed.launch import RunConfig
+from aioseed.results.atari_scores import reference, references
+from aioseed.results.report import ReportConfig, report, table
+
+
+def a_run(root: pathlib.Path, name: str, env: str, seed: int, learning_rate: float, returns: list[float], frames: int = 1000) -> pathlib.Path:
+    """A logdir as a run leaves it: its config.toml, and one kept evaluation (aioseed eval's result)."""
+    logdir = root / name
+    base = RunConfig()
+    learner = dataclasses.replace(
+        base.learner, env=env, seed=seed, logdir=logdir, impala=dataclasses.replace(base.learner.impala, learning_rate=learning_rate)
+    )
+    config_file.save(logdir, dataclasses.replace(base, learner=learner), "run")
+    (logdir / "evaluations").mkdir()
+    result = {
+        "env": env, "frames": frames, "episodes": len(returns), "policy": "sampled", "returns": returns,
+        "mean_return": sum(returns) / len(returns), "protocol": {"name": "seed"},
+    }
+    (logdir / "evaluations" / f"x_seed_{frames}.json").write_text(json.dumps(result))
+    return logdir
+
+
+def test_the_reference_table_holds_the_57_games_with_their_published_scores() -> None:
+    assert len(references()) == 57
+    pong = reference("ALE/Pong-v5")
+    assert (pong.random, pong.human) == (-20.7, 14.6) and reference("ALE/Pong-v4") == pong
+    assert reference("CartPole-v1") is None
+    assert all(r.human > r.random for r in references().values())
+
+
+def test_settings_are_told_apart_by_their_intervals_and_the_plots_are_written(tmp_path) -> None:
+    for seed, (good, broken) in enumerate([(0.9, -0.7), (0.95, -0.6), (0.85, -0.75)]):
+        a_run(tmp_path / "sweep", f"good-{seed}", "aioseed/Catch-v0", seed, 1e-3, [good, good])
+        a_run(tmp_path / "sweep", f"broken-{seed}", "aioseed/Catch-v0", seed, 0.0, [broken])
+    result = report(ReportConfig(runs=(tmp_path / "sweep",), out=tmp_path / "report", reps=200))
+    settings = result["settings"]
+    assert set(settings) == {"impala.learning_rate=0.001", "impala.learning_rate=0.0"}  # seeds and logdirs are not settings
+    good, broken = settings["impala.learning_rate=0.001"], settings["impala.learning_rate=0.0"]
+    assert good["runs_per_task"] == broken["runs_per_task"] == 3 and result["scores"] == "raw returns"
+    assert good["Mean"]["point"] == pytest.approx(0.9) and broken["Mean"]["point"] == pytest.approx(-2.05 / 3)
+    assert broken["IQM"]["high"] < good["IQM"]["low"]
+    assert good["IQM"]["low"] <= good["IQM"]["point"] <= good["IQM"]["high"]
+    assert "Optimality Gap" not in good  # raw returns have no "optimal"
+    for name in ("aggregates.png", "profiles.png", "report.json"):
+        assert (tmp_path / "report" / name).stat().st_size > 1000 or name == "report.json"
+    assert json.loads((tmp_path / "report" / "report.json").read_text())["settings"] == settings
+    printed = table(result)
+    assert "impala.learning_rate=0.001     3  0.900 [" in printed and "eval seed (2 episodes, sampled)" in printed
+
+
+def test_atari_games_are_aggregated_as_human_normalised_scores(tmp_path) -> None:
+    pong, breakout = reference("ALE/Pong-v5"), reference("ALE/Breakout-v5")
+    for seed in range(2):
+        a_run(tmp_path, f"pong-{seed}", "ALE/Pong-v5", seed, 1e-3, [pong.human])  # HNS 1
+        a_run(tmp_path, f"breakout-{seed}", "ALE/Breakout-v5", seed, 1e-3, [breakout.random])  # HNS 0
+    result = report(ReportConfig(runs=(tmp_path,), out=None, reps=100))
+    (setting,) = result["settings"].values()
+    assert result["scores"] == "human-normalised" and result["tasks"] == ["ALE/Breakout-v5", "ALE/Pong-v5"]
+    assert setting["Mean"]["point"] == pytest.approx(0.5) and setting["Optimality Gap"]["point"] == pytest.approx(0.5)
+    assert sorted(run["hns"] for run in result["runs"]) == pytest.approx([0, 0, 1, 1])
+
+
+def test_raw_returns_of_different_envs_are_refused_and_so_is_a_missing_task(tmp_path) -> None:
+    a_run(tmp_path / "mixed", "a", "CartPole-v1", 0, 1e-3, [500.0])
+    a_run(tmp_path / "mixed", "b", "aioseed/Catch-v0", 0, 1e-3, [1.0])
+    with pytest.raises(ValueError, match="no common scale"):
+        report(ReportConfig(runs=(tmp_path / "mixed",), out=None))
+    a_run(tmp_path / "gap", "a", "ALE/Pong-v5", 0, 1e-3, [0.0])
+    a_run(tmp_path / "gap", "b", "ALE/Breakout-v5", 0, 0.0, [0.0])
+    a_run(tmp_path / "gap", "c", "ALE/Pong-v5", 0, 0.0, [0.0])
+    with pytest.raises(ValueError, match="has no run of ALE/Breakout-v5"):
+        report(ReportConfig(runs=(tmp_path / "gap",), out=None))
+    with pytest.raises(FileNotFoundError, match="holds no run"):
+        report(ReportConfig(runs=(tmp_path / "nothing-here",), out=None))

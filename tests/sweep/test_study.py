@@ -1,0 +1,39 @@
+"""The study's bookkeeping: seeds queued behind a fresh setting, and a setting pruned at one seed not
+run at the others."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from aioseed.sweep.config import read_sweep
+from aioseed.sweep.study import objective, setting_slug
+
+
+def a_sweep(tmp_path):
+    path = tmp_path / "sweep.toml"
+    path.write_text(
+        f"[sweep]\ndirectory = '{tmp_path / 'trials'}'\nsampler = 'random'\nseeds = [4, 5, 6]\n"
+        "[space]\n'learner.impala.learning_rate' = {choices = [0.001]}\n[run.learner.stop]\nafter_frames = 100\n"
+    )
+    return read_sweep(path)
+
+
+def test_a_setting_pruned_at_one_seed_is_not_run_at_the_others(tmp_path) -> None:
+    sweep = a_sweep(tmp_path)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    params = {"learner.impala.learning_rate": 0.001}
+    study.add_trial(
+        optuna.trial.create_trial(
+            state=optuna.trial.TrialState.PRUNED, params=params,
+            distributions={"learner.impala.learning_rate": optuna.distributions.CategoricalDistribution([0.001])},
+            user_attrs={"setting": setting_slug(params), "seed": 4},
+        )
+    )
+    trial = study.ask()
+    with pytest.raises(optuna.TrialPruned, match="learning_rate-0.001 was pruned at seed 4"):
+        objective(sweep, study, trial)
+    assert not (tmp_path / "trials").exists()  # nothing ran
+    queued = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
+    assert sorted(t.user_attrs["seed"] for t in queued) == [5, 6]  # the other seeds were queued first
+    assert all(t.system_attrs["fixed_params"] == params for t in queued)  # at the same setting
