@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import structlog
@@ -29,8 +29,10 @@ from aioseed.server.acting.inference import InferenceLoop
 from aioseed.server.acting.step import StepResult, acting_for, unroll_columns
 from aioseed.server.batching.batcher import Batch, Batcher
 from aioseed.server.config import LearnerConfig
-from aioseed.server.learner import Learner, Stages
+from aioseed.server.learner import Learner
 from aioseed.server.reporting.stats import Stats
+from aioseed.server.reporting.tracking import Sender
+from aioseed.server.stages import Stages
 from aioseed.server.stopping import Stopping
 from aioseed.server.training.checkpoint import Checkpointer, WarmStart
 from aioseed.server.training.trainer import Trainer
@@ -121,16 +123,22 @@ def build(config: LearnerConfig, run: object | None = None) -> Learner:
         keras.utils.set_random_seed(config.seed)
     spec, seen = learner_specs(config)
     agent = build_agent(config, seen, replicas)
-    checkpointer = None
+    checkpointer, tracker = None, None
     if config.logdir is not None:
         config_file.save(config.logdir, run or config, "learner" if run is None else "run")
         checkpointer = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects(), warm_start=warm_start(config))
+        tracker = tracking_sender(config, config_file.document(run or config))
     log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
-    return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference))
+    return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference), tracker=tracker)
 
 
 def assemble(
-    config: LearnerConfig, spec: EnvSpec, agent: Agent, checkpointer: Checkpointer | None = None, lanes: int = 1
+    config: LearnerConfig,
+    spec: EnvSpec,
+    agent: Agent,
+    checkpointer: Checkpointer | None = None,
+    lanes: int = 1,
+    tracker: Sender | None = None,
 ) -> Learner:
     """The stages in data-path order around ``agent``, for actors that send ``spec``; ``lanes``: inference
     batches that may run at once (one per inference device)."""
@@ -181,7 +189,8 @@ def assemble(
     options = server_options(server.max_streams, server.max_message_bytes, server.keepalive_s, server.keepalive_timeout_s)
     endpoint = GrpcEndpoint(service, server.host, server.port, options, server.token, tls)
     stages = Stages(
-        endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config), params
+        endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config, tracker), params,
+        tracker,
     )
     return Learner(config, spec, agent, stages, console_factory(config))
 
@@ -267,12 +276,32 @@ def record_episodes(
     stopping.check(ended)
 
 
-def summary_writer(config: LearnerConfig) -> Callable[[dict[str, float], int], None] | None:
-    if config.logdir is None or not config.tensorboard:
-        return None
-    from aioseed.server.reporting.summaries import SummaryWriter
+def summary_writer(config: LearnerConfig, tracker: Sender | None = None) -> Callable[[dict[str, float], int], None] | None:
+    """TensorBoard's writer (with a logdir and ``config.tensorboard``), then the tracker's, if any."""
+    writers: list[Callable[[dict[str, float], int], None]] = []
+    if config.logdir is not None and config.tensorboard:
+        from aioseed.server.reporting.summaries import SummaryWriter
 
-    return SummaryWriter(config.logdir)
+        writers.append(SummaryWriter(config.logdir))
+    if tracker is not None:
+        writers.append(tracker.summary)
+    if len(writers) < 2:
+        return writers[0] if writers else None
+
+    def write(snapshot: dict[str, float], frames: int) -> None:
+        for writer in writers:
+            writer(snapshot, frames)
+
+    return write
+
+
+def tracking_sender(config: LearnerConfig, document: dict[str, Any]) -> Sender | None:
+    """``--tracking``'s run, opened with the resolved config (``document``), or None."""
+    from aioseed.server.reporting.tracking import Sender, open_tracker
+
+    assert config.logdir is not None
+    tracker = open_tracker(config.tracking, config.tracker, config.logdir, document)
+    return None if tracker is None else Sender(tracker, config.logdir / "videos", config.tracker.checkpoints)
 
 
 def console_factory(config: LearnerConfig) -> Callable[[Learner], ConsoleServer] | None:

@@ -26,7 +26,7 @@ def test_no_module_is_over_400_lines() -> None:
 def test_the_server_top_level_holds_only_the_learners_lifecycle() -> None:
     """Every other module sits in the sub-package of its stage on the data path."""
     top = {p.stem for p in (ROOT / "aioseed" / "server").glob("*.py")}
-    assert top == {"__init__", "learner", "config", "stopping", "run_info"}
+    assert top == {"__init__", "learner", "stages", "config", "stopping", "run_info"}
     stages = {p.name for p in (ROOT / "aioseed" / "server").iterdir() if (p / "__init__.py").exists()}
     assert stages == {"transport", "batching", "acting", "trajectories", "training", "reporting"}
     assert stages == {p.name for p in (ROOT / "tests" / "server").iterdir() if (p / "__init__.py").exists()}  # tests mirror it

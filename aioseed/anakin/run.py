@@ -36,6 +36,8 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
         raise ValueError(f"--architecture anakin runs on one device; --learner.devices names {list(replicas.training)}")
     if config.agent != "impala":
         raise ValueError("--architecture anakin trains IMPALA (V-trace)")
+    if config.tracking != "none":
+        raise ValueError(f"--tracking {config.tracking} sends a learner's run; --architecture anakin writes TensorBoard only")
     if config.seed is not None:
         keras.utils.set_random_seed(config.seed)  # as aioseed.app.build
     env = tf_env(config.env)

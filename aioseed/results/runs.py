@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from aioseed import config_file
 from aioseed.results.curves import read_curve
+from aioseed.tables import flatten
 
 ScoreSource = Literal["auto", "eval", "curve"]
 
@@ -47,23 +48,13 @@ def logdirs(paths: Iterable[pathlib.Path]) -> list[pathlib.Path]:
     return sorted(set(found))
 
 
-def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in table.items():
-        if isinstance(value, Mapping):
-            flat |= flatten(value, f"{prefix}{key}.")
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str | None = None) -> Run:
     """The run in ``logdir``, scored by its newest kept evaluation (of ``protocol``, if given) or, where
     ``source`` allows or none is kept, by the last point of its curve."""
     table = config_file.read(logdir / "config.toml")
     table.pop(config_file.PROVENANCE, None)
     table.pop("command", None)
-    flat = {k: v for k, v in flatten(table).items()}
+    flat = flatten(table)
     learner = {k.removeprefix("learner."): v for k, v in flat.items()}
     seed = learner.get("seed")
     settings = {k: v for k, v in flat.items() if k.rpartition(".")[2] not in NOT_SETTINGS}

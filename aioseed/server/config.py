@@ -14,6 +14,7 @@ from aioseed.envs.football import FootballConfig
 from aioseed.envs.registry import env_kwargs
 from aioseed.server.batching.autotune import BatchingConfig
 from aioseed.server.batching.batcher import BatcherConfig
+from aioseed.server.reporting.tracking import TrackerConfig, TrackingName
 from aioseed.server.training.trainer import TrainingConfig
 
 
@@ -217,11 +218,17 @@ class LearnerConfig:
     """Interval of metric snapshots (the console's charts, /metrics)."""
     tensorboard: bool = True
     """Write TensorBoard summaries under logdir/tensorboard."""
+    tracking: TrackingName = "none"
+    """Also send the run to an experiment tracker: wandb (Weights & Biases) or mlflow; the same scalars
+    as TensorBoard, the resolved config.toml, the evaluation clips and checkpoints (needs aioseed[tracking])."""
+    tracker: TrackerConfig = TrackerConfig()
     return_window: int = 100
     """Episodes averaged for the mean return (charts/return and stop.at_return)."""
 
     def __post_init__(self) -> None:
         env_kwargs(self.env_kwargs)  # JSON object, or a clear ValueError now
+        if self.tracking != "none" and self.logdir is None:
+            raise ValueError(f"--tracking {self.tracking} needs a logdir (the config, clips and checkpoints it sends live there)")
         if self.init_checkpoint is not None and self.logdir is None:
             raise ValueError("init_checkpoint needs a logdir (the warm-started run keeps its own checkpoints)")
         if self.architecture == "impala" and (self.agent != "impala" or self.learner_frame_stack != 1):

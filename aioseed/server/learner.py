@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import math
 import pathlib
 import time
@@ -20,21 +19,16 @@ import numpy as np
 import structlog
 
 from aioseed.algos.agent import Agent
-from aioseed.server.acting.inference import InferenceLoop
 from aioseed.server.batching.autotune import BatchTuner
-from aioseed.server.batching.batcher import Batcher, BatcherConfig
+from aioseed.server.batching.batcher import BatcherConfig
 from aioseed.server.batching.tuner_measure import Observation
 from aioseed.server.config import LearnerConfig
 from aioseed.server.reporting.reporter import Reporter, Snapshot
-from aioseed.server.reporting.stats import History, Stats
+from aioseed.server.reporting.stats import History
 from aioseed.server.run_info import describe
-from aioseed.server.stopping import Stopping
-from aioseed.server.training.checkpoint import Checkpointer, CheckpointRefused
-from aioseed.server.training.trainer import Progress, Trainer
-from aioseed.server.trajectories.source import Source
-from aioseed.server.transport.endpoint import GrpcEndpoint
-from aioseed.server.transport.params import ParamsPublisher
-from aioseed.server.transport.service import LearnerService
+from aioseed.server.stages import Stages
+from aioseed.server.training.checkpoint import CheckpointRefused
+from aioseed.server.training.trainer import Progress
 from aioseed.server.transport.streams import LocalStream
 from aioseed.spec import EnvSpec
 
@@ -49,31 +43,6 @@ class Console(Protocol):
         ...
 
     async def stop(self) -> None: ...
-
-
-@dataclasses.dataclass(frozen=True)
-class Stages:
-    """The learner's parts, in data-path order; ``aioseed.app.build`` makes them."""
-
-    endpoint: GrpcEndpoint
-    """The gRPC server: auth, TLS, health."""
-    service: LearnerService
-    """Actor streams: handshakes, env slots, row checks."""
-    batcher: Batcher
-    """Rows from all streams -> deadline-based batches."""
-    inference: InferenceLoop
-    """Batches -> the policy -> actions, and completed unrolls into the bounded queue."""
-    source: Source
-    """Unrolls -> time-major train batches (V-trace's queue, R2D2's replay)."""
-    trainer: Trainer
-    """Train batches -> the agent's train step -> new parameters."""
-    stats: Stats
-    stopping: Stopping
-    checkpointer: Checkpointer | None = None
-    write_summaries: Callable[[Snapshot, int], None] | None = None
-    """TensorBoard: (snapshot, frames), called in the train thread."""
-    params: ParamsPublisher | None = None
-    """IMPALA mode: the parameters actors pull (published after every update)."""
 
 
 class Learner:
@@ -256,15 +225,23 @@ class Learner:
             raise ValueError(f"learning_rate must be positive, got {value}")
         await self._trainer.run_between_steps(lambda: self.agent.set_learning_rate(value))
 
-    async def checkpoint_now(self) -> str | None:
+    async def checkpoint_now(self, final: bool = False) -> str | None:
         """Saves a checkpoint between train steps; returns its path (None without a logdir). Raises
-        CheckpointRefused when the weights are non-finite."""
+        CheckpointRefused when the weights are non-finite. ``final``: the one written at shutdown (a
+        tracker may send only that one)."""
         checkpointer = self._stages.checkpointer
         if checkpointer is None:
             return None
         # Counters are read in the train thread, after the step in progress, so they match the weights.
-        path = await self._trainer.run_between_steps(lambda: checkpointer.save(self._progress()))
+        def save() -> tuple[str, Progress]:
+            progress = self._progress()
+            return checkpointer.save(progress), progress
+
+        path, progress = await self._trainer.run_between_steps(save)
         self._last_checkpoint = time.monotonic()
+        tracker = self._stages.tracker
+        if tracker is not None:
+            await asyncio.to_thread(tracker.checkpoint, path, progress.frames, final)
         return path
 
     async def run_between_steps(self, fn: Callable[[], object]) -> object:
@@ -306,6 +283,7 @@ class Learner:
         if self.port is None:
             await self.start()
         stages = self._stages
+        completed = False
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = [
@@ -324,11 +302,14 @@ class Learner:
                 for task in tasks:
                     task.cancel()
             await self._reporter.final()
+            completed = True
         finally:
             await stages.endpoint.stop()
             if stages.checkpointer is not None:
                 with contextlib.suppress(CheckpointRefused):  # logged; the last good checkpoint stays
-                    await self.checkpoint_now()
+                    await self.checkpoint_now(final=True)
+            if stages.tracker is not None:
+                await asyncio.to_thread(stages.tracker.close, completed)
             self._trainer.executor.shutdown(wait=True)
             if self.console is not None:
                 await self.console.stop()

@@ -128,23 +128,3 @@ def _distribution(path: pathlib.Path, key: str, value: Any) -> Distribution:
 def _check(path: pathlib.Path, key: str, ok: bool, expected: str) -> None:
     if not ok:
         raise config_file.ConfigFileError(f"{path}: {key} must be {expected}")
-
-
-def nested(dotted: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"learner.impala.learning_rate": x}`` as ``{"learner": {"impala": {"learning_rate": x}}}``."""
-    table: dict[str, Any] = {}
-    for key, value in dotted.items():
-        *parents, last = key.split(".")
-        node = table
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = value
-    return table
-
-
-def merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    """``base`` with ``top``'s values on top, table by table."""
-    out = dict(base)
-    for key, value in top.items():
-        out[key] = merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) else value
-    return out

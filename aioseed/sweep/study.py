@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from aioseed.sweep.config import Sweep, SweepConfig, merged, nested, read_sweep
+from aioseed.sweep.config import Sweep, SweepConfig, read_sweep
 from aioseed.sweep.trial import Pruned, TrialFailed, command, run_trial, write_config
+from aioseed.tables import merged, nested
 
 if TYPE_CHECKING:
     import optuna

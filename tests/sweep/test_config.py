@@ -7,8 +7,9 @@ import pathlib
 import pytest
 
 from aioseed.config_file import ConfigFileError
-from aioseed.sweep.config import merged, nested, read_sweep
+from aioseed.sweep.config import read_sweep
 from aioseed.sweep.study import setting_slug, total_trials, trial_table
+from aioseed.tables import merged, nested
 
 CATCH = pathlib.Path(__file__).parents[2] / "docs" / "sweeps" / "catch-lr.toml"
 
