@@ -57,11 +57,23 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
     return anakin, checkpointer
 
 
+def curve_point(metrics: dict[str, Any], mean_return: float, episodes: int, updates: int) -> dict[str, float]:
+    """An iteration's TensorBoard scalars, under the learner's names (``aioseed report`` and
+    ``bench learning-curve`` read charts/return)."""
+    point = {name: float(value) for name, value in metrics.items() if name.startswith(("losses/", "policy/"))}
+    return point | {"charts/return": mean_return, "charts/episodes": float(episodes), "learner/train_steps": float(updates)}
+
+
 def train(config: LearnerConfig, envs: int, run: object | None = None) -> dict[str, Any]:
     """Iterates until a stop condition; returns frames, seconds, mean return, why it stopped, and the
     (seconds, frames) of every progress line."""
     anakin, checkpointer = build(config, envs, run)
     progress = checkpointer.restore() if checkpointer is not None else None
+    summaries = None
+    if config.logdir is not None and config.tensorboard:
+        from aioseed.server.reporting.summaries import SummaryWriter
+
+        summaries = SummaryWriter(config.logdir)
     frames, updates = (progress.frames, progress.train_steps) if progress else (0, 0)
     stop = config.stop
     started = last_log = time.perf_counter()
@@ -73,6 +85,8 @@ def train(config: LearnerConfig, envs: int, run: object | None = None) -> dict[s
         updates += anakin.updates_per_iteration
         now = time.perf_counter()
         mean_return = anakin.mean_return()
+        if summaries is not None:  # every iteration: a seed's curve is the same points on every run
+            summaries(curve_point(metrics, mean_return, anakin.episodes, updates), frames)
         if stop.at_return is not None and anakin.episodes >= config.return_window and mean_return >= stop.at_return:
             reason = "return"
         elif stop.after_frames is not None and frames >= stop.after_frames:
