@@ -109,3 +109,27 @@ async def test_a_killed_sweep_queues_its_trial_again_and_the_run_resumes_from_it
     study = optuna.load_study(study_name="resume", storage=f"sqlite:///{tmp_path / 'trials' / 'study.db'}")
     states = sorted(t.state.name for t in study.get_trials())
     assert states == ["COMPLETE", "FAIL"], states
+
+
+def test_a_pruned_trial_stops_its_run_in_order_at_the_frames_it_was_judged(tmp_path) -> None:
+    """run_trial reads the run's curve back while it trains; once the pruner says stop, the run gets
+    SIGTERM and checkpoints before it exits."""
+    import pytest
+
+    from aioseed.sweep.trial import Pruned, command, run_trial, write_config
+
+    logdir = tmp_path / "trial"
+    table = {"num_actors": 1, "envs_per_actor": 8, "learner": {"logdir": str(logdir), "console": {"enabled": False},
+             "stop": {"at_return": "None", "after_frames": 10_000_000}}}
+    judged: list[tuple[float, int]] = []
+
+    def should_stop(value: float, frames: int) -> bool:
+        judged.append((value, frames))
+        return frames >= 4000
+
+    with pytest.raises(Pruned) as pruned:
+        run_trial(command("catch", write_config(logdir, table)), logdir, 2000, should_stop)
+    assert pruned.value.frames == 4000 and [f for _, f in judged] == [2000, 4000]
+    assert all(-1.0 <= v <= 1.0 for v, _ in judged)
+    log = (logdir / "trial.log").read_text()
+    assert "learner_stopping" in log and "checkpoint_saved" in log and "learner_stopped" in log, log[-2000:]
