@@ -189,7 +189,7 @@ def assemble(
     options = server_options(server.max_streams, server.max_message_bytes, server.keepalive_s, server.keepalive_timeout_s)
     endpoint = GrpcEndpoint(service, server.host, server.port, options, server.token, tls)
     stages = Stages(
-        endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config, tracker), params,
+        endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config, stats, tracker), params,
         tracker,
     )
     return Learner(config, spec, agent, stages, console_factory(config))
@@ -276,21 +276,24 @@ def record_episodes(
     stopping.check(ended)
 
 
-def summary_writer(config: LearnerConfig, tracker: Sender | None = None) -> Callable[[dict[str, float], int], None] | None:
-    """TensorBoard's writer (with a logdir and ``config.tensorboard``), then the tracker's, if any."""
-    writers: list[Callable[[dict[str, float], int], None]] = []
+def summary_writer(
+    config: LearnerConfig, stats: Stats, tracker: Sender | None = None
+) -> Callable[[dict[str, float], int], None] | None:
+    """TensorBoard's writer (with a logdir and ``config.tensorboard``: the snapshot, and each episode that
+    ended since the last one), then the tracker's, if any."""
+    tensorboard = None
     if config.logdir is not None and config.tensorboard:
         from aioseed.server.reporting.summaries import SummaryWriter
 
-        writers.append(SummaryWriter(config.logdir))
-    if tracker is not None:
-        writers.append(tracker.summary)
-    if len(writers) < 2:
-        return writers[0] if writers else None
+        tensorboard = SummaryWriter(config.logdir)
+    if tensorboard is None and tracker is None:
+        return None
 
     def write(snapshot: dict[str, float], frames: int) -> None:
-        for writer in writers:
-            writer(snapshot, frames)
+        if tensorboard is not None:
+            tensorboard(snapshot, frames, stats.take_ended())
+        if tracker is not None:
+            tracker.summary(snapshot, frames)
 
     return write
 

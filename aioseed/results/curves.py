@@ -9,6 +9,8 @@ import pathlib
 
 RETURN_TAG = "charts/return"
 EVAL_RETURN_TAG = "charts/eval_return"
+EPISODE_TAG = "charts/episode_return"
+"""Each training episode's return at the frames it ended (a served learner's TensorBoard)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,3 +62,14 @@ def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:
         if not kept or point.frames < kept[-1].frames:
             kept.append(point)
     return [p for p in reversed(kept) if not math.isnan(p.mean_return)]
+
+
+def episode_returns(tensorboard_dir: pathlib.Path) -> list[tuple[int, float]]:
+    """(frames when it ended, return) of every training episode over all sessions, in the order they
+    ended (a resumed session's episodes after the last checkpoint's frames replace those logged before)."""
+    episodes: list[tuple[int, float]] = []
+    for event_file in sorted(tensorboard_dir.glob("events.out.tfevents.*")):
+        session = [(step, value) for _, step, value in _session_scalars(event_file, (EPISODE_TAG,))[EPISODE_TAG]]
+        if session:
+            episodes = [e for e in episodes if e[0] < session[0][0]] + session
+    return episodes

@@ -25,6 +25,10 @@ def _percentile(values: collections.deque[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
 
 
+ENDED_KEPT = 100_000
+"""Episodes kept for TensorBoard's per-episode returns between two summaries."""
+
+
 class Stats:
     """Verbs: ``record_batch``, ``record_latency``, ``record_episodes``, ``record_train``, ``take``."""
 
@@ -36,6 +40,8 @@ class Stats:
         self.returns: collections.deque[float] = collections.deque(maxlen=window)
         self.lengths: collections.deque[int] = collections.deque(maxlen=window)
         self.last_return = math.nan
+        self.ended: collections.deque[tuple[int, float]] = collections.deque(maxlen=ENDED_KEPT)
+        """(frames when it ended, return) of each training episode since ``take_ended``."""
         self.eval_returns: collections.deque[float] = collections.deque(maxlen=window)
         """Returns of evaluation envs' episodes (not in ``returns``)."""
         self.losses: dict[str, float] = {}
@@ -80,8 +86,16 @@ class Stats:
                 return
         self.episodes += len(returns)
         self.returns.extend(returns.tolist())
+        self.ended.extend((self.frames, r) for r in returns.tolist())
         self.lengths.extend(lengths.tolist())
         self.last_return = float(returns[-1])
+
+    def take_ended(self) -> list[tuple[int, float]]:
+        """The episodes recorded since the last call, oldest first (at most ``ENDED_KEPT``)."""
+        ended = []
+        while self.ended:  # popleft, not list + clear: the event loop may record episodes meanwhile
+            ended.append(self.ended.popleft())
+        return ended
 
     def record_train(self, metrics: dict[str, float], policy_lag: float) -> None:
         self.train_steps += 1
