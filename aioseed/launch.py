@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 import structlog
 
 from aioseed.clients.actor import ActorConfig
+from aioseed.envs.registry import EnvBackend
 from aioseed.server.config import LearnerConfig, ServerConfig, StopConfig
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ class RunConfig:
     gRPC. anakin: the env written in TensorFlow (CartPole-v1, aioseed/Catch-v0), acting, stepping and
     learning for num_actors x envs_per_actor envs compiled into one program, with no actors, streams or
     console."""
+    env_backend: EnvBackend = "default"
+    """What steps the actors' envs: default, or envpool (EnvPool's C++ thread pool; aioseed[envpool])."""
     launcher: Literal["processes", "ray"] = "processes"
     """How the actors start: processes spawned by this one, or Ray actors on a Ray instance started
     on this machine (needs aioseed[ray]; Ray restarts actors that die)."""
@@ -109,6 +112,7 @@ class RunConfig:
             evaluation=evaluation,
             token=self.learner.server.token,
             seed=seed,
+            env_backend=self.env_backend,
             name=f"local-eval-{index}" if evaluation else f"local-{index}",
             atari=dataclasses.replace(self.learner.atari, stack=1)
             if self.learner.learner_frame_stack > 1

@@ -347,6 +347,29 @@ class SacBench:
     """Print one JSON object."""
 
 
+@dataclasses.dataclass(frozen=True)
+class EnvBackendsBench:
+    """The env backends side by side on one env: a fixed policy's returns under each (do they agree
+    within their sampling error?) and env steps/s per core, in one run."""
+
+    env: str = "ALE/Pong-v5"
+    """An ALE/ id, football:<scenario> or a gymnasium id that EnvPool also has (Hopper-v5, ...)."""
+    backends: tuple[str, ...] = ("default", "envpool")
+    """The backends, in the order they run."""
+    episodes: int = 16
+    """Episodes per backend (the returns' sample): each env's first episodes/envs (rounded up)."""
+    envs: int = 8
+    """Envs stepped together."""
+    logdir: pathlib.Path | None = None
+    """The fixed policy: this run's latest checkpoint, sampling (None: uniformly random actions)."""
+    seed: int = 0
+    """Seed of the envs (env i: seed + i) and of the random policy."""
+    max_steps: int = 2_000_000
+    """A bound on the vector steps per backend."""
+    json: bool = False
+    """Print one JSON object."""
+
+
 BENCHES: dict[str, type] = {
     "transport": TransportBench,
     "cartpole": CartpoleBench,
@@ -361,6 +384,7 @@ BENCHES: dict[str, type] = {
     "precision": PrecisionBench,
     "impala-hostile": ImpalaHostileBench,
     "sac": SacBench,
+    "env-backends": EnvBackendsBench,
 }
 """``aioseed bench NAME``: the config of each benchmark."""
 BenchCommand = Union[tuple(Annotated[config, tyro.conf.subcommand(name)] for name, config in BENCHES.items())]  # noqa: UP007

@@ -30,7 +30,7 @@ from aioseed.action_space import decode
 from aioseed.clients.env_group import EnvGroup
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig
-from aioseed.envs.registry import env_kwargs, make_vector_env, vector_env_spec
+from aioseed.envs.registry import EnvBackend, env_kwargs, make_vector_env, vector_env_spec
 from aioseed.proto import SERVICE_NAME
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
@@ -72,6 +72,10 @@ class ActorConfig:
     """Name the learner's certificate is checked against, when it differs from the host in --learner."""
     seed: int | None = None
     """Base seed of the environments (None: random)."""
+    env_backend: EnvBackend = "default"
+    """default: ale-py's vector env (ALE/ ids), gfootball's engines (football: ids), gymnasium's vector env
+    otherwise. envpool: EnvPool's C++ thread pool for the Atari, MuJoCo, Football and classic ids it has
+    (pip install 'aioseed[envpool]'); Football from the Super Mini Map with scoring rewards only."""
     name: str | None = None
     """Name shown in the learner's logs and console (default host:pid)."""
     backoff_initial_s: float = 0.05
@@ -155,7 +159,9 @@ def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]
 
         recorder = ClipRecorder(config.video_dir, config.video_every)
     vector_envs = [
-        rendering if i == 0 and rendering is not None else make_vector_env(config.env, size, config.atari, config.football, kwargs)
+        rendering
+        if i == 0 and rendering is not None
+        else make_vector_env(config.env, size, config.atari, config.football, kwargs, config.env_backend)
         for i, size in enumerate(sizes)
     ]
     spec = vector_env_spec(config.env, vector_envs[0], config.atari)

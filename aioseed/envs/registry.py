@@ -7,13 +7,17 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 
 from aioseed.envs.atari import AtariConfig, is_atari, make_atari_vector_env
 from aioseed.envs.football import FootballConfig, is_football, make_football_vector_env
 from aioseed.spec import EnvSpec
+
+EnvBackend = Literal["default", "envpool"]
+"""What steps an actor's envs: default (ale-py's vector env for ALE/ ids, gfootball's engines for football:
+ids, gymnasium's vector env otherwise) or envpool (EnvPool's C++ thread pool; aioseed[envpool])."""
 
 FLATTENED = (gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 """Observation spaces served flattened into one Box by ``gymnasium.spaces.flatten`` (docs/environments.md has
@@ -53,6 +57,7 @@ def make_vector_env(
     atari: AtariConfig = AtariConfig(),
     football: FootballConfig = FootballConfig(),
     kwargs: Mapping[str, Any] | None = None,
+    backend: EnvBackend = "default",
 ) -> gym.vector.VectorEnv:
     """``num_envs`` copies of ``env_id`` stepped together (``kwargs`` go to each env's constructor).
 
@@ -63,9 +68,17 @@ def make_vector_env(
     CartPole's NumPy ``CartPoleVectorEnv``), otherwise a ``SyncVectorEnv``.
     Either way the autoreset mode is gymnasium's default, next-step: the step
     after an episode's final observation resets that env and ignores its action.
+    ``backend`` envpool steps them in EnvPool's C++ threads instead
+    (``aioseed.envs.envpool_backend``).
     """
     if (is_atari(env_id) or is_football(env_id)) and kwargs:
         raise ValueError(f"env_kwargs go to gymnasium envs; {env_id} takes its settings from the atari/football flags")
+    if backend == "envpool":
+        if kwargs:
+            raise ValueError("--env-backend envpool takes no env_kwargs")
+        from aioseed.envs.envpool_backend import make_envpool_vector_env
+
+        return make_envpool_vector_env(env_id, num_envs, atari, football)
     if is_atari(env_id):
         return make_atari_vector_env(env_id, num_envs, atari)
     if is_football(env_id):

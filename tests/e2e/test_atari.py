@@ -22,6 +22,7 @@ def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None
         ([], [], "obs uint8[4,84,84], 6 actions, 4 frames/step"),
         (["--learner-frame-stack", "4"], ["--atari.stack", "1"], "obs uint8[1,84,84], 6 actions, 4 frames/step"),
         (["--learner-frame-stack", "4", "--impala.lstm-size", "32"], ["--atari.stack", "1"], "obs uint8[1,84,84]"),
+        (["--learner-frame-stack", "4"], ["--atari.stack", "1", "--env-backend", "envpool"], "obs uint8[1,84,84], 6 actions"),
         (
             ["--agent", "r2d2", "--learner-frame-stack", "4",
              "--r2d2.burn-in", "2", "--r2d2.min-replay-size", "4", "--r2d2.lstm-size", "32"],
@@ -29,7 +30,7 @@ def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None
             "obs uint8[1,84,84]",
         ),
     ],
-    ids=["actor stacking", "learner stacking", "learner stacking + LSTM", "R2D2"],
+    ids=["actor stacking", "learner stacking", "learner stacking + LSTM", "envpool actor", "R2D2"],
 )
 async def test_pong_trains_through_learner_and_actor_processes(tmp_path, learner_flags, actor_flags, wire) -> None:
     await train_through_processes(

@@ -1,0 +1,72 @@
+"""--env-backend envpool: EnvPool's task for each id, aioseed's Atari settings carried over, the same
+spec as the default backend, and next-step autoreset (the done convention)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aioseed.envs.atari import AtariConfig
+from aioseed.envs.envpool_backend import envpool_settings, envpool_task
+from aioseed.envs.football import FootballConfig
+from aioseed.envs.registry import make_vector_env, vector_env_spec
+
+
+def test_ids_map_to_envpool_tasks_and_unknown_ones_are_refused() -> None:
+    assert envpool_task("ALE/Pong-v5") == "Pong-v5"
+    assert envpool_task("football:academy_3_vs_1_with_keeper") == "gfootball/academy_3_vs_1_with_keeper-v1"
+    assert envpool_task("Hopper-v5") == "Hopper-v5"
+    with pytest.raises(ValueError, match="--env-backend envpool has no 'NoSuchEnv-v0'"):
+        envpool_task("NoSuchEnv-v0")
+
+
+def test_the_atari_settings_carry_over_and_other_football_settings_are_refused() -> None:
+    settings = envpool_settings("ALE/Pong-v5", AtariConfig(sticky_action_probability=0.0, noop_max=7, max_episode_frames=4000), FootballConfig())
+    assert (settings["repeat_action_probability"], settings["noop_max"], settings["max_episode_steps"]) == (0.0, 7, 1000)
+    assert settings["reward_clip"] is False and settings["stack_num"] == 4 and settings["frame_skip"] == 4
+    with pytest.raises(ValueError, match="Super Mini Map with scoring rewards only"):
+        envpool_settings("football:academy_empty_goal_close", AtariConfig(), FootballConfig(representation="simple115v2"))
+
+
+@pytest.mark.parametrize("env_id", ["ALE/Pong-v5", "Hopper-v5", "CartPole-v1"])
+def test_envpool_serves_the_default_backends_spec(env_id: str) -> None:
+    envpool, default = make_vector_env(env_id, 2, backend="envpool"), make_vector_env(env_id, 1)
+    try:
+        assert vector_env_spec(env_id, envpool) == vector_env_spec(env_id, default)
+        observations, _ = envpool.reset(seed=3)
+        assert observations.shape == (2, *vector_env_spec(env_id, envpool).observation_shape)
+    finally:
+        envpool.close(), default.close()
+
+
+def test_the_step_after_an_episode_ends_starts_the_next_with_reward_0() -> None:
+    envs = make_vector_env("CartPole-v1", 2, backend="envpool")
+    try:
+        envs.reset(seed=0)
+        for _ in range(500):
+            _, _, terminated, truncated, _ = envs.step(np.zeros(2, np.int64))  # always left: ends in ~10 steps
+            if (terminated | truncated).any():
+                break
+        ended = terminated | truncated
+        observations, rewards, terminated, truncated, _ = envs.step(np.zeros(2, np.int64))
+        assert (rewards[ended] == 0).all() and not (terminated | truncated)[ended].any()
+        assert (np.abs(observations[ended]) <= 0.05).all()  # a fresh CartPole state
+    finally:
+        envs.close()
+
+
+def test_a_seed_makes_the_same_episodes_and_another_seed_others() -> None:
+    """Sticky actions (0.25) and no-op starts draw from the seed: after 200 steps of the same actions the
+    screens match for the same seed and differ for another."""
+
+    def screens(seed: int) -> np.ndarray:
+        envs = make_vector_env("ALE/Pong-v5", 2, AtariConfig(), backend="envpool")
+        try:
+            envs.reset(seed=seed)
+            for t in range(200):
+                observations, *_ = envs.step(np.full(2, 2 + t % 2))
+            return observations
+        finally:
+            envs.close()
+
+    assert np.array_equal(screens(11), screens(11)) and not np.array_equal(screens(11), screens(12))
