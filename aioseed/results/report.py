@@ -24,7 +24,7 @@ class ReportConfig:
     runs: Annotated[tuple[pathlib.Path, ...], tyro.conf.Positional]
     """Logdirs, or directories with logdirs below them (a sweep's directory)."""
     group_by: tuple[str, ...] = ()
-    """Config keys that name a setting (a key's last parts suffice: learning_rate); default: every key
+    """Config keys that name a setting (a key's last parts suffice where they name one: impala.learning_rate); default: every key
     whose value differs between the runs, other than the seed, the env and the logdir."""
     source: ScoreSource = "auto"
     """A run's score: eval, its newest kept ``aioseed eval`` result (of the most frames); curve, the mean
@@ -97,7 +97,10 @@ def _plots(data: Scores, estimates: dict[str, dict[str, Interval]], config: Repo
     points = {label: np.array([estimates[label][n].point for n in names]) for label in estimates}
     ranges = {label: np.array([[estimates[label][n].low for n in names], [estimates[label][n].high for n in names]]) for label in estimates}
     xlabel = "Human-normalised score" if data.normalized else f"Return on {data.tasks[0]}"
-    figure, _ = plot_utils.plot_interval_estimates(points, ranges, metric_names=list(names), algorithms=list(estimates), xlabel=xlabel)
+    figure, _ = plot_utils.plot_interval_estimates(
+        points, ranges, metric_names=list(names), algorithms=list(estimates), xlabel=xlabel,
+        xlabel_y_coordinate=-max(0.1, 1.2 / len(estimates)),  # rliable's -0.1 overlaps the ticks below a few rows
+    )
     written = [config.out / "aggregates.png"]
     figure.savefig(written[0], bbox_inches="tight")
     plt.close(figure)
@@ -106,7 +109,7 @@ def _plots(data: Scores, estimates: dict[str, dict[str, Interval]], config: Repo
         taus, fractions, bands = profile
         figure, axes = plt.subplots(figsize=(7, 4.5))
         plot_utils.plot_performance_profiles(fractions, taus, performance_profile_cis=bands, ax=axes, xlabel=f"{xlabel} (τ)")
-        axes.legend(list(fractions), loc="upper right")
+        axes.legend(axes.get_lines()[: len(fractions)], list(fractions), loc="upper right")  # the curves, not their bands
         written.append(config.out / "profiles.png")
         figure.savefig(written[-1], bbox_inches="tight")
         plt.close(figure)
