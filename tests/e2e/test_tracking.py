@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import pathlib
 
+import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tests.processes import Process
 
@@ -28,21 +29,32 @@ async def train(logdir: pathlib.Path, tracking: str, env: dict[str, str] | None 
 
 
 def tensorboard(logdir: pathlib.Path) -> dict[str, dict[int, float]]:
+    """Every snapshot scalar the learner wrote to TensorBoard by step (charts/episode_return, one point per
+    episode, is TensorBoard's alone: trackers get the snapshots)."""
     from tensorboard.util import tensor_util
 
     events = EventAccumulator(str(logdir / "tensorboard"), size_guidance={"tensors": 0})
     events.Reload()
     return {
-        tag: {e.step: float(tensor_util.make_ndarray(e.tensor_proto)) for e in events.Tensors(tag)} for tag in events.Tags()["tensors"]
+        tag: {e.step: float(tensor_util.make_ndarray(e.tensor_proto)) for e in events.Tensors(tag)}
+        for tag in events.Tags()["tensors"]
+        if tag != "charts/episode_return"
     }
 
 
-async def test_mlflow_gets_the_scalars_config_clips_and_last_checkpoint(tmp_path) -> None:
+@pytest.mark.parametrize("store", ["sqlite", "file"], ids=["the default: SQLite in the logdir", "a file store"])
+async def test_mlflow_gets_the_scalars_config_clips_and_last_checkpoint(tmp_path, monkeypatch, store: str) -> None:
     from mlflow.tracking import MlflowClient
 
     logdir = tmp_path / "run"
-    await train(logdir, "mlflow", env={"MLFLOW_TRACKING_URI": ""})
-    client = MlflowClient(tracking_uri=f"sqlite:///{logdir / 'mlflow.db'}")
+    if store == "sqlite":
+        await train(logdir, "mlflow", env={"MLFLOW_TRACKING_URI": ""})
+        uri = f"sqlite:///{logdir / 'mlflow.db'}"
+    else:  # MLflow 3 keeps its file store in maintenance mode, behind this opt-in
+        uri = (tmp_path / "mlruns").as_uri()
+        monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # for this test's own client
+        await train(logdir, "mlflow", env={"MLFLOW_TRACKING_URI": uri, "MLFLOW_ALLOW_FILE_STORE": "true"})
+    client = MlflowClient(tracking_uri=uri)
     (run,) = client.search_runs([client.get_experiment_by_name("aioseed").experiment_id])
     assert run.info.run_name == "run" and run.info.status == "FINISHED"
     assert run.data.params["learner.env"] == "CartPole-v1" and run.data.params["num_actors"] == "1"
@@ -59,7 +71,10 @@ async def test_mlflow_gets_the_scalars_config_clips_and_last_checkpoint(tmp_path
     assert (logdir / "checkpoints" / f"{name}.index").exists()
     clips = [pathlib.PurePath(a.path).name for a in client.list_artifacts(run.info.run_id, "videos")]
     assert clips and all(c.startswith("eval-") and c.endswith(".mp4") for c in clips)
-    assert (logdir / "mlartifacts").is_dir() and not (pathlib.Path.cwd() / "mlruns").exists()
+    if store == "sqlite":  # the artifacts beside the run's store, not in the working directory
+        assert (logdir / "mlartifacts").is_dir() and not (pathlib.Path.cwd() / "mlruns").exists()
+    else:
+        assert (tmp_path / "mlruns").is_dir()
 
 
 def wandb_records(path: pathlib.Path) -> list:
