@@ -153,6 +153,17 @@ def _preset_flags(config_class: type, name: str) -> list[str]:
     raise SystemExit("aioseed: --preset applies to run, learner and bench learning-curve")
 
 
+def missing_extra(extra: str, *modules: str) -> int:
+    """2 (after one line on stderr) when one of ``modules`` is not installed, else 0."""
+    import importlib.util
+
+    absent = [m for m in modules if importlib.util.find_spec(m) is None]
+    if absent:
+        sys.stderr.write(f"aioseed: this command needs {', '.join(absent)}: pip install 'aioseed[{extra}]'\n")
+        return 2
+    return 0
+
+
 def dispatch(command: object) -> int:
     import uvloop
 
@@ -160,10 +171,14 @@ def dispatch(command: object) -> int:
     from aioseed.tf_start import start_tensorflow
 
     if isinstance(command, ReportConfig):
+        if missing := missing_extra("results", "rliable", "optuna"):
+            return missing
         from aioseed.results import report
 
         return report.main(command)
     if isinstance(command, SweepConfig):  # its trials are aioseed run processes
+        if missing := missing_extra("results", "rliable", "optuna"):
+            return missing
         from aioseed.sweep import study
 
         return study.main(command)

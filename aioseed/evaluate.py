@@ -119,6 +119,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         "agent": saved.agent,
         "policy": policy,
         "protocol": describe(protocol, episodes, policy),
+        "atari": dataclasses.asdict(_atari(saved)) if is_atari(env_id) else None,
         "episodes": episodes,
         "mean_return": float(np.mean(returns)),
         "std_return": float(np.std(returns)),
@@ -132,12 +133,17 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         "aioseed_version": __version__,
         "run_provenance": config_file.saved_provenance(config.logdir),
     }
+    if saved.agent == "r2d2":
+        result["epsilon"] = saved.r2d2.eval_epsilon
     if clip is not None:
         result["video"] = str(config.video)
         log.info("video_written", path=str(config.video), frames=clip.frames)
     if config.export is not None:
         result["export"] = str(_export(agent, config.export))
-    result["written"] = str(_keep(config.logdir, result, config.greedy))
+    try:
+        result["written"] = str(_keep(config.logdir, result, config.greedy))
+    except OSError as exc:  # a read-only logdir: the result still prints
+        log.warning("evaluation_not_kept", logdir=str(config.logdir), error=str(exc))
     return result
 
 

@@ -80,6 +80,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.evaluation_video_every < 0:
             raise ValueError(f"evaluation_video_every must be >= 0, got {self.evaluation_video_every}")
+        if self.architecture == "anakin" and self.env_backend != "default":
+            raise ValueError("--architecture anakin steps its env in TensorFlow: --env-backend applies to actors")
         if self.architecture == "impala" and (self.evaluation_envs or self.launcher != "processes"):
             raise ValueError("architecture impala runs its actors as processes, without evaluation envs")
 

@@ -10,7 +10,7 @@ import platform
 import subprocess
 from typing import Any
 
-LIBRARIES = ("tensorflow", "gymnasium", "ale-py", "grpcio", "numpy", "mujoco", "gfootball")
+LIBRARIES = ("tensorflow", "gymnasium", "ale-py", "grpcio", "numpy", "mujoco", "gfootball", "envpool")
 """The distributions whose versions are recorded (those installed)."""
 
 SOURCE = pathlib.Path(__file__).resolve().parent.parent

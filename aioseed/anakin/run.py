@@ -85,15 +85,16 @@ def train(config: LearnerConfig, envs: int, run: object | None = None) -> dict[s
         updates += anakin.updates_per_iteration
         now = time.perf_counter()
         mean_return = anakin.mean_return()
-        if summaries is not None:  # every iteration: a seed's curve is the same points on every run
-            summaries(curve_point(metrics, mean_return, anakin.episodes, updates), frames)
         if stop.at_return is not None and anakin.episodes >= config.return_window and mean_return >= stop.at_return:
             reason = "return"
         elif stop.after_frames is not None and frames >= stop.after_frames:
             reason = "frames"
         elif stop.after_seconds is not None and now - started >= stop.after_seconds:
             reason = "time"
-        if reason is not None or now - last_log >= config.log_every_s:
+        report = reason is not None or now - last_log >= config.log_every_s
+        if summaries is not None:  # every iteration: a seed's curve is the same points on every run
+            summaries(curve_point(metrics, mean_return, anakin.episodes, updates), frames, flush=report)
+        if report:
             fps = (frames - logged_frames) / max(now - last_log, 1e-9)
             log.info(
                 "progress", frames=frames, fps=round(fps), episodes=anakin.episodes, mean_return=round(mean_return, 1),

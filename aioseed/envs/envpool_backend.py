@@ -28,7 +28,10 @@ from aioseed.envs.football import FootballConfig, is_football, scenario_name
 
 def envpool_task(env_id: str) -> str:
     """EnvPool's task id for ``env_id``; ValueError for an env EnvPool does not have."""
-    import envpool
+    try:
+        import envpool
+    except ImportError:
+        raise ValueError("--env-backend envpool needs EnvPool: pip install 'aioseed[envpool]'") from None
 
     if is_atari(env_id):
         task = env_id.removeprefix("ALE/")
@@ -49,6 +52,7 @@ def envpool_settings(env_id: str, atari: AtariConfig, football: FootballConfig) 
             "repeat_action_probability": atari.sticky_action_probability, "episodic_life": atari.episodic_life,
             "use_fire_reset": atari.fire_reset, "max_episode_steps": atari.max_episode_frames // atari.frameskip,
             "reward_clip": False, "img_height": 84, "img_width": 84, "gray_scale": True, "use_inter_area_resize": True,
+            "num_threads": atari.num_threads,
         }
     if is_football(env_id):
         if football != FootballConfig():

@@ -66,7 +66,8 @@ def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:
 
 def episode_returns(tensorboard_dir: pathlib.Path) -> list[tuple[int, float]]:
     """(frames when it ended, return) of every training episode over all sessions, in the order they
-    ended (a resumed session's episodes after the last checkpoint's frames replace those logged before)."""
+    ended. A resumed session's episodes replace those logged before from the frames of its first episode
+    on (the old session's episodes between its last checkpoint and that point stay)."""
     episodes: list[tuple[int, float]] = []
     for event_file in sorted(tensorboard_dir.glob("events.out.tfevents.*")):
         session = [(step, value) for _, step, value in _session_scalars(event_file, (EPISODE_TAG,))[EPISODE_TAG]]

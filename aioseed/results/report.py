@@ -66,6 +66,7 @@ def report(config: ReportConfig) -> dict[str, Any]:
             for label in groups
         },
         "runs": [_describe(run, label) for label, members in groups.items() for run in members],
+        "sources": sorted({run.source for run in runs}),
     }
     if config.out is not None:
         result["files"] = _plots(data, estimates, config)
@@ -125,6 +126,8 @@ def table(result: dict[str, Any]) -> str:
         f"point estimate [95% stratified-bootstrap interval, {result['reps']} resamples]",
         "",
     ]
+    if len(result.get("sources", [])) > 1:  # an evaluation and a training curve measure different things
+        lines[-1:] = [f"warning: the scores come from {len(result['sources'])} sources: {'; '.join(result['sources'])}", ""]
     width = max(len("setting"), *(len(label) for label in result["settings"]))
     lines.append(f"{'setting':<{width}}  runs  " + "  ".join(f"{name:<24}" for name in names).rstrip())
     for label, setting in result["settings"].items():

@@ -241,7 +241,7 @@ class Learner:
         self._last_checkpoint = time.monotonic()
         tracker = self._stages.tracker
         if tracker is not None:
-            await asyncio.to_thread(tracker.checkpoint, path, progress.frames, final)
+            tracker.checkpoint(path, progress.frames, final)  # queued for the tracking thread
         return path
 
     async def run_between_steps(self, fn: Callable[[], object]) -> object:

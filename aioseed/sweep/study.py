@@ -77,7 +77,11 @@ def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial) -> float:
     trial.set_user_attr("seed", seed)
     slug = setting_slug(params)
     trial.set_user_attr("setting", slug)
-    pruned = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.PRUNED,)) if t.user_attrs.get("setting") == slug]
+    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
+    if any(t.user_attrs.get("setting") == slug and t.user_attrs.get("seed") == seed for t in done):
+        trial.set_user_attr("duplicate", True)  # a sampler came back to a finished pair: its logdir is not run again
+        raise optuna.TrialPruned(f"{slug} at seed {seed} is already done")
+    pruned = [t for t in done if t.state == optuna.trial.TrialState.PRUNED and t.user_attrs.get("setting") == slug]
     if pruned:
         raise optuna.TrialPruned(f"{slug} was pruned at seed {pruned[0].user_attrs.get('seed')}")
     logdir = sweep.directory / slug / f"seed-{seed}"
@@ -144,22 +148,48 @@ def total_trials(sweep: Sweep) -> int:
     return (settings if sweep.grid else sweep.trials) * len(sweep.seeds)
 
 
-def run(sweep: Sweep) -> optuna.Study:
-    """Runs the study's remaining trials here, one at a time, until it holds ``total_trials`` complete or
-    pruned ones (counting those other machines ran)."""
-    import optuna
-    from optuna.study import MaxTrialsCallback
+def finished_pairs(study: optuna.Study) -> set[tuple[str, int]]:
+    """(setting, seed) of every trial complete or pruned, duplicates counted once."""
     from optuna.trial import TrialState
+
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+    return {(t.user_attrs["setting"], t.user_attrs["seed"]) for t in done if "setting" in t.user_attrs}
+
+
+def failed_pairs(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """One failed trial per (setting, seed) that has no finished twin."""
+    from optuna.trial import TrialState
+
+    finished, found = finished_pairs(study), {}
+    for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        pair = (t.user_attrs.get("setting"), t.user_attrs.get("seed"))
+        if "setting" in t.user_attrs and pair not in finished:
+            found[pair] = t
+    return list(found.values())
+
+
+def run(sweep: Sweep) -> optuna.Study:
+    """Runs the study's remaining trials here, one at a time, until every (setting, seed) is complete or
+    pruned (counting those other machines ran). Trials that failed in an earlier invocation are queued
+    once more."""
+    import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     check(sweep)
     study = study_of(sweep)
     total = total_trials(sweep)
-    if len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))) < total:
+    for failed in failed_pairs(study):
+        study.enqueue_trial(failed.params, user_attrs={"seed": failed.user_attrs["seed"]})
+
+    def stop_when_done(study: optuna.Study, _: optuna.trial.FrozenTrial) -> None:
+        if len(finished_pairs(study)) >= total:
+            study.stop()
+
+    if len(finished_pairs(study)) < total:
         study.optimize(
             lambda trial: objective(sweep, study, trial),
-            n_trials=total * (RETRIES + 1),  # a bound: failed trials do not count towards total
-            callbacks=[MaxTrialsCallback(total, states=(TrialState.COMPLETE, TrialState.PRUNED))],
+            n_trials=total * (RETRIES + 2),  # a bound: failed and repeated trials do not count towards total
+            callbacks=[stop_when_done],
             catch=(TrialFailed,),
         )
     return study
@@ -174,15 +204,18 @@ def main(config: SweepConfig) -> int:
     study = run(sweep)
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state == TrialState.COMPLETE]
+    failed = failed_pairs(study)
     log.info(
         "sweep_done", study=sweep.name, storage=sweep.storage, complete=len(done),
-        pruned=sum(t.state == TrialState.PRUNED for t in trials), failed=sum(t.state == TrialState.FAIL for t in trials),
+        pruned=sum(t.state == TrialState.PRUNED and not t.user_attrs.get("duplicate") for t in trials), failed=len(failed),
     )
+    for trial in failed:
+        log.error("trial_failed", setting=trial.user_attrs["setting"], seed=trial.user_attrs["seed"], logdir=trial.user_attrs.get("logdir"))
     if config.report and done:
         from aioseed.results.report import ReportConfig, report, table
 
         keys = tuple(sweep.keys)
         result = report(ReportConfig(runs=tuple(pathlib.Path(t.user_attrs["logdir"]) for t in done), group_by=keys, out=sweep.directory / "report"))
         sys.stdout.write(table(result))
-    return 0
+    return 1 if failed else 0
 

@@ -4,6 +4,7 @@ and handed to the pruner, stopped in order (SIGTERM: checkpoint, then exit) when
 from __future__ import annotations
 
 import ctypes
+import os
 import pathlib
 import signal
 import subprocess
@@ -59,7 +60,8 @@ def run_trial(argv: list[str], logdir: pathlib.Path, every: int, should_stop: Ca
     frames to ``should_stop(value, frames)``; raises ``Pruned`` once it says stop. Returns the mean return
     at the curve's end. The run's output goes to LOGDIR/trial.log."""
     with open(logdir / "trial.log", "ab") as output:
-        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        parent = os.getpid()
+        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, preexec_fn=lambda: _die_with_parent(parent))
         try:
             step = every
             while True:
@@ -95,8 +97,14 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def _die_with_parent() -> None:
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+"""Resolved here, not in the forked child (which may only make the call)."""
+
+
+def _die_with_parent(parent: int = os.getpid()) -> None:
     """In the child, before exec: Linux sends it SIGTERM if the sweep dies, so that a killed sweep leaves
-    no run training on in a logdir its restart will resume."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    no run training on in a logdir its restart will resume; a sweep that died before the call ends it."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)

@@ -62,6 +62,8 @@ async def evaluate_under_a_protocol(logdir) -> None:
         "machado", 0.25, 0, False
     )
     assert (protocol["episodes"], protocol["policy"], result["episodes"], len(result["returns"])) == (1, "sampled", 1, 1)
+    played = result["atari"]  # the settings the evaluation env was made with
+    assert (played["sticky_action_probability"], played["noop_max"], played["episodic_life"], played["stack"]) == (0.25, 0, False, 4)
     assert result["frames"] > 0 and result["aioseed_version"] == __version__
     assert result["run_provenance"] == config_file.saved_provenance(logdir) and result["run_provenance"]["aioseed"] == __version__
     kept = logdir / "evaluations" / f"ALE-Pong-v5_machado_{result['frames']}.json"

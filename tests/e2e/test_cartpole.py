@@ -113,7 +113,8 @@ async def test_synchronous_runs_with_one_actor_and_the_same_seed_give_identical_
              "--learner.training.batch-size", "8", "--learner.seed", seed, "--learner.stop.at-return", "None",
              "--learner.stop.after-frames", "12000", "--learner.logdir", str(tmp_path / name), "--learner.console.no-enabled"],
         )
-        curves.append(episode_returns(tmp_path / name / "tensorboard"))
+        # Up to the stop: the actors' last steps race the drain after it (Stopping's counters move on).
+        curves.append([e for e in episode_returns(tmp_path / name / "tensorboard") if e[0] <= 12000])
     same, again, other = curves
     assert len(same) >= 50 and same == again
     assert other != same

@@ -27,13 +27,34 @@ def test_a_setting_pruned_at_one_seed_is_not_run_at_the_others(tmp_path) -> None
         optuna.trial.create_trial(
             state=optuna.trial.TrialState.PRUNED, params=params,
             distributions={"learner.impala.learning_rate": optuna.distributions.CategoricalDistribution([0.001])},
-            user_attrs={"setting": setting_slug(params), "seed": 4},
+            user_attrs={"setting": setting_slug(params), "seed": 5},
         )
     )
     trial = study.ask()
-    with pytest.raises(optuna.TrialPruned, match="learning_rate-0.001 was pruned at seed 4"):
+    with pytest.raises(optuna.TrialPruned, match="learning_rate-0.001 was pruned at seed 5"):
         objective(sweep, study, trial)
     assert not (tmp_path / "trials").exists()  # nothing ran
     queued = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
     assert sorted(t.user_attrs["seed"] for t in queued) == [5, 6]  # the other seeds were queued first
     assert all(t.system_attrs["fixed_params"] == params for t in queued)  # at the same setting
+
+
+def test_a_sampler_that_comes_back_to_a_finished_setting_and_seed_does_not_run_it_again(tmp_path) -> None:
+    from aioseed.sweep.study import finished_pairs
+
+    sweep = a_sweep(tmp_path)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    params = {"learner.impala.learning_rate": 0.001}
+    study.add_trial(
+        optuna.trial.create_trial(
+            state=optuna.trial.TrialState.COMPLETE, value=0.9, params=params,
+            distributions={"learner.impala.learning_rate": optuna.distributions.CategoricalDistribution([0.001])},
+            user_attrs={"setting": setting_slug(params), "seed": 4},
+        )
+    )
+    trial = study.ask()
+    with pytest.raises(optuna.TrialPruned, match="learning_rate-0.001 at seed 4 is already done"):
+        objective(sweep, study, trial)
+    assert not (tmp_path / "trials").exists()
+    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    assert finished_pairs(study) == {("learning_rate-0.001", 4)}  # the repeat is not counted twice

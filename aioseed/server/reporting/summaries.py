@@ -16,7 +16,7 @@ class SummaryWriter:
     def __init__(self, logdir: pathlib.Path) -> None:
         self._writer = tf.summary.create_file_writer(str(logdir / "tensorboard"))
 
-    def __call__(self, snapshot: dict[str, float], frames: int, ended: Sequence[tuple[int, float]] = ()) -> None:
+    def __call__(self, snapshot: dict[str, float], frames: int, ended: Sequence[tuple[int, float]] = (), flush: bool = True) -> None:
         """The snapshot at ``frames``; ``ended``: each episode's return at the frames it ended, as
         charts/episode_return (a run's curve episode by episode)."""
         with self._writer.as_default(step=frames):
@@ -25,4 +25,5 @@ class SummaryWriter:
                     tf.summary.scalar(name, value)
             for at, value in ended:
                 tf.summary.scalar(EPISODE_RETURN, value, step=at)
-        self._writer.flush()
+        if flush:
+            self._writer.flush()

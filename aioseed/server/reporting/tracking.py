@@ -2,17 +2,19 @@
 frames, the resolved ``config.toml`` (and its values as the run's config or parameters), the evaluation
 actor's clips as they appear in LOGDIR/videos, and checkpoints as artifacts.
 
-Every call blocks on the backend's client: the learner makes them in its train thread (scalars, as
-TensorBoard's) or in a worker thread (checkpoints, the close), never on the event loop.
+The backend's client blocks, so ``Sender`` queues every call for a thread of its own: neither the event
+loop nor the train thread waits on a tracking service.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import os
 import pathlib
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
 
 import structlog
@@ -20,6 +22,10 @@ import structlog
 log = structlog.get_logger()
 
 TrackingName = Literal["none", "wandb", "mlflow"]
+MAX_PENDING = 256
+"""Calls queued for the tracking thread before new ones are dropped."""
+CLOSE_TIMEOUT_S = 300.0
+"""How long shutdown waits for the queued calls and the run's end."""
 CLIP = re.compile(r"eval-\d+-\d+-\d+\.mp4")
 """A finished clip of the evaluation actor (``aioseed.clients.clips``: partial ones have another name)."""
 
@@ -53,9 +59,20 @@ class Tracker(Protocol):
 def open_tracker(
     tracking: TrackingName, config: TrackerConfig, logdir: pathlib.Path, document: Mapping[str, Any]
 ) -> Tracker | None:
-    """The backend's run, with ``document`` (the resolved config) and LOGDIR/config.toml sent."""
+    """The backend's run, with ``document`` (the resolved config) and LOGDIR/config.toml sent; None (logged)
+    when the backend cannot open one: a tracking service's outage does not stop training."""
     if tracking == "none":
         return None
+    try:
+        return _open(tracking, config, logdir, document)
+    except ImportError as exc:
+        raise RuntimeError(f"--tracking {tracking} needs its client: pip install 'aioseed[tracking]' ({exc})") from None
+    except Exception as exc:
+        log.error("tracking_failed", what="open", backend=tracking, error=f"{type(exc).__name__}: {exc}")
+        return None
+
+
+def _open(tracking: TrackingName, config: TrackerConfig, logdir: pathlib.Path, document: Mapping[str, Any]) -> Tracker:
     name = config.name or logdir.resolve().name
     if tracking == "wandb":
         from aioseed.server.reporting.tracking_wandb import WandbTracker
@@ -75,8 +92,8 @@ def open_tracker(
 
 
 def checkpoint_files(path: str) -> list[pathlib.Path]:
-    """A checkpoint's files (``ckpt-N.index``, ``ckpt-N.data-*``), the directory's ``checkpoint`` index,
-    and its attachments (``replay/``)."""
+    """A checkpoint's files (``ckpt-N.index``, ``ckpt-N.data-*``) and the directory's ``checkpoint`` index
+    (not its attachments, such as a replay)."""
     prefix = pathlib.Path(path)
     files = sorted(prefix.parent.glob(prefix.name + ".*"))
     index = prefix.parent / "checkpoint"
@@ -85,30 +102,65 @@ def checkpoint_files(path: str) -> list[pathlib.Path]:
 
 class Sender:
     """What the learner calls: the scalars and any new clips on each summary, and checkpoints by the
-    ``checkpoints`` policy; each failure of the backend is logged, never raised into the learner."""
+    ``checkpoints`` policy. Each call is queued for one thread of its own, in order, so a slow or
+    unreachable service never holds up the train thread; past ``MAX_PENDING`` queued calls new ones
+    are dropped (and counted in the log), and a failure of the backend is logged, never raised."""
 
     def __init__(self, tracker: Tracker, clips: pathlib.Path, checkpoints: Literal["none", "last", "all"]) -> None:
         self._tracker = tracker
         self._clips = clips
         self._sent_clips: set[str] = set()
         self.checkpoints = checkpoints
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tracking")
+        self._lock = threading.Lock()
+        self._pending = 0
+        self.dropped = 0
 
     def summary(self, snapshot: Mapping[str, float], frames: int) -> None:
-        self._guard("scalars", lambda: self._tracker.scalars(snapshot, frames))
+        snapshot = dict(snapshot)
+        self._submit("scalars", lambda: self._send_summary(snapshot, frames))
+
+    def checkpoint(self, path: str, frames: int, final: bool) -> None:
+        if self.checkpoints == "all" or (self.checkpoints == "last" and final):
+            files = checkpoint_files(path)  # now: max_to_keep may delete them before the upload
+            self._submit("checkpoint", lambda: self._tracker.checkpoint(files, pathlib.Path(path).name, frames))
+
+    def close(self, ok: bool, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+        """Sends what is queued, then ends the run; gives up waiting after ``timeout_s``."""
+        future = self._executor.submit(self._guard, "close", lambda: self._tracker.close(ok))
+        try:
+            future.result(timeout=timeout_s)
+        except concurrent.futures.TimeoutError:
+            log.error("tracking_failed", what="close", error=f"still sending after {timeout_s:g} s; left behind")
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        if self.dropped:
+            log.warning("tracking_dropped", calls=self.dropped)
+
+    def _send_summary(self, snapshot: Mapping[str, float], frames: int) -> None:
+        self._tracker.scalars(snapshot, frames)
         if self._clips.is_dir():
             for path in sorted(self._clips.iterdir()):
                 if CLIP.fullmatch(path.name) and path.name not in self._sent_clips:
                     self._sent_clips.add(path.name)
                     self._guard("clip", lambda: self._tracker.clip(path, frames))
 
-    def checkpoint(self, path: str, frames: int, final: bool) -> None:
-        if self.checkpoints == "all" or (self.checkpoints == "last" and final):
-            self._guard("checkpoint", lambda: self._tracker.checkpoint(checkpoint_files(path), pathlib.Path(path).name, frames))
+    def _submit(self, what: str, send: Callable[[], object]) -> None:
+        with self._lock:
+            if self._pending >= MAX_PENDING:
+                self.dropped += 1
+                return
+            self._pending += 1
 
-    def close(self, ok: bool) -> None:
-        self._guard("close", lambda: self._tracker.close(ok))
+        def run() -> None:
+            try:
+                self._guard(what, send)
+            finally:
+                with self._lock:
+                    self._pending -= 1
 
-    def _guard(self, what: str, send: Any) -> None:
+        self._executor.submit(run)
+
+    def _guard(self, what: str, send: Callable[[], object]) -> None:
         try:
             send()
         except Exception as exc:  # a tracking service's outage must not stop training
