@@ -9,8 +9,8 @@ import pathlib
 
 RETURN_TAG = "charts/return"
 EVAL_RETURN_TAG = "charts/eval_return"
-EPISODE_TAG = "charts/episode_return"
-"""Each training episode's return at the frames it ended (a served learner's TensorBoard)."""
+EPISODES_TAG = "charts/episode_returns"
+"""The training episodes that ended between two summaries: float64[N, 2] tensors of (frames, return)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,9 +68,16 @@ def episode_returns(tensorboard_dir: pathlib.Path) -> list[tuple[int, float]]:
     """(frames when it ended, return) of every training episode over all sessions, in the order they
     ended. A resumed session's episodes replace those logged before from the frames of its first episode
     on (the old session's episodes between its last checkpoint and that point stay)."""
+    from tensorboard.backend.event_processing import event_file_loader
+    from tensorboard.util import tensor_util
+
     episodes: list[tuple[int, float]] = []
     for event_file in sorted(tensorboard_dir.glob("events.out.tfevents.*")):
-        session = [(step, value) for _, step, value in _session_scalars(event_file, (EPISODE_TAG,))[EPISODE_TAG]]
+        session = []
+        for event in event_file_loader.EventFileLoader(str(event_file)).Load():
+            for value in event.summary.value:
+                if value.tag == EPISODES_TAG:
+                    session += [(int(f), float(r)) for f, r in tensor_util.make_ndarray(value.tensor)]
         if session:
             episodes = [e for e in episodes if e[0] < session[0][0]] + session
     return episodes

@@ -71,7 +71,7 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
 
 
 PROMISED = (  # docs/console.md, "TensorBoard"
-    "charts/return", "charts/episode_return", "charts/episode_length", "charts/episodes", "charts/frames_per_s",
+    "charts/return", "charts/episode_returns", "charts/episode_length", "charts/episodes", "charts/frames_per_s",
     "losses/total", "losses/pg", "losses/baseline", "losses/entropy", "losses/grad_norm",
     "learner/train_steps", "learner/policy_lag", "learner/learning_rate",
     "inference/latency_ms_p99", "batcher/batch_size", "queue/depth", "actors/envs",

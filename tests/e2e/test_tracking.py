@@ -29,8 +29,8 @@ async def train(logdir: pathlib.Path, tracking: str, env: dict[str, str] | None 
 
 
 def tensorboard(logdir: pathlib.Path) -> dict[str, dict[int, float]]:
-    """Every snapshot scalar the learner wrote to TensorBoard by step (charts/episode_return, one point per
-    episode, is TensorBoard's alone: trackers get the snapshots)."""
+    """Every snapshot scalar the learner wrote to TensorBoard by step (charts/episode_returns, the episodes
+    between two summaries as one tensor, is TensorBoard's alone: trackers get the snapshots)."""
     from tensorboard.util import tensor_util
 
     events = EventAccumulator(str(logdir / "tensorboard"), size_guidance={"tensors": 0})
@@ -38,7 +38,7 @@ def tensorboard(logdir: pathlib.Path) -> dict[str, dict[int, float]]:
     return {
         tag: {e.step: float(tensor_util.make_ndarray(e.tensor_proto)) for e in events.Tensors(tag)}
         for tag in events.Tags()["tensors"]
-        if tag != "charts/episode_return"
+        if tag != "charts/episode_returns"
     }
 
 
