@@ -67,20 +67,19 @@ def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial) -> float:
     import optuna
 
     params = _suggest(sweep, trial)
-    seed = trial.user_attrs.get("seed")
-    if sweep.sampler == "grid":
-        seed = trial.suggest_categorical("seed", list(sweep.seeds))
-    elif seed is None:  # a fresh setting: run it at the first seed, queue the others
-        seed = sweep.seeds[0]
-        for other in sweep.seeds[1:]:
-            study.enqueue_trial(params, user_attrs={"seed": other})
-    trial.set_user_attr("seed", seed)
     slug = setting_slug(params)
+    seed = trial.user_attrs.get("seed")
+    fresh = sweep.sampler != "grid" and seed is None  # random, TPE: a setting's first seed; the others queue
+    seed = trial.suggest_categorical("seed", list(sweep.seeds)) if sweep.sampler == "grid" else (sweep.seeds[0] if fresh else seed)
+    trial.set_user_attr("seed", seed)
     trial.set_user_attr("setting", slug)
     done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
     if any(t.user_attrs.get("setting") == slug and t.user_attrs.get("seed") == seed for t in done):
         trial.set_user_attr("duplicate", True)  # a sampler came back to a finished pair: its logdir is not run again
         raise optuna.TrialPruned(f"{slug} at seed {seed} is already done")
+    if fresh:
+        for other in sweep.seeds[1:]:
+            study.enqueue_trial(params, user_attrs={"seed": other})
     pruned = [t for t in done if t.state == optuna.trial.TrialState.PRUNED and t.user_attrs.get("setting") == slug]
     if pruned:
         raise optuna.TrialPruned(f"{slug} was pruned at seed {pruned[0].user_attrs.get('seed')}")
