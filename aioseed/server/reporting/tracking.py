@@ -142,7 +142,12 @@ class Sender:
             for path in sorted(self._clips.iterdir()):
                 if CLIP.fullmatch(path.name) and path.name not in self._sent_clips:
                     self._sent_clips.add(path.name)
-                    self._guard("clip", lambda: self._tracker.clip(path, frames))
+                    try:
+                        self._tracker.clip(path, frames)
+                    except FileNotFoundError:  # the recorder keeps only its newest clips: this one went first
+                        log.info("tracking_clip_gone", path=str(path))
+                    except Exception as exc:
+                        log.error("tracking_failed", what="clip", error=f"{type(exc).__name__}: {exc}")
 
     def _submit(self, what: str, send: Callable[[], object]) -> None:
         with self._lock:
