@@ -19,17 +19,21 @@ def a_sweep(tmp_path):
     return read_sweep(path)
 
 
+def ended(state: optuna.trial.TrialState, seed: int, value: float | None = None) -> optuna.trial.FrozenTrial:
+    """A finished trial of the setting learning_rate 0.001 at ``seed``."""
+    params = {"learner.impala.learning_rate": 0.001}
+    return optuna.trial.create_trial(
+        state=state, value=value, params=params,
+        distributions={"learner.impala.learning_rate": optuna.distributions.CategoricalDistribution([0.001])},
+        user_attrs={"setting": setting_slug(params), "seed": seed},
+    )
+
+
 def test_a_setting_pruned_at_one_seed_is_not_run_at_the_others(tmp_path) -> None:
     sweep = a_sweep(tmp_path)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
     params = {"learner.impala.learning_rate": 0.001}
-    study.add_trial(
-        optuna.trial.create_trial(
-            state=optuna.trial.TrialState.PRUNED, params=params,
-            distributions={"learner.impala.learning_rate": optuna.distributions.CategoricalDistribution([0.001])},
-            user_attrs={"setting": setting_slug(params), "seed": 5},
-        )
-    )
+    study.add_trial(ended(optuna.trial.TrialState.PRUNED, seed=5))
     trial = study.ask()
     with pytest.raises(optuna.TrialPruned, match="learning_rate-0.001 was pruned at seed 5"):
         objective(sweep, study, trial)
@@ -44,14 +48,7 @@ def test_a_sampler_that_comes_back_to_a_finished_setting_and_seed_does_not_run_i
 
     sweep = a_sweep(tmp_path)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
-    params = {"learner.impala.learning_rate": 0.001}
-    study.add_trial(
-        optuna.trial.create_trial(
-            state=optuna.trial.TrialState.COMPLETE, value=0.9, params=params,
-            distributions={"learner.impala.learning_rate": optuna.distributions.CategoricalDistribution([0.001])},
-            user_attrs={"setting": setting_slug(params), "seed": 4},
-        )
-    )
+    study.add_trial(ended(optuna.trial.TrialState.COMPLETE, seed=4, value=0.9))
     trial = study.ask()
     with pytest.raises(optuna.TrialPruned, match="learning_rate-0.001 at seed 4 is already done"):
         objective(sweep, study, trial)
