@@ -145,7 +145,7 @@ def assemble(
     stack = config.learner_frame_stack
     if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
         raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
-    stats = Stats(window=config.return_window)
+    stats = Stats(window=config.return_window, keep_ended=config.logdir is not None and config.tensorboard)
     stop = config.stop
     stopping = Stopping(stats, stop.at_return, stop.after_frames, stop.after_seconds)
     batcher = Batcher(config.batcher)

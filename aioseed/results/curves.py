@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import pathlib
+from typing import Any
 
 RETURN_TAG = "charts/return"
 EVAL_RETURN_TAG = "charts/eval_return"
@@ -22,16 +23,17 @@ class Point:
     eval_return: float = math.nan
 
 
-def _session_scalars(event_file: pathlib.Path, tags: tuple[str, ...]) -> dict[str, list[tuple[float, int, float]]]:
-    """(wall_time, step, value) of each of ``tags`` in one event file (one learner session)."""
+def _session_values(event_file: pathlib.Path, tags: tuple[str, ...]) -> dict[str, list[tuple[float, int, Any]]]:
+    """(wall_time, step, value) of each of ``tags`` in one event file (one learner session); a tensor
+    summary's value is its array, an old-style scalar's a float."""
     from tensorboard.backend.event_processing import event_file_loader
     from tensorboard.util import tensor_util
 
-    found: dict[str, list[tuple[float, int, float]]] = {tag: [] for tag in tags}
+    found: dict[str, list[tuple[float, int, Any]]] = {tag: [] for tag in tags}
     for event in event_file_loader.EventFileLoader(str(event_file)).Load():
         for value in event.summary.value:
             if value.tag in found:
-                number = float(tensor_util.make_ndarray(value.tensor)) if value.HasField("tensor") else value.simple_value
+                number = tensor_util.make_ndarray(value.tensor) if value.HasField("tensor") else value.simple_value
                 found[value.tag].append((event.wall_time, event.step, number))
     return found
 
@@ -47,14 +49,14 @@ def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:
     points: list[tuple[float, Point]] = []
     elapsed = 0.0
     for event_file in sorted(tensorboard_dir.glob("events.out.tfevents.*")):
-        scalars = _session_scalars(event_file, (RETURN_TAG, EVAL_RETURN_TAG))
+        scalars = _session_values(event_file, (RETURN_TAG, EVAL_RETURN_TAG))
         returns = scalars[RETURN_TAG]
         if not returns:
             continue
         start = returns[0][0]
-        evaluation = {step: value for _, step, value in scalars[EVAL_RETURN_TAG]}
+        evaluation = {step: float(value) for _, step, value in scalars[EVAL_RETURN_TAG]}
         for wall_time, frames, value in returns:
-            point = Point(frames, elapsed + wall_time - start, value, evaluation.get(frames, math.nan))
+            point = Point(frames, elapsed + wall_time - start, float(value), evaluation.get(frames, math.nan))
             points.append((wall_time, point))
         elapsed += returns[-1][0] - start
     kept: list[Point] = []
@@ -68,16 +70,10 @@ def episode_returns(tensorboard_dir: pathlib.Path) -> list[tuple[int, float]]:
     """(frames when it ended, return) of every training episode over all sessions, in the order they
     ended. A resumed session's episodes replace those logged before from the frames of its first episode
     on (the old session's episodes between its last checkpoint and that point stay)."""
-    from tensorboard.backend.event_processing import event_file_loader
-    from tensorboard.util import tensor_util
-
     episodes: list[tuple[int, float]] = []
     for event_file in sorted(tensorboard_dir.glob("events.out.tfevents.*")):
-        session = []
-        for event in event_file_loader.EventFileLoader(str(event_file)).Load():
-            for value in event.summary.value:
-                if value.tag == EPISODES_TAG:
-                    session += [(int(f), float(r)) for f, r in tensor_util.make_ndarray(value.tensor)]
+        written = _session_values(event_file, (EPISODES_TAG,))[EPISODES_TAG]
+        session = [(int(f), float(r)) for _, _, ended in written for f, r in ended]
         if session:
             episodes = [e for e in episodes if e[0] < session[0][0]] + session
     return episodes

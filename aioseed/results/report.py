@@ -69,8 +69,8 @@ def report(config: ReportConfig) -> dict[str, Any]:
         "sources": sorted({run.source for run in runs}),
     }
     if config.out is not None:
-        result["files"] = _plots(data, estimates, config)
         config.out.mkdir(parents=True, exist_ok=True)
+        result["files"] = _plots(data, estimates, config)
         (config.out / "report.json").write_text(json.dumps(result, indent=1) + "\n")
         result["files"].append(str(config.out / "report.json"))
     return result
@@ -93,7 +93,6 @@ def _plots(data: Scores, estimates: dict[str, dict[str, Interval]], config: Repo
     from rliable import plot_utils
 
     assert config.out is not None
-    config.out.mkdir(parents=True, exist_ok=True)
     names = metric_names(data.normalized)
     points = {label: np.array([estimates[label][n].point for n in names]) for label in estimates}
     ranges = {label: np.array([[estimates[label][n].low for n in names], [estimates[label][n].high for n in names]]) for label in estimates}

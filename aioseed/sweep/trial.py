@@ -63,10 +63,12 @@ def run_trial(argv: list[str], logdir: pathlib.Path, every: int, should_stop: Ca
         parent = os.getpid()
         process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, preexec_fn=lambda: _die_with_parent(parent))
         try:
-            step = every
+            step, read = every, -1
             while True:
                 finished = process.poll() is not None
-                points = read_curve(logdir / "tensorboard")
+                written = sum(f.stat().st_size for f in (logdir / "tensorboard").glob("events.out.tfevents.*"))
+                points = read_curve(logdir / "tensorboard") if written != read else []  # parsed again only once it grew
+                read = written
                 while points and points[-1].frames >= step:
                     if should_stop(value_at(points, step), step):
                         _stop(process)

@@ -32,7 +32,8 @@ ENDED_KEPT = 100_000
 class Stats:
     """Verbs: ``record_batch``, ``record_latency``, ``record_episodes``, ``record_train``, ``take``."""
 
-    def __init__(self, window: int = 100) -> None:
+    def __init__(self, window: int = 100, keep_ended: bool = False) -> None:
+        """``keep_ended``: keep each episode for ``take_ended`` (only a TensorBoard writer drains them)."""
         self.started = time.monotonic()
         self.frames = 0
         self.train_steps = 0
@@ -40,6 +41,7 @@ class Stats:
         self.returns: collections.deque[float] = collections.deque(maxlen=window)
         self.lengths: collections.deque[int] = collections.deque(maxlen=window)
         self.last_return = math.nan
+        self.keep_ended = keep_ended
         self.ended: collections.deque[tuple[int, float]] = collections.deque(maxlen=ENDED_KEPT)
         """(frames when it ended, return) of each training episode since ``take_ended``."""
         self.eval_returns: collections.deque[float] = collections.deque(maxlen=window)
@@ -86,7 +88,8 @@ class Stats:
                 return
         self.episodes += len(returns)
         self.returns.extend(returns.tolist())
-        self.ended.extend((self.frames, r) for r in returns.tolist())
+        if self.keep_ended:
+            self.ended.extend((self.frames, r) for r in returns.tolist())
         self.lengths.extend(lengths.tolist())
         self.last_return = float(returns[-1])
 
