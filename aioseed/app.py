@@ -145,7 +145,7 @@ def assemble(
     stack = config.learner_frame_stack
     if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
         raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
-    stats = Stats(window=config.return_window, keep_ended=config.logdir is not None and config.tensorboard)
+    stats = Stats(config.return_window, config.logdir is not None and config.tensorboard, spec.rows_per_env)
     stop = config.stop
     stopping = Stopping(stats, stop.at_return, stop.after_frames, stop.after_seconds)
     batcher = Batcher(config.batcher)
@@ -261,18 +261,25 @@ def on_batch(stats: Stats, stopping: Stopping, frames_per_step: int) -> Callable
     def record(batch: Batch, result: StepResult) -> None:
         boundaries = result.boundaries
         stats.record_batch(batch.size, batch.fill_seconds, result.seconds, boundaries.env_steps * frames_per_step)
-        record_episodes(stats, stopping, boundaries.episode_returns, boundaries.episode_lengths, result.evaluation_episodes)
+        record_episodes(
+            stats, stopping, boundaries.episode_returns, boundaries.episode_lengths, result.evaluation_episodes, result.right_episodes
+        )
 
     return record
 
 
 def record_episodes(
-    stats: Stats, stopping: Stopping, returns: np.ndarray, lengths: np.ndarray, evaluation: np.ndarray | None = None
+    stats: Stats,
+    stopping: Stopping,
+    returns: np.ndarray,
+    lengths: np.ndarray,
+    evaluation: np.ndarray | None = None,
+    right: np.ndarray | None = None,
 ) -> None:
     """Episodes that ended (if any), then the stop conditions."""
     ended = len(returns) > 0
     if ended:
-        stats.record_episodes(returns, lengths, evaluation)
+        stats.record_episodes(returns, lengths, evaluation, right)
     stopping.check(ended)
 
 

@@ -105,8 +105,12 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
             from aioseed.envs.video import Clip
 
             clip = Clip(config.video, config.fps)
-        act, state = _act(agent, config.greedy), zero_state(agent.state_columns(), 1)
+        rows = env.num_envs  # one, or a Football game's controlled players
+        act, state = _act(agent, config.greedy, rows), zero_state(agent.state_columns(), rows)
         returns, lengths = _episodes(env, act, state, spec.dtype, dataclasses.replace(config, episodes=episodes), clip)
+        right = spec.right_side(rows)
+        right_returns = [] if right is None else [r for episode in returns for r, is_right in zip(episode, right) if is_right]
+        returns = [r for episode in returns for i, r in enumerate(episode) if right is None or not right[i]]
     finally:
         env.close()
         if clip is not None:
@@ -130,9 +134,13 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         "frames": progress.frames,
         "returns": returns,
         "seed": config.seed,
+        "players": list(spec.players),
         "aioseed_version": __version__,
         "run_provenance": config_file.saved_provenance(config.logdir),
     }
+    if right_returns:  # a return per right-side player and episode, apart from the left side's
+        result["right_returns"] = right_returns
+        result["right_mean_return"] = float(np.mean(right_returns))
     if saved.agent == "r2d2":
         result["epsilon"] = saved.r2d2.eval_epsilon
     if clip is not None:
@@ -159,28 +167,30 @@ def _keep(logdir: pathlib.Path, result: dict[str, Any], greedy: bool) -> pathlib
 
 def _episodes(
     env: gym.vector.VectorEnv, act: Act, initial_state: dict[str, np.ndarray], dtype: np.dtype, config: EvalConfig, clip: Clip | None
-) -> tuple[list[float], list[int]]:
-    """Returns and lengths of ``config.episodes`` episodes; the first ``video_episodes`` go into ``clip``
-    (if any): the first frame, then one per step."""
+) -> tuple[list[list[float]], list[int]]:
+    """Returns (one per row of ``env``: a Football game's controlled players end together) and lengths of
+    ``config.episodes`` episodes; the first ``video_episodes`` go into ``clip`` (if any): the first frame,
+    then one per step."""
+    rows = env.num_envs
     from aioseed.envs.rendering import first_frame
 
     returns, lengths = [], []
     for episode in range(config.episodes):
         recording = clip if episode < config.video_episodes else None
         observations, _ = env.reset(seed=None if config.seed is None else config.seed + episode)
-        state, reward = initial_state, np.zeros(1, np.float32)
-        total, steps, finished = 0.0, 0, False
+        state, reward = initial_state, np.zeros(rows, np.float32)
+        total, steps, finished = np.zeros(rows), 0, False
         if recording is not None:
             recording.add(first_frame(env))
         while not finished:
             actions, state = act(observations.astype(dtype), state, reward)
             observations, reward, terminated, truncated, _ = env.step(actions)
             reward = reward.astype(np.float32)
-            total, steps = total + float(reward[0]), steps + 1
+            total, steps = total + reward, steps + 1
             finished = bool(terminated[0] or truncated[0])
             if recording is not None:
                 recording.add(first_frame(env))
-        returns.append(total)
+        returns.append(total.tolist())
         lengths.append(steps)
     return returns, lengths
 
@@ -203,11 +213,11 @@ def _make_env(saved: LearnerConfig, env_id: str, render: bool) -> gym.vector.Vec
     return make_vector_env(env_id, 1, _atari(saved), saved.football, kwargs)
 
 
-def _act(agent: Agent, greedy: bool) -> Act:
-    """The policy as one function: the agent's own inference (V-trace samples; R2D2 takes epsilon-greedy
-    actions at its evaluation epsilon; SAC takes its ``evaluation_action``), or, greedy, V-trace's most likely
-    action (a Box's squashed mean)."""
-    evaluation = np.ones(1, bool)
+def _act(agent: Agent, greedy: bool, rows: int = 1) -> Act:
+    """The policy as one function of ``rows`` rows: the agent's own inference (V-trace samples; R2D2 takes
+    epsilon-greedy actions at its evaluation epsilon; SAC takes its ``evaluation_action``), or, greedy, V-trace's
+    most likely action (a Box's squashed mean)."""
+    evaluation = np.ones(rows, bool)
     if not greedy or agent.uses_replay:
         return lambda obs, state, reward: _first(agent.infer(obs, state, evaluation=evaluation, rewards=reward))
     policy = agent.policy  # V-trace, greedy

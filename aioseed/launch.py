@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 import structlog
 
 from aioseed.clients.actor import ActorConfig
+from aioseed.envs.football import is_football
 from aioseed.envs.registry import EnvBackend
 from aioseed.server.config import LearnerConfig, ServerConfig, StopConfig
 
@@ -90,7 +91,9 @@ class RunConfig:
         """The learner config this run actually serves: ``learner`` with R2D2's epsilon schedule spread
         over exactly the local envs (``learner.r2d2.epsilon_envs`` as given is ignored), in IMPALA mode
         for ``architecture`` impala."""
-        envs = self.num_actors * self.envs_per_actor
+        football = self.learner.football
+        rows = football.left_players + football.right_players if is_football(self.learner.env) else 1
+        envs = self.num_actors * self.envs_per_actor * rows
         architecture = "impala" if self.architecture == "impala" else self.learner.architecture
         r2d2 = dataclasses.replace(self.learner.r2d2, epsilon_envs=envs)
         return dataclasses.replace(self.learner, r2d2=r2d2, architecture=architecture)

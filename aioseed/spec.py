@@ -40,6 +40,9 @@ class EnvSpec:
     """Discrete, MultiDiscrete or Box (``aioseed.action_space``); an int n is read as Discrete(n)."""
     frames_per_step: int = 1
     """Emulator frames per env step (Atari's frame skip); frame counters count these."""
+    players: tuple[int, int] = (1, 0)
+    """(left, right) controlled players of one env (Football): the env steps once with all of their actions
+    and gives one row per player, left side first. (1, 0): one row per env."""
 
     def __post_init__(self) -> None:
         if any(d <= 0 for d in self.observation_shape):
@@ -54,6 +57,19 @@ class EnvSpec:
             object.__setattr__(self, "action_space", Discrete(self.action_space))
         if self.frames_per_step < 1:
             raise ValueError(f"frames_per_step must be positive, got {self.frames_per_step}")
+        left, right = self.players
+        if left < 1 or right < 0:
+            raise ValueError(f"players must be (left >= 1, right >= 0), got ({left}, {right})")
+
+    @property
+    def rows_per_env(self) -> int:
+        """Rows one env step gives: its controlled players."""
+        return self.players[0] + self.players[1]
+
+    def right_side(self, rows: int) -> np.ndarray | None:
+        """<bool>[rows] which of a stream's rows (whole games, in order) are right-side players; None: no such rows."""
+        left, right = self.players
+        return None if right == 0 else np.arange(rows) % (left + right) >= left
 
     @property
     def num_actions(self) -> int:
@@ -72,7 +88,9 @@ class EnvSpec:
         return math.prod(self.observation_shape) * self.dtype.itemsize
 
     @classmethod
-    def from_spaces(cls, observation_space: gym.Space, action_space: gym.Space, frames_per_step: int = 1) -> EnvSpec:
+    def from_spaces(
+        cls, observation_space: gym.Space, action_space: gym.Space, frames_per_step: int = 1, players: tuple[int, int] = (1, 0)
+    ) -> EnvSpec:
         if not isinstance(observation_space, gym.spaces.Box):
             raise TypeError(
                 f"aioseed serves Box observations (Dict, Tuple and discrete ones flattened), this env has {observation_space}"
@@ -82,6 +100,7 @@ class EnvSpec:
             observation_dtype=np.dtype(observation_space.dtype).name,
             action_space=spaces.from_gym(action_space),
             frames_per_step=frames_per_step,
+            players=players,
         )
 
     def to_proto(self) -> pb.EnvSpec:
@@ -90,6 +109,8 @@ class EnvSpec:
             observation_dtype=self.observation_dtype,
             frames_per_step=self.frames_per_step,
         )
+        if self.players != (1, 0):
+            message.left_players, message.right_players = self.players
         spaces.to_proto(self.action_space, message)
         return message
 
@@ -101,10 +122,12 @@ class EnvSpec:
             observation_dtype=message.observation_dtype,
             action_space=spaces.from_proto(message),
             frames_per_step=message.frames_per_step or 1,
+            players=(message.left_players, message.right_players) if message.left_players or message.right_players else (1, 0),
         )
 
     def describe(self) -> str:
         """Short even for a client's outlandish spec (dtype name and shape are cut)."""
         dtype = self.observation_dtype if len(self.observation_dtype) <= MAX_ECHO_CHARS else echo(self.observation_dtype)
         skip = f", {self.frames_per_step} frames/step" if self.frames_per_step > 1 else ""
-        return f"obs {dtype}{echo_shape(self.observation_shape)}, {self.action_space.describe()}{skip}"
+        players = f", {self.players[0]} left + {self.players[1]} right players/env" if self.players != (1, 0) else ""
+        return f"obs {dtype}{echo_shape(self.observation_shape)}, {self.action_space.describe()}{skip}{players}"

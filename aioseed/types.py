@@ -12,7 +12,7 @@ for the observation shape the policy sees.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -45,6 +45,9 @@ class Rows(TypedDict):
     """<spec dtype>[B, *wire obs] the observation as the actor sent it (one frame with learner-side stacking)."""
     evaluation: np.ndarray
     """<bool>[B] rows of evaluation envs: acted on greedily, never trained on."""
+    right: NotRequired[np.ndarray]
+    """<bool>[B] rows of right-side players (Football with ``--football.right-players``; absent: none): their
+    episodes' returns are reported apart (the left side's ``charts/return``, theirs ``charts/return_right``)."""
 
 
 ENV_ACTION = "env_action"

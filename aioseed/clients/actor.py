@@ -61,9 +61,10 @@ class ActorConfig:
     env_kwargs: str = "{}"
     """JSON object of keyword arguments for the env's constructor (gymnasium ids), e.g. '{"size": 8}'."""
     num_envs: int = 8
-    """Environments in this process (N)."""
+    """Environments in this process (N). A Football game with several controlled players is one env that gives a
+    row (an env slot on the learner) per player."""
     envs_per_message: int = 8
-    """Env rows per stream message (K); each group of K envs has its own stream."""
+    """Envs per stream message (K); each group of K envs has its own stream."""
     token: str | None = None
     """Learner token, sent as gRPC metadata (authorization: Bearer TOKEN)."""
     tls_ca: pathlib.Path | None = None
@@ -165,9 +166,10 @@ def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]
         for i, size in enumerate(sizes)
     ]
     spec = vector_env_spec(config.env, vector_envs[0], config.atari)
+    rows = [envs.num_envs for envs in vector_envs]  # a Football game with several controlled players: a row each
     # Drawn once per process: the same across reconnects, new after a restart.
-    run_ids = np.array([secrets.randbits(64) | 1 for _ in range(config.num_envs)], np.uint64)
-    offsets = np.cumsum([0, *sizes])
+    run_ids = np.array([secrets.randbits(64) | 1 for _ in range(sum(rows))], np.uint64)
+    offsets = np.cumsum([0, *rows])
     groups = [
         EnvGroup(
             envs, spec, run_ids[offsets[i] : offsets[i + 1]], None if config.seed is None else config.seed + int(offsets[i]),

@@ -60,10 +60,14 @@ class EnvGroup:
     def rows(self, slots: np.ndarray, evaluation: bool = False) -> Rows:
         """The pending rows as arrays, for a learner in this process (Sebulba): no serialization."""
         k = len(self)
-        return Rows(
+        rows = Rows(
             slot=slots, run_id=self.run_ids, reward=self.rewards, flags=self.flags,
             observation=self.observations, evaluation=np.full(k, evaluation),
         )
+        right = self.spec.right_side(k)
+        if right is not None:
+            rows["right"] = right
+        return rows
 
     def step(self, actions: np.ndarray) -> None:
         resetting = self.flags != 0  # these envs autoreset in this step and ignore their action

@@ -11,7 +11,6 @@ runs without rendering; install it with ``make football`` (see docs/environments
 from __future__ import annotations
 
 import dataclasses
-import functools
 import pkgutil
 from typing import Any, Literal
 
@@ -31,6 +30,18 @@ class FootballConfig:
     """Stack the last 4 observations on the last axis (SMM: uint8[72, 96, 16]), as SEED does."""
     rewards: Literal["scoring", "scoring,checkpoints"] = "scoring"
     """scoring: +1/-1 per goal; checkpoints adds +0.1 for each of 10 zones crossed towards the goal."""
+    left_players: int = 1
+    """Left-side players the policy controls (gfootball's number_of_left_players_agent_controls). Each is one
+    row (env slot) on the learner with its own observation, reward and trajectory; an actor's envs count games."""
+    right_players: int = 0
+    """Right-side players the policy controls too (0: the scenario's built-in AI plays the right side). They see
+    the pitch turned round, as if attacking left to right, and their reward is the left side's negated."""
+
+    def __post_init__(self) -> None:
+        if self.left_players < 1 or self.right_players < 0:
+            raise ValueError(
+                f"football needs left_players >= 1 and right_players >= 0, got {self.left_players} and {self.right_players}"
+            )
 
 
 def is_football(env_id: str) -> bool:
@@ -49,15 +60,21 @@ def time_limit_reached(steps_left: int, score_reward: float) -> bool:
     return steps_left <= 0 and score_reward == 0
 
 
+def check_scenario(env_id: str) -> str:
+    """The scenario of ``env_id``, which gfootball must ship (it would ``sys.exit(1)`` on an unknown one)."""
+    scenario = scenario_name(env_id)
+    known = scenarios()
+    if scenario not in known:
+        raise ValueError(f"unknown football scenario {scenario!r}; gfootball has {', '.join(known)}")
+    return scenario
+
+
 def make_football_env(env_id: str, config: FootballConfig = FootballConfig()) -> gym.Env:
-    """One scenario as a gymnasium env, rendering off."""
+    """One scenario with one controlled player as a gymnasium env, rendering off."""
     import gfootball.env
     from shimmy import GymV21CompatibilityV0
 
-    scenario = scenario_name(env_id)
-    known = scenarios()
-    if scenario not in known:  # gfootball itself would sys.exit(1)
-        raise ValueError(f"unknown football scenario {scenario!r}; gfootball has {', '.join(known)}")
+    scenario = check_scenario(env_id)
     env = gfootball.env.create_environment(
         env_name=scenario,
         representation=config.representation,
@@ -73,14 +90,6 @@ def scenarios() -> list[str]:
     import gfootball.scenarios
 
     return sorted(m.name for m in pkgutil.iter_modules(gfootball.scenarios.__path__) if not m.ispkg and not m.name.startswith("_"))
-
-
-def make_football_vector_env(env_id: str, num_envs: int, config: FootballConfig = FootballConfig()) -> gym.vector.VectorEnv:
-    """``num_envs`` engines stepped in turn, next-step autoreset."""
-    return gym.vector.SyncVectorEnv(
-        [functools.partial(make_football_env, env_id, config)] * num_envs,
-        autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
-    )
 
 
 class _MarkTimeLimit:

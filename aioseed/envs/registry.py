@@ -12,7 +12,8 @@ from typing import Any, Literal
 import gymnasium as gym
 
 from aioseed.envs.atari import AtariConfig, is_atari, make_atari_vector_env
-from aioseed.envs.football import FootballConfig, is_football, make_football_vector_env
+from aioseed.envs.football import FootballConfig, is_football
+from aioseed.envs.football_players import make_football_vector_env
 from aioseed.spec import EnvSpec
 
 EnvBackend = Literal["default", "envpool"]
@@ -102,10 +103,12 @@ def flattened(envs: gym.vector.VectorEnv) -> gym.vector.VectorEnv:
 
 
 def vector_env_spec(env_id: str, envs: gym.vector.VectorEnv, atari: AtariConfig = AtariConfig()) -> EnvSpec:
-    """The spec of one of ``envs`` (made by ``make_vector_env(env_id, ..., atari)``)."""
+    """The spec of one of ``envs`` (made by ``make_vector_env(env_id, ..., atari)``); a vector env whose rows are a
+    game's players (``PlayersVectorEnv``) says how many in its ``players``."""
     frames_per_step = atari.frameskip if is_atari(env_id) else 1
+    players = getattr(envs.unwrapped, "players", (1, 0))
     try:
-        return EnvSpec.from_spaces(envs.single_observation_space, envs.single_action_space, frames_per_step)
+        return EnvSpec.from_spaces(envs.single_observation_space, envs.single_action_space, frames_per_step, players)
     except TypeError as exc:
         raise TypeError(f"env {env_id}: {exc}") from None
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\raioseed.proto\x12\naioseed.v1\"\xac\x01\n\x07\x45nvSpec\x12\x19\n\x11observation_shape\x18\x01 \x03(\x03\x12\x19\n\x11observation_dtype\x18\x02 \x01(\t\x12\x13\n\x0bnum_actions\x18\x03 \x01(\x03\x12\x17\n\x0f\x66rames_per_step\x18\x04 \x01(\r\x12(\n\naction_box\x18\x05 \x01(\x0b\x32\x14.aioseed.v1.BoxSpace\x12\x13\n\x0b\x61\x63tion_nvec\x18\x06 \x03(\x03\"4\n\x08\x42oxSpace\x12\r\n\x05shape\x18\x01 \x03(\x03\x12\x0b\n\x03low\x18\x02 \x03(\x02\x12\x0c\n\x04high\x18\x03 \x03(\x02\"\x8d\x01\n\x05Hello\x12!\n\x04spec\x18\x01 \x01(\x0b\x32\x13.aioseed.v1.EnvSpec\x12\x10\n\x08num_envs\x18\x02 \x01(\r\x12\x0f\n\x07run_ids\x18\x03 \x03(\x06\x12\x16\n\x0eprevious_slots\x18\x04 \x03(\x05\x12\x12\n\nactor_name\x18\x05 \x01(\t\x12\x12\n\nevaluation\x18\x06 \x01(\x08\"E\n\x07Welcome\x12\r\n\x05slots\x18\x01 \x03(\x05\x12\x14\n\x0c\x61gent_config\x18\x02 \x01(\t\x12\x15\n\runroll_length\x18\x03 \x01(\r\"]\n\x05Steps\x12\r\n\x05slots\x18\x01 \x01(\x0c\x12\x0f\n\x07run_ids\x18\x02 \x01(\x0c\x12\x0f\n\x07rewards\x18\x03 \x01(\x0c\x12\r\n\x05\x66lags\x18\x04 \x01(\x0c\x12\x14\n\x0cobservations\x18\x05 \x01(\x0c\"o\n\x07Unrolls\x12\r\n\x05slots\x18\x01 \x01(\x0c\x12#\n\x07\x63olumns\x18\x02 \x03(\x0b\x32\x12.aioseed.v1.Column\x12\x17\n\x0f\x65pisode_returns\x18\x03 \x01(\x0c\x12\x17\n\x0f\x65pisode_lengths\x18\x04 \x01(\x0c\"3\n\x06\x43olumn\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\r\n\x05\x64type\x18\x03 \x01(\t\"\x89\x01\n\x0c\x41\x63torMessage\x12\"\n\x05hello\x18\x01 \x01(\x0b\x32\x11.aioseed.v1.HelloH\x00\x12\"\n\x05steps\x18\x02 \x01(\x0b\x32\x11.aioseed.v1.StepsH\x00\x12&\n\x07unrolls\x18\x03 \x01(\x0b\x32\x13.aioseed.v1.UnrollsH\x00\x42\t\n\x07payload\"\x1a\n\x07\x41\x63tions\x12\x0f\n\x07\x61\x63tions\x18\x01 \x01(\x0c\"\"\n\x08\x41\x63\x63\x65pted\x12\x16\n\x0eparams_version\x18\x01 \x01(\x03\"\x95\x01\n\x0eLearnerMessage\x12&\n\x07welcome\x18\x01 \x01(\x0b\x32\x13.aioseed.v1.WelcomeH\x00\x12&\n\x07\x61\x63tions\x18\x02 \x01(\x0b\x32\x13.aioseed.v1.ActionsH\x00\x12(\n\x08\x61\x63\x63\x65pted\x18\x03 \x01(\x0b\x32\x14.aioseed.v1.AcceptedH\x00\x42\t\n\x07payload\"%\n\rParamsRequest\x12\x14\n\x0chave_version\x18\x01 \x01(\x03\"8\n\nTensorInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x64type\x18\x02 \x01(\t\x12\r\n\x05shape\x18\x03 \x03(\x03\"k\n\x0bParamsChunk\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12(\n\x08manifest\x18\x02 \x03(\x0b\x32\x16.aioseed.v1.TensorInfo\x12\x13\n\x0btotal_bytes\x18\x03 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\x32\xd0\x01\n\x07Learner\x12?\n\x03\x41\x63t\x12\x18.aioseed.v1.ActorMessage\x1a\x1a.aioseed.v1.LearnerMessage(\x01\x30\x01\x12\x41\n\x05Learn\x12\x18.aioseed.v1.ActorMessage\x1a\x1a.aioseed.v1.LearnerMessage(\x01\x30\x01\x12\x41\n\tGetParams\x12\x19.aioseed.v1.ParamsRequest\x1a\x17.aioseed.v1.ParamsChunk0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\raioseed.proto\x12\naioseed.v1\"\xd9\x01\n\x07\x45nvSpec\x12\x19\n\x11observation_shape\x18\x01 \x03(\x03\x12\x19\n\x11observation_dtype\x18\x02 \x01(\t\x12\x13\n\x0bnum_actions\x18\x03 \x01(\x03\x12\x17\n\x0f\x66rames_per_step\x18\x04 \x01(\r\x12(\n\naction_box\x18\x05 \x01(\x0b\x32\x14.aioseed.v1.BoxSpace\x12\x13\n\x0b\x61\x63tion_nvec\x18\x06 \x03(\x03\x12\x14\n\x0cleft_players\x18\x07 \x01(\r\x12\x15\n\rright_players\x18\x08 \x01(\r\"4\n\x08\x42oxSpace\x12\r\n\x05shape\x18\x01 \x03(\x03\x12\x0b\n\x03low\x18\x02 \x03(\x02\x12\x0c\n\x04high\x18\x03 \x03(\x02\"\x8d\x01\n\x05Hello\x12!\n\x04spec\x18\x01 \x01(\x0b\x32\x13.aioseed.v1.EnvSpec\x12\x10\n\x08num_envs\x18\x02 \x01(\r\x12\x0f\n\x07run_ids\x18\x03 \x03(\x06\x12\x16\n\x0eprevious_slots\x18\x04 \x03(\x05\x12\x12\n\nactor_name\x18\x05 \x01(\t\x12\x12\n\nevaluation\x18\x06 \x01(\x08\"E\n\x07Welcome\x12\r\n\x05slots\x18\x01 \x03(\x05\x12\x14\n\x0c\x61gent_config\x18\x02 \x01(\t\x12\x15\n\runroll_length\x18\x03 \x01(\r\"]\n\x05Steps\x12\r\n\x05slots\x18\x01 \x01(\x0c\x12\x0f\n\x07run_ids\x18\x02 \x01(\x0c\x12\x0f\n\x07rewards\x18\x03 \x01(\x0c\x12\r\n\x05\x66lags\x18\x04 \x01(\x0c\x12\x14\n\x0cobservations\x18\x05 \x01(\x0c\"o\n\x07Unrolls\x12\r\n\x05slots\x18\x01 \x01(\x0c\x12#\n\x07\x63olumns\x18\x02 \x03(\x0b\x32\x12.aioseed.v1.Column\x12\x17\n\x0f\x65pisode_returns\x18\x03 \x01(\x0c\x12\x17\n\x0f\x65pisode_lengths\x18\x04 \x01(\x0c\"3\n\x06\x43olumn\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\r\n\x05\x64type\x18\x03 \x01(\t\"\x89\x01\n\x0c\x41\x63torMessage\x12\"\n\x05hello\x18\x01 \x01(\x0b\x32\x11.aioseed.v1.HelloH\x00\x12\"\n\x05steps\x18\x02 \x01(\x0b\x32\x11.aioseed.v1.StepsH\x00\x12&\n\x07unrolls\x18\x03 \x01(\x0b\x32\x13.aioseed.v1.UnrollsH\x00\x42\t\n\x07payload\"\x1a\n\x07\x41\x63tions\x12\x0f\n\x07\x61\x63tions\x18\x01 \x01(\x0c\"\"\n\x08\x41\x63\x63\x65pted\x12\x16\n\x0eparams_version\x18\x01 \x01(\x03\"\x95\x01\n\x0eLearnerMessage\x12&\n\x07welcome\x18\x01 \x01(\x0b\x32\x13.aioseed.v1.WelcomeH\x00\x12&\n\x07\x61\x63tions\x18\x02 \x01(\x0b\x32\x13.aioseed.v1.ActionsH\x00\x12(\n\x08\x61\x63\x63\x65pted\x18\x03 \x01(\x0b\x32\x14.aioseed.v1.AcceptedH\x00\x42\t\n\x07payload\"%\n\rParamsRequest\x12\x14\n\x0chave_version\x18\x01 \x01(\x03\"8\n\nTensorInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x64type\x18\x02 \x01(\t\x12\r\n\x05shape\x18\x03 \x03(\x03\"k\n\x0bParamsChunk\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12(\n\x08manifest\x18\x02 \x03(\x0b\x32\x16.aioseed.v1.TensorInfo\x12\x13\n\x0btotal_bytes\x18\x03 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\x32\xd0\x01\n\x07Learner\x12?\n\x03\x41\x63t\x12\x18.aioseed.v1.ActorMessage\x1a\x1a.aioseed.v1.LearnerMessage(\x01\x30\x01\x12\x41\n\x05Learn\x12\x18.aioseed.v1.ActorMessage\x1a\x1a.aioseed.v1.LearnerMessage(\x01\x30\x01\x12\x41\n\tGetParams\x12\x19.aioseed.v1.ParamsRequest\x1a\x17.aioseed.v1.ParamsChunk0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,33 +32,33 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'aioseed_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ENVSPEC']._serialized_start=30
-  _globals['_ENVSPEC']._serialized_end=202
-  _globals['_BOXSPACE']._serialized_start=204
-  _globals['_BOXSPACE']._serialized_end=256
-  _globals['_HELLO']._serialized_start=259
-  _globals['_HELLO']._serialized_end=400
-  _globals['_WELCOME']._serialized_start=402
-  _globals['_WELCOME']._serialized_end=471
-  _globals['_STEPS']._serialized_start=473
-  _globals['_STEPS']._serialized_end=566
-  _globals['_UNROLLS']._serialized_start=568
-  _globals['_UNROLLS']._serialized_end=679
-  _globals['_COLUMN']._serialized_start=681
-  _globals['_COLUMN']._serialized_end=732
-  _globals['_ACTORMESSAGE']._serialized_start=735
-  _globals['_ACTORMESSAGE']._serialized_end=872
-  _globals['_ACTIONS']._serialized_start=874
-  _globals['_ACTIONS']._serialized_end=900
-  _globals['_ACCEPTED']._serialized_start=902
-  _globals['_ACCEPTED']._serialized_end=936
-  _globals['_LEARNERMESSAGE']._serialized_start=939
-  _globals['_LEARNERMESSAGE']._serialized_end=1088
-  _globals['_PARAMSREQUEST']._serialized_start=1090
-  _globals['_PARAMSREQUEST']._serialized_end=1127
-  _globals['_TENSORINFO']._serialized_start=1129
-  _globals['_TENSORINFO']._serialized_end=1185
-  _globals['_PARAMSCHUNK']._serialized_start=1187
-  _globals['_PARAMSCHUNK']._serialized_end=1294
-  _globals['_LEARNER']._serialized_start=1297
-  _globals['_LEARNER']._serialized_end=1505
+  _globals['_ENVSPEC']._serialized_end=247
+  _globals['_BOXSPACE']._serialized_start=249
+  _globals['_BOXSPACE']._serialized_end=301
+  _globals['_HELLO']._serialized_start=304
+  _globals['_HELLO']._serialized_end=445
+  _globals['_WELCOME']._serialized_start=447
+  _globals['_WELCOME']._serialized_end=516
+  _globals['_STEPS']._serialized_start=518
+  _globals['_STEPS']._serialized_end=611
+  _globals['_UNROLLS']._serialized_start=613
+  _globals['_UNROLLS']._serialized_end=724
+  _globals['_COLUMN']._serialized_start=726
+  _globals['_COLUMN']._serialized_end=777
+  _globals['_ACTORMESSAGE']._serialized_start=780
+  _globals['_ACTORMESSAGE']._serialized_end=917
+  _globals['_ACTIONS']._serialized_start=919
+  _globals['_ACTIONS']._serialized_end=945
+  _globals['_ACCEPTED']._serialized_start=947
+  _globals['_ACCEPTED']._serialized_end=981
+  _globals['_LEARNERMESSAGE']._serialized_start=984
+  _globals['_LEARNERMESSAGE']._serialized_end=1133
+  _globals['_PARAMSREQUEST']._serialized_start=1135
+  _globals['_PARAMSREQUEST']._serialized_end=1172
+  _globals['_TENSORINFO']._serialized_start=1174
+  _globals['_TENSORINFO']._serialized_end=1230
+  _globals['_PARAMSCHUNK']._serialized_start=1232
+  _globals['_PARAMSCHUNK']._serialized_end=1339
+  _globals['_LEARNER']._serialized_start=1342
+  _globals['_LEARNER']._serialized_end=1550
 # @@protoc_insertion_point(module_scope)

@@ -7,20 +7,24 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EnvSpec(_message.Message):
-    __slots__ = ("observation_shape", "observation_dtype", "num_actions", "frames_per_step", "action_box", "action_nvec")
+    __slots__ = ("observation_shape", "observation_dtype", "num_actions", "frames_per_step", "action_box", "action_nvec", "left_players", "right_players")
     OBSERVATION_SHAPE_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_DTYPE_FIELD_NUMBER: _ClassVar[int]
     NUM_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     FRAMES_PER_STEP_FIELD_NUMBER: _ClassVar[int]
     ACTION_BOX_FIELD_NUMBER: _ClassVar[int]
     ACTION_NVEC_FIELD_NUMBER: _ClassVar[int]
+    LEFT_PLAYERS_FIELD_NUMBER: _ClassVar[int]
+    RIGHT_PLAYERS_FIELD_NUMBER: _ClassVar[int]
     observation_shape: _containers.RepeatedScalarFieldContainer[int]
     observation_dtype: str
     num_actions: int
     frames_per_step: int
     action_box: BoxSpace
     action_nvec: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, observation_shape: _Optional[_Iterable[int]] = ..., observation_dtype: _Optional[str] = ..., num_actions: _Optional[int] = ..., frames_per_step: _Optional[int] = ..., action_box: _Optional[_Union[BoxSpace, _Mapping]] = ..., action_nvec: _Optional[_Iterable[int]] = ...) -> None: ...
+    left_players: int
+    right_players: int
+    def __init__(self, observation_shape: _Optional[_Iterable[int]] = ..., observation_dtype: _Optional[str] = ..., num_actions: _Optional[int] = ..., frames_per_step: _Optional[int] = ..., action_box: _Optional[_Union[BoxSpace, _Mapping]] = ..., action_nvec: _Optional[_Iterable[int]] = ..., left_players: _Optional[int] = ..., right_players: _Optional[int] = ...) -> None: ...
 
 class BoxSpace(_message.Message):
     __slots__ = ("shape", "low", "high")

@@ -85,6 +85,8 @@ class StepResult:
     """The policy's inputs (for ``Acting.redo``)."""
     version: int = -1
     """The parameter version read before the policy ran (stamped on the batch's steps); -1: none read."""
+    right_episodes: np.ndarray | None = None
+    """<bool>[E] which of the ended episodes were right-side players' (rows with ``right``); None: no such rows."""
 
 
 def invalid_rows(outputs: Mapping[str, np.ndarray], space: ActionSpace) -> np.ndarray:
@@ -193,8 +195,10 @@ class Acting:
             # Unrolls keep the state each step started from; training replays the core from the first one.
             unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, version)
         evaluating = evaluation[boundaries.ended_rows]
+        right = inputs.get("right")
+        right_episodes = None if right is None else right[boundaries.ended_rows]
         seconds = time.perf_counter() - started
-        return StepResult(env_actions(outputs), boundaries, unrolls, seconds, invalid, evaluating, call, version)
+        return StepResult(env_actions(outputs), boundaries, unrolls, seconds, invalid, evaluating, call, version, right_episodes)
 
     def redo(self, result: StepResult) -> StepResult:
         """Asks the policy again for ``result``'s rows, after an update (when acting waited for one): their actions,

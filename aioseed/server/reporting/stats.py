@@ -32,10 +32,14 @@ ENDED_KEPT = 100_000
 class Stats:
     """Verbs: ``record_batch``, ``record_latency``, ``record_episodes``, ``record_train``, ``take``."""
 
-    def __init__(self, window: int = 100, keep_ended: bool = False) -> None:
-        """``keep_ended``: keep each episode for ``take_ended`` (only a TensorBoard writer drains them)."""
+    def __init__(self, window: int = 100, keep_ended: bool = False, rows_per_env: int = 1) -> None:
+        """``keep_ended``: keep each episode for ``take_ended`` (only a TensorBoard writer drains them).
+        ``rows_per_env``: a game with several controlled players gives a row per player for each of its steps;
+        frames count the game's steps, so rows' frames are divided by it."""
         self.started = time.monotonic()
         self.frames = 0
+        self.rows_per_env = rows_per_env
+        self._row_frames = 0
         self.train_steps = 0
         self.episodes = 0
         self.returns: collections.deque[float] = collections.deque(maxlen=window)
@@ -46,6 +50,8 @@ class Stats:
         """(frames when it ended, return) of each training episode since ``take_ended``."""
         self.eval_returns: collections.deque[float] = collections.deque(maxlen=window)
         """Returns of evaluation envs' episodes (not in ``returns``)."""
+        self.right_returns: collections.deque[float] = collections.deque(maxlen=window)
+        """Returns of right-side players' episodes (multi-player Football; not in ``returns``)."""
         self.losses: dict[str, float] = {}
         self.policy_lag = math.nan
         self._batch_sizes: collections.deque[int] = collections.deque(maxlen=WINDOW)
@@ -59,6 +65,7 @@ class Stats:
     def restore(self, frames: int, train_steps: int) -> None:
         """Counters from a checkpoint: frames and train steps go on from there."""
         self.frames, self.train_steps = frames, train_steps
+        self._row_frames = frames * self.rows_per_env
         self._mark = (time.monotonic(), frames, train_steps)
 
     def full_window(self) -> bool:
@@ -66,26 +73,36 @@ class Stats:
         return len(self.returns) == self.returns.maxlen
 
     def record_batch(self, size: int, fill_s: float, inference_s: float, frames: int) -> None:
-        self.frames += frames
+        """``frames``: the batch's rows' env steps times frames per step."""
+        self.record_frames(frames)
         self._batch_sizes.append(size)
         self._fill_ms.append(fill_s * 1e3)
         self._inference_ms.append(inference_s * 1e3)
 
     def record_frames(self, frames: int) -> None:
-        """Frames that arrived without an inference batch (IMPALA mode's uploads)."""
-        self.frames += frames
+        """Frames of rows that arrived without an inference batch (IMPALA mode's uploads)."""
+        self._row_frames += frames
+        self.frames = self._row_frames // self.rows_per_env
 
     def record_latency(self, seconds: float) -> None:
         """Action latency of one message: rows submitted -> actions ready."""
         self._latency_ms.append(seconds * 1e3)
         self.latency_counts.add(seconds * 1e3)
 
-    def record_episodes(self, returns: np.ndarray, lengths: np.ndarray, evaluation: np.ndarray | None = None) -> None:
+    def record_episodes(
+        self, returns: np.ndarray, lengths: np.ndarray, evaluation: np.ndarray | None = None, right: np.ndarray | None = None
+    ) -> None:
+        """``evaluation`` and ``right``: <bool>[E] episodes of evaluation envs and of right-side players (each kept
+        apart from ``returns``, which the mean return, the curves and the stop conditions read)."""
         if evaluation is not None and evaluation.any():
             self.eval_returns.extend(returns[evaluation].tolist())
-            returns, lengths = returns[~evaluation], lengths[~evaluation]
-            if not len(returns):
-                return
+            keep = ~evaluation
+            returns, lengths, right = returns[keep], lengths[keep], None if right is None else right[keep]
+        if right is not None and right.any():
+            self.right_returns.extend(returns[right].tolist())
+            returns, lengths = returns[~right], lengths[~right]
+        if not len(returns):
+            return
         self.episodes += len(returns)
         self.returns.extend(returns.tolist())
         if self.keep_ended:
@@ -123,6 +140,7 @@ class Stats:
             "charts/return": self.mean_return(),
             "charts/return_last": self.last_return,
             "charts/eval_return": float(np.mean(self.eval_returns)) if self.eval_returns else math.nan,
+            "charts/return_right": float(np.mean(self.right_returns)) if self.right_returns else math.nan,
             "charts/episode_length": float(np.mean(self.lengths)) if self.lengths else math.nan,
             "learner/train_steps": float(self.train_steps),
             "learner/train_steps_per_s": (self.train_steps - mark_steps) / elapsed,

@@ -112,6 +112,11 @@ def check_hello(hello: pb.Hello, spec: EnvSpec, max_envs_per_stream: int, max_sl
         raise SpecMismatch(f"env spec mismatch: actor has {theirs.describe()}, learner serves {spec.describe()}")
     if not 1 <= hello.num_envs <= max_envs_per_stream:
         raise ProtocolError(f"hello.num_envs must be in [1, {max_envs_per_stream}], got {hello.num_envs}")
+    if hello.num_envs % spec.rows_per_env:
+        raise ProtocolError(
+            f"hello.num_envs must be a multiple of the {spec.rows_per_env} controlled players of each game "
+            f"({spec.players[0]} left + {spec.players[1]} right), got {hello.num_envs}"
+        )
     if len(hello.run_ids) != hello.num_envs:
         raise ProtocolError(f"hello.run_ids has {len(hello.run_ids)} entries, expected num_envs={hello.num_envs}")
     if len(hello.previous_slots) not in (0, hello.num_envs):
@@ -150,6 +155,8 @@ class RowParser:
         self._float_obs = spec.dtype.kind == "f"
         self._obs_nbytes = self._rows * spec.observation_nbytes
         self._obs_shape = (self._rows, *spec.observation_shape)
+        self._per_game = spec.rows_per_env
+        self._right = spec.right_side(self._rows)
         self.max_bytes = self._obs_nbytes + self._rows * (4 + 8 + 4 + 1) + 64
         """The longest a valid Steps message of this stream can be (its columns, and protobuf's tags and lengths)."""
 
@@ -161,6 +168,11 @@ class RowParser:
         # Each read of a bytes field copies it: every field is read once.
         raw_slots, raw_run_ids, raw_flags, raw_observations = steps.slots, steps.run_ids, steps.flags, steps.observations
         slots = self._column(raw_slots, "<i4", "slots")
+        if self._per_game > 1 and raw_slots != self._owned_bytes:
+            raise ProtocolError(
+                f"steps.slots must list this stream's {k} slots in its Welcome's order: "
+                f"each game's {self._per_game} players, together, left side first"
+            )
         if raw_slots != self._owned_bytes and not np.array_equal(np.sort(slots), self._owned):
             unowned = sorted(set(slots.tolist()) - set(self._owned.tolist()))
             shown = ", ".join(map(str, unowned[:4])) + (f" and {len(unowned) - 4} more" if len(unowned) > 4 else "")
@@ -180,6 +192,11 @@ class RowParser:
             raise ProtocolError(
                 "steps.flags may only set bit 0 (terminated), bit 1 (truncated) and, with one of them, bit 2 (final)"
             )
+        if self._per_game > 1:
+            games = flags.reshape(-1, self._per_game)
+            split = np.flatnonzero((games != games[:, :1]).any(axis=1))
+            if len(split):
+                raise ProtocolError(f"steps.flags must be the same for a game's {self._per_game} players; game(s) {split[:4].tolist()} differ")
         if len(raw_observations) != self._obs_nbytes:
             raise ProtocolError(
                 f"steps.observations has {len(raw_observations)} bytes, expected {self._obs_nbytes} "
@@ -190,7 +207,10 @@ class RowParser:
             bad = out_of_bounds(observations.reshape(k, -1), self._max_abs_observation)
             if bad is not None:
                 raise ProtocolError(f"steps.observations must be finite with |x| <= {self._max_abs_observation:g}; {bad}")
-        return Rows(slot=slots, run_id=run_ids, reward=rewards, flags=flags, observation=observations, evaluation=self._evaluation)
+        rows = Rows(slot=slots, run_id=run_ids, reward=rewards, flags=flags, observation=observations, evaluation=self._evaluation)
+        if self._right is not None:
+            rows["right"] = self._right
+        return rows
 
     def _column(self, raw: bytes, dtype: str, name: str) -> np.ndarray:
         itemsize = np.dtype(dtype).itemsize
