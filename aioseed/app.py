@@ -52,6 +52,7 @@ from aioseed.types import Unroll
 
 if TYPE_CHECKING:
     from aioseed.algos.replicas import Replicas
+    from aioseed.server.acting.opponent import FrozenOpponent
 
 log = structlog.get_logger()
 
@@ -123,13 +124,37 @@ def build(config: LearnerConfig, run: object | None = None) -> Learner:
         keras.utils.set_random_seed(config.seed)
     spec, seen = learner_specs(config)
     agent = build_agent(config, seen, replicas)
+    opponent = frozen_opponent(config, seen, agent)
     checkpointer, tracker = None, None
     if config.logdir is not None:
         config_file.save(config.logdir, run or config, "learner" if run is None else "run")
-        checkpointer = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects(), warm_start=warm_start(config))
+        objects = {**agent.checkpoint_objects(), **(opponent.checkpoint_objects() if opponent is not None else {})}
+        checkpointer = Checkpointer(config.logdir / "checkpoints", objects, warm_start=warm_start(config))
         tracker = tracking_sender(config, config_file.document(run or config))
     log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
-    return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference), tracker=tracker)
+    return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference), tracker=tracker, opponent=opponent)
+
+
+def frozen_opponent(config: LearnerConfig, spec: EnvSpec, agent: Agent) -> FrozenOpponent | None:
+    """Self-play's frozen copy of ``agent``'s policy (``self_play.opponent`` frozen), else None."""
+    if config.self_play.opponent != "frozen":
+        return None
+    from aioseed.algos.impala.policy import ImpalaPolicy
+    from aioseed.server.acting.opponent import FrozenOpponent
+
+    if not isinstance(agent, ImpalaPolicy) or spec.players[1] < 1:
+        raise ValueError("self_play.opponent frozen needs a V-trace agent and right-side players (--football.right-players)")
+    frozen = ImpalaPolicy(spec, config.impala, agent.replicas.inference_device, config.precision)
+    return FrozenOpponent(agent, frozen, config.self_play.refresh_frames)
+
+
+def refreshing(opponent: FrozenOpponent, stats: Stats) -> Callable[[int], None]:
+    """The trainer's ``on_version`` in self-play: the opponent refreshes at the learner's frame count."""
+
+    def after_update(version: int) -> None:
+        opponent.after_update(version, stats.frames)
+
+    return after_update
 
 
 def assemble(
@@ -139,9 +164,10 @@ def assemble(
     checkpointer: Checkpointer | None = None,
     lanes: int = 1,
     tracker: Sender | None = None,
+    opponent: FrozenOpponent | None = None,
 ) -> Learner:
     """The stages in data-path order around ``agent``, for actors that send ``spec``; ``lanes``: inference
-    batches that may run at once (one per inference device)."""
+    batches that may run at once (one per inference device); ``opponent``: self-play's, for right-side rows."""
     stack = config.learner_frame_stack
     if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
         raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
@@ -158,16 +184,11 @@ def assemble(
     uploads = impala_uploads(config, spec, agent, unrolls, bounds, stats, stopping) if config.architecture == "impala" else None
     params = None if uploads is None else uploads.publisher
     pacing = pacing_for(config)
-    trainer = Trainer(
-        config.training,
-        agent,
-        source,
-        stats.record_train,
-        lambda: stats.frames,
-        None if params is None else params.publish,
-        pacing,
-    )
-    acting = acting_for(agent, spec, config.training.unroll_length, lambda: trainer.version, stack)
+    on_version = None if params is None else params.publish
+    if opponent is not None:  # self-play and IMPALA mode never meet (LearnerConfig refuses them together)
+        on_version = refreshing(opponent, stats)
+    trainer = Trainer(config.training, agent, source, stats.record_train, lambda: stats.frames, on_version, pacing)
+    acting = acting_for(agent, spec, config.training.unroll_length, lambda: trainer.version, stack, opponent)
     inference = InferenceLoop(batcher, acting, unrolls, on_batch(stats, stopping, spec.frames_per_step), lanes, pacing)
     limits = StreamLimits(
         streams=server.max_streams,

@@ -10,7 +10,8 @@ const CHARTS = [
   { title: "frames/s", series: [["charts/frames_per_s", "frames/s"]] },
   {
     title: "episode return",
-    series: [["charts/return", "mean (last 100)"], ["charts/return_last", "last"], ["charts/eval_return", "evaluation envs"]],
+    series: [["charts/return", "mean (last 100)"], ["charts/return_last", "last"], ["charts/eval_return", "evaluation envs"],
+             ["charts/return_right", "right side (mean)"]],
   },
   { title: "inference batch size", series: [["batcher/batch_size", "mean"], ["batcher/batch_size_max", "max"]] },
   {
@@ -103,6 +104,10 @@ function showState(state) {
     (m["replay/size"] != null
       ? ` · replay ${fmt(m["replay/size"], 0)}/${fmt(m["replay/capacity"], 0)} unrolls, ` +
         `${fmt(m["replay/sampled"], 0)} sampled / ${fmt(m["replay/inserted"], 0)} inserted`
+      : "") +
+    // Self-play: the frozen copy of the policy that plays the right side, and when it was taken.
+    (m["selfplay/opponent_version"] != null
+      ? ` · opponent: version ${fmt(m["selfplay/opponent_version"], 0)} (frame ${fmt(m["selfplay/opponent_frames"], 0)})`
       : "") +
     // Calls refused (bad input, limits, a hostile client): counted by status in /metrics as aioseed_refusals_*.
     (m["refusals/total"] ? ` · refused ${fmt(m["refusals/total"], 0)} calls` : "");

@@ -10,7 +10,7 @@ from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.algos.sac.config import SacConfig
 from aioseed.envs.atari import AtariConfig
-from aioseed.envs.football import FootballConfig
+from aioseed.envs.football import FootballConfig, is_football
 from aioseed.envs.registry import env_kwargs
 from aioseed.server.batching.autotune import BatchingConfig
 from aioseed.server.batching.batcher import BatcherConfig
@@ -141,6 +141,22 @@ class StopConfig:
             raise ValueError(f"after_seconds must be positive, got {self.after_seconds}")
 
 
+@dataclasses.dataclass(frozen=True)
+class SelfPlayConfig:
+    """Who plays the right-side players of a multi-player game (Football with --football.right-players > 0)."""
+
+    opponent: Literal["policy", "frozen"] = "policy"
+    """policy: the learner's own policy, trained on both sides' rows. frozen: self-play against an earlier
+    version: a copy of the policy, frozen between refreshes and checkpointed with the run; its rows are
+    never trained on (V-trace/PPO agents)."""
+    refresh_frames: int = 500_000
+    """frozen: frames between refreshes, each of which copies the learner's policy into the opponent."""
+
+    def __post_init__(self) -> None:
+        if self.refresh_frames < 1:
+            raise ValueError(f"self_play.refresh_frames must be positive, got {self.refresh_frames}")
+
+
 Display = Literal["auto", "live", "lines"]
 """Progress on the terminal (``aioseed.terminal``)."""
 
@@ -196,7 +212,8 @@ class LearnerConfig:
     atari: AtariConfig = AtariConfig()
     """Preprocessing of ALE/ ids: defines the spec served (aioseed run's actors use it too)."""
     football: FootballConfig = FootballConfig()
-    """Observations and rewards of football:<scenario> ids: define the spec served (as atari)."""
+    """Observations, rewards and controlled players of football:<scenario> ids: define the spec served (as atari)."""
+    self_play: SelfPlayConfig = SelfPlayConfig()
     learner_frame_stack: int = 1
     """>1: the learner stacks this many frames per env itself and Atari actors send only the newest
     (run them with --atari.stack 1): 4x less traffic, the same observations for the policy."""
@@ -243,6 +260,13 @@ class LearnerConfig:
             )
         if self.learner_frame_stack < 1:
             raise ValueError(f"learner_frame_stack must be >= 1, got {self.learner_frame_stack}")
+        if self.self_play.opponent == "frozen" and (
+            self.agent != "impala" or self.architecture != "seed" or not is_football(self.env) or self.football.right_players < 1
+        ):
+            raise ValueError(
+                "self_play.opponent frozen plays the right side of a football: id with --football.right-players >= 1 "
+                "by a frozen copy of a V-trace policy (agent impala, architecture seed)"
+            )
         if self.return_window < 1:
             raise ValueError(f"return_window must be >= 1, got {self.return_window}")
         if not (self.metrics_every_s > 0 and self.log_every_s > 0):

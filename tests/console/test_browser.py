@@ -189,6 +189,40 @@ async def test_sac_learner_shows_its_critics_and_temperature(running_learner, tm
             await page.screenshot(path=str(SCREENSHOTS / "console-sac.png"), full_page=True)
 
 
+async def test_self_play_learner_shows_its_opponents_version_and_each_sides_return(running_learner, tmp_path) -> None:
+    from aioseed.envs.football import FootballConfig
+    from aioseed.server.config import SelfPlayConfig
+
+    football = FootballConfig(representation="simple115v2", left_players=1, right_players=1)
+    config = small_config(
+        tmp_path, metrics_every_s=0.2, env="football:academy_empty_goal_close", football=football,
+        self_play=SelfPlayConfig(opponent="frozen", refresh_frames=100), training={"unroll_length": 8, "batch_size": 4},
+    )
+    async with running_learner(config) as learner:
+        actor = ActorConfig(learner=f"127.0.0.1:{learner.port}", env=config.env, football=football, num_envs=4, envs_per_message=4)
+        async with console_beside_actor(learner, actor, height=1500) as page:
+            await page.goto(learner.console_url)
+            await until(_text_contains(page, "#counters", "opponent: version 0 (frame 0)"), "the first opponent on the page")
+            # A refresh every 100 frames: the page names the newer copy of the policy the right side plays.
+            await until(lambda: learner.train_steps >= 2, "two train steps")
+            await until(_opponent_refreshed(page), "a refreshed opponent on the page")
+            # The academy's episodes end within seconds: the right side's mean return is plotted apart.
+            await until(lambda: _series_reported(page, "episode return", 3), "the right side's return plotted", 600)
+
+
+def _opponent_refreshed(page: Page):
+    async def check() -> bool:
+        text = await page.inner_text("#counters")
+        return "opponent: version" in text and "opponent: version 0 " not in text
+
+    return check
+
+
+async def _series_reported(page: Page, title: str, series: int) -> bool:
+    value = (await chart(page, title))[1][series]
+    return value is not None and math.isfinite(value)
+
+
 async def _points_at_least(page: Page, title: str, n: int) -> bool:
     return (await chart(page, title))[0] >= n
 

@@ -55,8 +55,8 @@ class InferenceLoop:
         return self._unrolls.qsize()
 
     def metrics(self) -> dict[str, float]:
-        """Gauges of the unroll queue between inference and the train batches."""
-        return {"queue/depth": float(self.queue_depth), "queue/capacity": float(self._unrolls.maxsize)}
+        """Gauges of the unroll queue between inference and the train batches, and of acting's opponent (self-play)."""
+        return {"queue/depth": float(self.queue_depth), "queue/capacity": float(self._unrolls.maxsize), **self._acting.metrics()}
 
     def submit(self, rows: Rows) -> asyncio.Future[dict[str, np.ndarray]]:
         return self._batcher.submit(rows)

@@ -44,6 +44,12 @@ class Policy(Protocol):
         ...
 
 
+class Opponent(Policy, Protocol):
+    """A policy for other rows than the learner's own (self-play's right side), with gauges of what it is."""
+
+    def metrics(self) -> dict[str, float]: ...
+
+
 class ActingAgent(Policy, Protocol):
     """A policy and what it keeps in unrolls (``aioseed.algos.agent.Agent`` is one)."""
 
@@ -67,6 +73,13 @@ class PolicyCall:
     """The recurrent state the rows started from."""
     evaluation: np.ndarray
     rewards: np.ndarray
+    frozen: np.ndarray | None = None
+    """<bool>[B] rows the frozen opponent plays (self-play's right side); None: none."""
+
+    @property
+    def learn(self) -> np.ndarray:
+        """<bool>[B] rows that are stored and trained on: neither evaluation envs' nor the opponent's."""
+        return ~self.evaluation if self.frozen is None else ~(self.evaluation | self.frozen)
 
 
 @dataclasses.dataclass
@@ -117,10 +130,11 @@ def append(
     boundaries: EpisodeBoundaries,
     outputs: Mapping[str, np.ndarray],
     version: int,
+    learn: np.ndarray | None = None,
 ) -> Unroll | None:
-    """Appends one step per row (``observations`` as the policy saw them); returns completed unrolls.
+    """Appends one step per ``learn`` row (``observations`` as the policy saw them); returns completed unrolls.
 
-    Rows of evaluation envs are never stored.
+    Rows of evaluation envs (the default ``learn``: all others) and of a frozen opponent are never stored.
     """
     step = Step(
         observation=observations,
@@ -132,9 +146,9 @@ def append(
         version=np.full(len(observations), version, np.int64),
     )
     columns = {**step, **outputs}
-    evaluation = inputs["evaluation"]
-    if evaluation.any():
-        learn = ~evaluation
+    if learn is None:
+        learn = ~inputs["evaluation"]
+    if not learn.all():
         return store.append(inputs["slot"][learn], {name: column[learn] for name, column in columns.items()})
     return store.append(inputs["slot"], columns)
 
@@ -157,9 +171,12 @@ class Acting:
         space: ActionSpace,
         stacker: FrameStacker | None = None,
         states: CoreStates | None = None,
+        opponent: Opponent | None = None,
     ) -> None:
-        """``version``: the parameter version the policy acts with, stored with every step."""
+        """``version``: the parameter version the policy acts with, stored with every step. ``opponent``: the
+        policy of right-side rows (``Rows["right"]``), which are then never stored (self-play)."""
         self._policy = policy
+        self._opponent = opponent
         self._envs = envs
         self._store = store
         self._version = version
@@ -167,6 +184,10 @@ class Acting:
         self._stacker = stacker
         self._states = states or CoreStates({})
         self._per_env_state = threading.Lock()
+
+    def metrics(self) -> dict[str, float]:
+        """The opponent's gauges (self-play), if it has any."""
+        return {} if self._opponent is None else self._opponent.metrics()
 
     def forget(self, slots: np.ndarray) -> None:
         """The slots' next rows start fresh unrolls (their stream ended)."""
@@ -187,13 +208,14 @@ class Acting:
         if evaluation.any():  # frames count the envs that train
             boundaries.env_steps = int((~boundaries.phantom & ~evaluation).sum())
         rewards = np.where(starts, np.float32(0), inputs["reward"]).astype(np.float32)
-        call = PolicyCall(slots, observations, state, evaluation, rewards)
+        frozen = inputs.get("right") if self._opponent is not None else None
+        call = PolicyCall(slots, observations, state, evaluation, rewards, frozen)
         version = self._version()  # read first: updates that land while the policy runs are not yet counted
         outputs, next_state, invalid = self._infer(call)
         with self._per_env_state:
             self._states.write(slots, next_state)
             # Unrolls keep the state each step started from; training replays the core from the first one.
-            unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, version)
+            unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, version, call.learn)
         evaluating = evaluation[boundaries.ended_rows]
         right = inputs.get("right")
         right_episodes = None if right is None else right[boundaries.ended_rows]
@@ -211,7 +233,7 @@ class Acting:
             raise ValueError("this step result keeps no policy inputs to redo")
         version = self._version()
         outputs, next_state, invalid = self._infer(call)
-        learn = ~call.evaluation
+        learn = call.learn
         with self._per_env_state:
             self._states.write(call.slots, next_state)
             rows = {name: column[learn] for name, column in outputs.items()}
@@ -222,12 +244,41 @@ class Acting:
 
     def _infer(self, call: PolicyCall) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
         """The policy on ``call``: outputs, next state, and the invalid rows (answered as action 0, flagged)."""
-        outputs, next_state = self._policy.infer(call.observations, call.state, call.slots, call.evaluation, call.rewards)
+        if call.frozen is None or not call.frozen.any():
+            outputs, next_state = self._policy.infer(call.observations, call.state, call.slots, call.evaluation, call.rewards)
+        else:
+            outputs, next_state = self._both_sides(call)
         invalid = invalid_rows(outputs, self._space)
         if invalid.any():  # stored as action 0; the rows' streams get INTERNAL instead of an action
             action = outputs["action"]
             outputs["action"] = np.where(invalid.reshape(-1, *[1] * (action.ndim - 1)), 0, action).astype(action.dtype)
         return outputs, next_state, invalid
+
+    def _both_sides(self, call: PolicyCall) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The policy on the learning rows and the opponent on the frozen ones, put back in row order."""
+        assert call.frozen is not None and self._opponent is not None
+        own, theirs = ~call.frozen, call.frozen
+        parts = [(rows, policy.infer(*_rows_of(call, rows))) for rows, policy in ((own, self._policy), (theirs, self._opponent)) if rows.any()]
+        return merged([(rows, out) for rows, (out, _) in parts]), merged([(rows, state) for rows, (_, state) in parts])
+
+
+def _rows_of(
+    call: PolicyCall, rows: np.ndarray
+) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """``call``'s policy arguments for the ``rows`` mask."""
+    state = {name: value[rows] for name, value in call.state.items()}
+    return call.observations[rows], state, call.slots[rows], call.evaluation[rows], call.rewards[rows]
+
+
+def merged(parts: list[tuple[np.ndarray, dict[str, np.ndarray]]]) -> dict[str, np.ndarray]:
+    """Row-aligned columns from (rows mask, columns of those rows) parts that cover every row once."""
+    first = parts[0][1]
+    size = len(parts[0][0])
+    out = {name: np.empty((size, *column.shape[1:]), column.dtype) for name, column in first.items()}
+    for rows, columns in parts:
+        for name, column in columns.items():
+            out[name][rows] = column
+    return out
 
 
 def unroll_columns(agent: ActingAgent, spec: EnvSpec) -> dict[str, Column]:
@@ -240,9 +291,17 @@ def unroll_columns(agent: ActingAgent, spec: EnvSpec) -> dict[str, Column]:
     }
 
 
-def acting_for(agent: ActingAgent, spec: EnvSpec, unroll_length: int, version: Callable[[], int], frame_stack: int = 1) -> Acting:
+def acting_for(
+    agent: ActingAgent,
+    spec: EnvSpec,
+    unroll_length: int,
+    version: Callable[[], int],
+    frame_stack: int = 1,
+    opponent: Opponent | None = None,
+) -> Acting:
     """Acting with ``agent`` on rows of ``spec``: per-env unrolls of its columns (R2D2's start with ``burn_in``
-    steps of the previous one), frame stacks when ``frame_stack`` > 1, its recurrent state."""
+    steps of the previous one), frame stacks when ``frame_stack`` > 1, its recurrent state; right-side rows
+    played by ``opponent``, if given."""
     store = UnrollStore(
         agent.burn_in + unroll_length,
         unroll_columns(agent, spec),
@@ -250,4 +309,4 @@ def acting_for(agent: ActingAgent, spec: EnvSpec, unroll_length: int, version: C
         first_step_only=agent.state_columns().keys(),
     )
     stacker = FrameStacker(frame_stack) if frame_stack > 1 else None
-    return Acting(agent, EnvTable(), store, version, agent.spec.action_space, stacker, CoreStates(agent.state_columns()))
+    return Acting(agent, EnvTable(), store, version, agent.spec.action_space, stacker, CoreStates(agent.state_columns()), opponent)

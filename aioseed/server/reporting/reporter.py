@@ -32,12 +32,14 @@ def progress_fields(snapshot: Snapshot, fps: float) -> dict[str, float | int]:
     for name, key, digits in SHORT_DIAGNOSTICS:
         value = snapshot.get(key, math.nan)
         if value == value:  # not NaN: the figure is reported (evaluation envs, PPO-style reuse, ...)
-            fields[name] = round(value, digits)
+            fields[name] = round(value, digits) if digits else int(value)
     return fields
 
 
 SHORT_DIAGNOSTICS = (
     ("eval_return", "charts/eval_return", 1),
+    ("return_right", "charts/return_right", 1),
+    ("opponent", "selfplay/opponent_version", 0),
     ("kl", "policy/kl_behaviour", 4),
     ("clip", "losses/clip_fraction", 3),
     ("ev", "policy/explained_variance", 2),
