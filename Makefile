@@ -45,7 +45,7 @@ $(FOOTBALL_STAMP): $(STAMP)
 	dpkg -s $(FOOTBALL_APT) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(FOOTBALL_APT); }
 	. $(BIN)/activate && pip install -q -U setuptools wheel psutil six && \
-		pip install -q --no-build-isolation -e '.[dev,ray,results,tracking,envpool,football]'
+		pip install -q --no-build-isolation -e '.[dev,ray,results,tracking,envpool,gfootball]'
 	touch $(FOOTBALL_STAMP)
 
 football: $(FOOTBALL_STAMP)

@@ -30,6 +30,7 @@ PresetName = Literal[
     "atari-ppo",
     "catch",
     "football-academy",
+    "football-academy-simple115",
     "football-academy-smm",
     "mujoco-ppo",
     "mujoco-sac",
@@ -48,8 +49,9 @@ class RunConfig:
     atari-noframeskip: the same on the references' protocol (no sticky actions); atari-ppo: CleanRL's PPO
     recipe (synchronous acting, 8 envs x 128 steps, shuffled transitions) on that protocol; catch: the
     same network on aioseed/Catch-v0; football-academy: V-trace on Google Research Football's
-    academy_empty_goal_close from the simple115v2 state (MLP); football-academy-smm: the same from the
-    stacked Super Mini Map with SEED's Football ResNet; mujoco-ppo and mujoco-sac: CleanRL's PPO and SAC
+    academy_empty_goal_close from the Super Mini Map with SEED's Football ResNet, on EnvPool's port of the
+    engine (no build); football-academy-simple115: the same from the simple115v2 state (MLP) on gfootball;
+    football-academy-smm: from the stacked Super Mini Map on gfootball, as SEED ran it; mujoco-ppo and mujoco-sac: CleanRL's PPO and SAC
     recipes for continuous control on HalfCheetah-v5 (any MuJoCo id with --learner.env); r2d2-cartpole:
     R2D2 sized for CartPole-v1."""
     learner: LearnerConfig = LearnerConfig(server=ServerConfig(host="127.0.0.1", port=0), stop=StopConfig(at_return=475.0))

@@ -12,11 +12,14 @@ def test_run_preset_sets_the_football_academy_and_flags_given_override_it() -> N
     run = parse(["run", "--envs-per-actor", "4", "--preset", "football-academy", "--learner.impala.learning-rate", "1e-3"])
     assert isinstance(run, RunConfig) and run.preset == "football-academy"
     assert run.learner.env == "football:academy_empty_goal_close" and run.learner.stop.at_return == 0.9
-    assert run.learner.football.representation == "simple115v2"
+    # EnvPool's port of the engine steps the actors' envs: nothing to build.
+    assert (run.learner.football.representation, run.env_backend, run.learner.impala.network) == ("extracted", "envpool", "football_resnet")
     assert (run.envs_per_actor, run.learner.impala.learning_rate) == (4, 1e-3)  # given flags win over the preset
     assert run.learner.training.unroll_length == 32  # the preset's value where no flag was given
     actor = run.actor_config(port=1234, index=0)
-    assert (actor.env, actor.football) == (run.learner.env, run.learner.football)  # actors run the same env
+    assert (actor.env, actor.football, actor.env_backend) == (run.learner.env, run.learner.football, "envpool")  # the same env
+    simple = parse(["run", "--preset", "football-academy-simple115"])
+    assert (simple.learner.football.representation, simple.env_backend) == ("simple115v2", "default")
 
 
 def test_the_smm_preset_uses_seeds_football_network_on_the_stacked_map() -> None:

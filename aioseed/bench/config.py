@@ -153,7 +153,7 @@ class LearningCurveBench:
 def _football_run() -> RunConfig:
     from aioseed.presets import preset
 
-    return preset("football-academy")
+    return preset("football-academy-simple115")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,7 +162,7 @@ class FootballBench:
     of scoring episodes reached in a learning run."""
 
     run: RunConfig = dataclasses.field(default_factory=_football_run)
-    """The ``aioseed run`` set-up (default: --preset football-academy); logdir and console are turned off."""
+    """The ``aioseed run`` set-up (default: --preset football-academy-simple115); logdir and console are turned off."""
     seconds: float = 60.0
     """Seconds over which env steps/s is measured, after the warm-up."""
     warmup_s: float = 30.0

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import pkgutil
+from types import ModuleType
 from typing import Any, Literal
 
 import gymnasium as gym
+
+from aioseed.action_space import Discrete
+from aioseed.spec import EnvSpec
 
 PREFIX = "football:"
 
@@ -69,13 +73,24 @@ def check_scenario(env_id: str) -> str:
     return scenario
 
 
+def gfootball_env() -> ModuleType:
+    """``gfootball.env``, or a ValueError that says how to get the engine."""
+    try:
+        import gfootball.env
+    except ImportError:
+        raise ValueError(
+            "football: ids on the default backend need gfootball's engine: `make football` builds it "
+            "(or --env-backend envpool: EnvPool's port, Super Mini Map and one player only)"
+        ) from None
+    return gfootball.env
+
+
 def make_football_env(env_id: str, config: FootballConfig = FootballConfig()) -> gym.Env:
     """One scenario with one controlled player as a gymnasium env, rendering off."""
-    import gfootball.env
     from shimmy import GymV21CompatibilityV0
 
     scenario = check_scenario(env_id)
-    env = gfootball.env.create_environment(
+    env = gfootball_env().create_environment(
         env_name=scenario,
         representation=config.representation,
         stacked=config.stacked,
@@ -86,10 +101,31 @@ def make_football_env(env_id: str, config: FootballConfig = FootballConfig()) ->
 
 
 def scenarios() -> list[str]:
-    """The scenario names gfootball ships."""
-    import gfootball.scenarios
-
+    """The scenario names gfootball ships; without gfootball, the ones EnvPool's port of the engine has."""
+    try:
+        import gfootball.scenarios
+    except ImportError:
+        try:
+            import envpool
+        except ImportError:
+            raise ValueError("football: ids need gfootball (make football) or EnvPool (pip install 'aioseed[football]')") from None
+        tasks = (name for name in envpool.list_all_envs() if name.startswith("gfootball/"))
+        return sorted(name.removeprefix("gfootball/").removesuffix("-v1") for name in tasks)
     return sorted(m.name for m in pkgutil.iter_modules(gfootball.scenarios.__path__) if not m.ispkg and not m.name.startswith("_"))
+
+
+ACTIONS = 19
+"""gfootball's default action set (action_set_v1), which every representation acts with."""
+
+
+def football_spec(config: FootballConfig) -> EnvSpec:
+    """The spec ``football:`` envs declare under ``config``, known without an engine (a learner needs none)."""
+    frames = 4 if config.stacked else 1
+    if config.representation == "simple115v2":
+        shape, dtype = (115 * frames,), "float32"
+    else:
+        shape, dtype = (72, 96, 4 * frames), "uint8"
+    return EnvSpec(shape, dtype, Discrete(ACTIONS), players=(config.left_players, config.right_players))
 
 
 class _MarkTimeLimit:

@@ -20,7 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from aioseed.envs.football import FootballConfig, check_scenario, make_football_env, time_limit_reached
+from aioseed.envs.football import FootballConfig, check_scenario, gfootball_env, make_football_env, time_limit_reached
 
 
 class PlayersVectorEnv(gym.vector.VectorEnv):
@@ -30,16 +30,15 @@ class PlayersVectorEnv(gym.vector.VectorEnv):
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
     def __init__(self, env_id: str, games: int, config: FootballConfig) -> None:
-        import gfootball.env
-
         self.players = (config.left_players, config.right_players)
         self.per_game = config.left_players + config.right_players
         self.games = games
         self.num_envs = games * self.per_game
         scenario = check_scenario(env_id)
+        create = gfootball_env().create_environment
         try:
             self._engines = [
-                gfootball.env.create_environment(
+                create(
                     env_name=scenario,
                     representation=config.representation,
                     stacked=config.stacked,

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import gymnasium as gym
 
 from aioseed.envs.atari import AtariConfig, is_atari, make_atari_vector_env
-from aioseed.envs.football import FootballConfig, is_football
+from aioseed.envs.football import FootballConfig, check_scenario, football_spec, is_football
 from aioseed.envs.football_players import make_football_vector_env
 from aioseed.spec import EnvSpec
 
@@ -119,7 +119,12 @@ def env_spec(
     football: FootballConfig = FootballConfig(),
     kwargs: Mapping[str, Any] | None = None,
 ) -> EnvSpec:
-    """The spec actors running ``env_id`` will declare."""
+    """The spec actors running ``env_id`` will declare (Football's from its settings: no engine needed here)."""
+    if is_football(env_id):
+        if kwargs:
+            raise ValueError(f"env_kwargs go to gymnasium envs; {env_id} takes its settings from the football flags")
+        check_scenario(env_id)
+        return football_spec(football)
     envs = make_vector_env(env_id, 1, atari, football, kwargs)
     try:
         return vector_env_spec(env_id, envs, atari)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aioseed.envs.registry import env_spec
 from aioseed.envs.football import FootballConfig, make_football_env, scenario_name, time_limit_reached
+from aioseed.envs.registry import env_spec
 
 EMPTY_GOAL = "football:academy_empty_goal_close"
 IDLE, RIGHT, SHOT = 0, 5, 12  # gfootball's default action set
@@ -72,3 +72,18 @@ def test_the_clock_ending_an_episode_is_a_truncation_and_goals_or_out_of_play_ar
         assert (total, terminated, truncated) == (0.0, True, False) and steps < 400, steps
     finally:
         academy.close()
+
+
+@pytest.mark.parametrize("representation", ["extracted", "simple115v2"])
+@pytest.mark.parametrize("stacked", [False, True], ids=["single", "stacked"])
+@pytest.mark.parametrize("players", [(1, 0), (2, 1)], ids=["1 player", "2+1 players"])
+def test_the_spec_a_learner_serves_without_an_engine_is_the_engines(representation, stacked, players) -> None:
+    from aioseed.envs.football import football_spec
+    from aioseed.envs.registry import make_vector_env, vector_env_spec
+
+    config = FootballConfig(representation=representation, stacked=stacked, left_players=players[0], right_players=players[1])
+    envs = make_vector_env("football:academy_3_vs_1_with_keeper", 1, football=config)
+    try:
+        assert football_spec(config) == vector_env_spec("football:academy_3_vs_1_with_keeper", envs)
+    finally:
+        envs.close()
