@@ -127,9 +127,11 @@ def build(config: LearnerConfig, run: object | None = None) -> Learner:
     opponent = frozen_opponent(config, seen, agent)
     checkpointer, tracker = None, None
     if config.logdir is not None:
-        config_file.save(config.logdir, run or config, "learner" if run is None else "run")
+        logdir, kind = config.logdir, "learner" if run is None else "run"
         objects = {**agent.checkpoint_objects(), **(opponent.checkpoint_objects() if opponent is not None else {})}
-        checkpointer = Checkpointer(config.logdir / "checkpoints", objects, warm_start=warm_start(config))
+        checkpointer = Checkpointer(
+            logdir / "checkpoints", objects, warm_start=warm_start(config), restored=lambda: config_file.save(logdir, run or config, kind)
+        )
         tracker = tracking_sender(config, config_file.document(run or config))
     log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
     return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference), tracker=tracker, opponent=opponent)
@@ -208,7 +210,7 @@ def assemble(
     batcher.set_connected_rows(0)
     tls = None if server.tls_cert is None or server.tls_key is None else (server.tls_cert, server.tls_key)
     options = server_options(server.max_streams, server.max_message_bytes, server.keepalive_s, server.keepalive_timeout_s)
-    endpoint = GrpcEndpoint(service, server.host, server.port, options, server.token, tls)
+    endpoint = GrpcEndpoint(service, server.host, server.port, options, server.actor_token, tls)
     stages = Stages(
         endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config, stats, tracker), params,
         tracker,

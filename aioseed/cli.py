@@ -13,6 +13,7 @@ from aioseed import log as logging_setup
 from aioseed.bench.config import BENCHES, Bench, LearningCurveBench
 from aioseed.clients.actor import ActorConfig
 from aioseed.clients.fleet import FleetConfig
+from aioseed.errors import UserError
 from aioseed.evaluate import EvalConfig
 from aioseed.launch import RunConfig
 from aioseed.results.report import ReportConfig
@@ -65,7 +66,22 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(f"aioseed {__version__}\n")
         return 0
     logging_setup.configure()
-    return dispatch(parse(argv))
+    try:
+        # Every value the configs refuse when they are built (ValueError) is a mistake in the flags or files.
+        command = parse(argv)
+    except ValueError as exc:
+        return user_error(exc)
+    try:
+        return dispatch(command)
+    except UserError as exc:
+        return user_error(exc)
+
+
+def user_error(exc: BaseException) -> int:
+    """One line on stderr, and exit status 2 (a traceback would say aioseed crashed)."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    sys.stderr.write(f"aioseed: error: {message}\n")
+    return 2
 
 
 COMMANDS = {
@@ -164,6 +180,18 @@ def missing_extra(extra: str, *modules: str) -> int:
     return 0
 
 
+def _env_id(command: object) -> str | None:
+    """The env id ``command`` will make, where it names one."""
+    match command:
+        case LearnerConfig() | ActorConfig():
+            return command.env
+        case RunConfig():
+            return command.learner.env
+        case EvalConfig():
+            return command.env
+    return None
+
+
 def dispatch(command: object) -> int:
     import uvloop
 
@@ -182,6 +210,11 @@ def dispatch(command: object) -> int:
         from aioseed.sweep import study
 
         return study.main(command)
+    env_id = _env_id(command)
+    if env_id is not None:
+        from aioseed.envs.registry import check_env_id
+
+        check_env_id(env_id)  # an unknown id is one line now, not an error from deep inside the start
     if not isinstance(command, (ActorConfig, FleetConfig)) or getattr(command, "architecture", "seed") == "impala":
         start_tensorflow()
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import tomli_w
 
+from aioseed.errors import InvalidInput, MissingFile, close_matches
+
 SECRETS = frozenset({"token"})
 """Fields never written to a logdir: one that was set is written as ``NOT_STORED``, which a command
 refuses to run with (pass the secret again as a flag)."""
@@ -26,7 +28,7 @@ PROVENANCE = "provenance"
 """The table of a written config that records where the run's code came from (not a setting)."""
 
 
-class ConfigFileError(ValueError):
+class ConfigFileError(InvalidInput):
     """A config file that cannot be read, or names a key the command does not have."""
 
 
@@ -40,6 +42,21 @@ def read(path: pathlib.Path) -> dict[str, Any]:
         raise ConfigFileError(f"config file {path}: {exc}") from None
 
 
+def unknown_key(key: str, cls: type, prefix: str) -> str:
+    """What is wrong with ``key`` in a table of ``cls``: the key that replaced it, or the closest ones."""
+    from aioseed.server.config import RENAMED_FLAGS, RENAMED_SECTIONS, LearnerConfig
+
+    spelled = key.replace("_", "-")
+    if cls is LearnerConfig and spelled in RENAMED_FLAGS:
+        section, _, leaf = RENAMED_FLAGS[spelled].rpartition(".")
+        table = f"[{prefix}{section}]".replace(".]", "]") if section else f"[{prefix.rstrip('.')}]"
+        return f"{prefix}{key} was renamed {prefix}{RENAMED_FLAGS[spelled]}: write it as {leaf} = ... in {table}"
+    if cls is LearnerConfig and spelled in RENAMED_SECTIONS:
+        return f"the section {prefix}{key} was renamed {prefix}{RENAMED_SECTIONS[spelled]}"
+    names = [field.name.replace("_", "-") for field in dataclasses.fields(cls)]
+    return f"unknown key {prefix}{key}{close_matches(spelled, names)} The keys here: {', '.join(prefix + n for n in names)}"
+
+
 def as_flags(table: Mapping[str, Any], cls: type, source: str, prefix: str = "") -> list[str]:
     """The flags of ``cls`` (a config dataclass) that ``table`` sets; unknown keys are errors."""
     fields = {field.name: field for field in dataclasses.fields(cls)}
@@ -48,8 +65,7 @@ def as_flags(table: Mapping[str, Any], cls: type, source: str, prefix: str = "")
     for key, value in table.items():
         name = key.replace("-", "_")
         if name not in fields:
-            known = ", ".join(prefix + f for f in fields)
-            raise ConfigFileError(f"{source}: unknown key {prefix}{key} (known here: {known})")
+            raise ConfigFileError(f"{source}: {unknown_key(key, cls, prefix)}")
         section = dataclasses.is_dataclass(hints[name])
         if isinstance(value, dict) != section:
             kind = "a table" if section else "a value"
@@ -154,7 +170,7 @@ def saved_learner(logdir: pathlib.Path) -> Any:
     elif (path := logdir / "config.json").exists():
         table = json.loads(path.read_text())
     else:
-        raise FileNotFoundError(f"{logdir / 'config.toml'} not found: is {logdir} a learner's logdir?")
+        raise MissingFile(f"{logdir} holds no config.toml: give the --logdir of a run (aioseed run or learner writes one there)")
     return tyro.cli(LearnerConfig, args=as_flags(table, LearnerConfig, str(path)), prog=f"config of {logdir}")
 
 

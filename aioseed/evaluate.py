@@ -15,6 +15,7 @@ import numpy as np
 import structlog
 
 from aioseed import config_file
+from aioseed.errors import MissingFile
 from aioseed.protocols import PROTOCOLS, ProtocolName, describe
 from aioseed.types import env_actions
 
@@ -98,7 +99,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     agent = build_agent(saved, spec, place(config.device))
     progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()
     if progress is None:
-        raise FileNotFoundError(f"no checkpoint under {config.logdir / 'checkpoints'}")
+        raise MissingFile(f"no checkpoint under {config.logdir / 'checkpoints'}")
     clip = None
     try:
         if config.video is not None:

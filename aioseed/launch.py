@@ -118,6 +118,7 @@ class RunConfig:
             envs_per_message=min(self.envs_per_message, envs),
             evaluation=evaluation,
             token=self.learner.server.token,
+            token_file=self.learner.server.token_file,
             seed=seed,
             env_backend=self.env_backend,
             name=f"local-eval-{index}" if evaluation else f"local-{index}",

@@ -72,8 +72,11 @@ def test_other_commands_take_files_too(tmp_path) -> None:
 
 
 def test_mistakes_in_a_file_name_the_file_and_the_key(tmp_path) -> None:
-    with pytest.raises(config_file.ConfigFileError, match=r"x.toml: unknown key learner.impala.learning_rat "):
+    with pytest.raises(config_file.ConfigFileError, match=r"x.toml: unknown key learner.impala.learning_rat; did you mean learning-rate"):
         parse(["run", "--config", str(write(tmp_path / "x.toml", "[learner.impala]\nlearning_rat = 1e-3\n"))])
+    renamed = r"o.toml: learner.stop-after-seconds was renamed learner.stop.after-seconds: write it as after-seconds = ... in \[learner.stop\]"
+    with pytest.raises(config_file.ConfigFileError, match=renamed):
+        parse(["run", "--config", str(write(tmp_path / "o.toml", "[learner]\nstop-after-seconds = 10\n"))])
     with pytest.raises(config_file.ConfigFileError, match=r"y.toml: learner must be a table"):
         parse(["run", "--config", str(write(tmp_path / "y.toml", 'learner = "x"\n'))])
     with pytest.raises(config_file.ConfigFileError, match=r"z.toml: .*line 1"):

@@ -46,7 +46,7 @@ def impala_run(run: RunConfig, envs_per_message: int) -> RunConfig:
 
 def wire_bytes_per_step(run: RunConfig) -> float:
     """Bytes of one Steps message of K rows plus its Actions reply, per row (protobuf framing included)."""
-    from aioseed.clients.actor import env_groups
+    from aioseed.clients.env_group import env_groups
     from aioseed.proto import aioseed_pb2 as pb
 
     actor = run.actor_config(0, 0)

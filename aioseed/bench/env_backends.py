@@ -16,6 +16,7 @@ import numpy as np
 from aioseed.bench.config import EnvBackendsBench
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.registry import make_vector_env
+from aioseed.errors import MissingFile
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
@@ -42,7 +43,7 @@ def checkpoint_policy(logdir: Any, env_id: str, envs: Any) -> Policy:
     saved = config_file.saved_learner(logdir)
     agent = build_agent(saved, vector_env_spec(env_id, envs, saved.atari), place("auto"))
     if Checkpointer(logdir / "checkpoints", agent.checkpoint_objects()).restore() is None:
-        raise FileNotFoundError(f"no checkpoint under {logdir / 'checkpoints'}")
+        raise MissingFile(f"no checkpoint under {logdir / 'checkpoints'}")
     state = zero_state(agent.state_columns(), envs.num_envs)
     if state:
         raise ValueError("--logdir: the bench runs feed-forward policies (this one has a recurrent state)")

@@ -13,28 +13,22 @@ import asyncio
 import dataclasses
 import json
 import os
-import pathlib
-import secrets
 import signal
 import socket
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import grpc
-import gymnasium as gym
 import numpy as np
 import structlog
 import tenacity
 
 from aioseed.action_space import decode
-from aioseed.clients.env_group import EnvGroup
-from aioseed.envs.atari import AtariConfig
-from aioseed.envs.football import FootballConfig
-from aioseed.envs.registry import EnvBackend, env_kwargs, make_vector_env, vector_env_spec
+from aioseed.clients.config import ActorConfig
+from aioseed.clients.env_group import EnvGroup, env_groups
 from aioseed.proto import SERVICE_NAME
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
-from aioseed.spec import EnvSpec
 
 log = structlog.get_logger()
 
@@ -47,82 +41,6 @@ FATAL_CODES = frozenset(
         grpc.StatusCode.UNIMPLEMENTED,
     }
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class ActorConfig:
-    """An actor process: environments and the connection to the learner."""
-
-    learner: str = "127.0.0.1:8686"
-    """HOST:PORT of the learner."""
-    env: str = "CartPole-v1"
-    """Gymnasium id of the environment, ALE/<Game>-v5 for Atari, football:<scenario> (gfootball), or
-    my_pkg.envs:MyEnv-v0 (imports my_pkg.envs, which registers MyEnv-v0)."""
-    env_kwargs: str = "{}"
-    """JSON object of keyword arguments for the env's constructor (gymnasium ids), e.g. '{"size": 8}'."""
-    num_envs: int = 8
-    """Environments in this process (N). A Football game with several controlled players is one env that gives a
-    row (an env slot on the learner) per player."""
-    envs_per_message: int = 8
-    """Envs per stream message (K); each group of K envs has its own stream."""
-    token: str | None = None
-    """Learner token, sent as gRPC metadata (authorization: Bearer TOKEN)."""
-    tls_ca: pathlib.Path | None = None
-    """PEM CA certificate(s): connect with TLS and verify the learner against them (None: plaintext)."""
-    tls_server_name: str | None = None
-    """Name the learner's certificate is checked against, when it differs from the host in --learner."""
-    seed: int | None = None
-    """Base seed of the environments (None: random)."""
-    env_backend: EnvBackend = "default"
-    """default: ale-py's vector env (ALE/ ids), gfootball's engines (football: ids), gymnasium's vector env
-    otherwise. envpool: EnvPool's C++ thread pool for the Atari, MuJoCo, Football and classic ids it has
-    (pip install 'aioseed[envpool]'); Football from the Super Mini Map with scoring rewards only."""
-    name: str | None = None
-    """Name shown in the learner's logs and console (default host:pid)."""
-    backoff_initial_s: float = 0.05
-    """First reconnect delay bound; it doubles per failed attempt (full jitter)."""
-    backoff_max_s: float = 5.0
-    """Largest reconnect delay."""
-    max_steps: int | None = None
-    """Stop after this many env steps (None: run until stopped)."""
-    atari: AtariConfig = AtariConfig()
-    """Preprocessing of ALE/ ids (stack 1 for a learner that stacks frames itself)."""
-    football: FootballConfig = FootballConfig()
-    """Observations and rewards of football:<scenario> ids (Google Research Football)."""
-    evaluation: bool = False
-    """Evaluation envs: the learner acts in evaluation mode (R2D2: epsilon 0.001), never learns from their
-    steps and reports their returns as charts/eval_return."""
-    video_dir: pathlib.Path | None = None
-    """Evaluation actors: record episodes of the first env as MP4 clips here (full-colour frames; gymnasium
-    and ALE ids). A learner's console shows the newest clip in its LOGDIR/videos (where aioseed run puts them)."""
-    video_every: int = 10
-    """With video_dir: record the first episode, then every video_every-th."""
-    architecture: Literal["seed", "impala"] = "seed"
-    """seed: stream every observation; the learner runs the policy. impala: pull the learner's parameters,
-    run the policy on this process's CPU (TensorFlow) and upload finished unrolls with their behaviour
-    logits (the learner must run --architecture impala)."""
-    policy_threads: int = 1
-    """IMPALA mode: CPU threads TensorFlow may use for the policy (0: its default, every core)."""
-    pull_timeout_s: float = 60.0
-    """IMPALA mode: a parameter pull not complete within this many seconds is given up (DEADLINE_EXCEEDED)
-    and the stream reconnects, with backoff."""
-
-    def __post_init__(self) -> None:
-        env_kwargs(self.env_kwargs)  # JSON object, or a clear ValueError now
-        if self.num_envs < 1 or self.envs_per_message < 1:
-            raise ValueError("num_envs and envs_per_message must be >= 1")
-        if self.architecture == "impala" and self.evaluation:
-            raise ValueError("IMPALA-mode actors cannot run evaluation envs; evaluate with aioseed eval")
-        if self.video_dir is not None and not self.evaluation:
-            raise ValueError("video_dir records evaluation actors' episodes: add --evaluation")
-        if self.video_every < 1:
-            raise ValueError(f"video_every must be >= 1, got {self.video_every}")
-        if self.pull_timeout_s <= 0:
-            raise ValueError(f"pull_timeout_s must be positive, got {self.pull_timeout_s}")
-        if self.policy_threads < 0:
-            raise ValueError(f"policy_threads must be >= 0, got {self.policy_threads}")
-        if self.backoff_initial_s <= 0 or self.backoff_max_s < self.backoff_initial_s:
-            raise ValueError("need 0 < backoff_initial_s <= backoff_max_s")
 
 
 MAX_RECEIVE_BYTES = 64 * 1024 * 1024
@@ -148,63 +66,12 @@ class Attempt:
     attempt_number: int
 
 
-def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]]:
-    """The actor's envs in groups of ``envs_per_message``: (spec, each env's run_id, the groups)."""
-    k = config.envs_per_message
-    sizes = [min(k, config.num_envs - start) for start in range(0, config.num_envs, k)]
-    kwargs = env_kwargs(config.env_kwargs)
-    rendering = None if config.video_dir is None else recording_envs(config, sizes[0], kwargs)
-    recorder = None
-    if rendering is not None:  # the first group renders, and its env 0 is recorded
-        from aioseed.clients.clips import ClipRecorder
-
-        recorder = ClipRecorder(config.video_dir, config.video_every)
-    vector_envs = [
-        rendering
-        if i == 0 and rendering is not None
-        else make_vector_env(config.env, size, config.atari, config.football, kwargs, config.env_backend)
-        for i, size in enumerate(sizes)
-    ]
-    spec = vector_env_spec(config.env, vector_envs[0], config.atari)
-    rows = [envs.num_envs for envs in vector_envs]  # a Football game with several controlled players: a row each
-    # Drawn once per process: the same across reconnects, new after a restart.
-    run_ids = np.array([secrets.randbits(64) | 1 for _ in range(sum(rows))], np.uint64)
-    offsets = np.cumsum([0, *rows])
-    groups = [
-        EnvGroup(
-            envs, spec, run_ids[offsets[i] : offsets[i + 1]], None if config.seed is None else config.seed + int(offsets[i]),
-            recorder if i == 0 else None,
-        )
-        for i, envs in enumerate(vector_envs)
-    ]
-    return spec, run_ids, groups
-
-
-def recording_envs(config: ActorConfig, size: int, kwargs: dict[str, Any]) -> gym.vector.VectorEnv | None:
-    """``size`` envs whose env 0 renders full-colour frames, or None (with a warning: the actor runs on
-    without clips) when this env cannot render any."""
-    from aioseed.envs.rendering import rendering_vector_env
-
-    envs = None
-    try:
-        envs = rendering_vector_env(config.env, size, config.atari, kwargs)
-        envs.reset(seed=config.seed)
-        frame = envs.envs[0].render()
-        if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3):
-            raise TypeError(f"render() gave {type(frame).__name__}, not an RGB frame")
-    except Exception as exc:  # whatever a user's env raises for render_mode="rgb_array"
-        log.warning("clips_off", env=config.env, reason=f"{type(exc).__name__}: {exc}"[:200])
-        if envs is not None:
-            envs.close()
-        return None
-    return envs
-
-
 class Actor:
     def __init__(self, config: ActorConfig) -> None:
         self.config = config
         self.name = config.name or f"{socket.gethostname()}:{os.getpid()}"
-        self._metadata = (("authorization", f"Bearer {config.token}"),) if config.token else ()
+        token = config.learner_token
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self.spec, self.run_ids, self.groups = env_groups(config)
         self.connects = 0
         self.slots: list[np.ndarray] = [np.zeros(0, np.int32) for _ in self.groups]

@@ -1,15 +1,24 @@
-"""K environments stepped together and their pending rows (the actor's side of the done convention)."""
+"""K environments stepped together and their pending rows (the actor's side of the done convention), and an
+actor's envs in such groups."""
 
 from __future__ import annotations
 
+import secrets
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
+import structlog
 
 from aioseed.action_space import for_env
 from aioseed.clients.clips import ClipRecorder
+from aioseed.clients.config import ActorConfig
+from aioseed.envs.registry import env_kwargs, make_vector_env, vector_env_spec
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.spec import EnvSpec
 from aioseed.types import FINAL, TERMINATED, TRUNCATED, Rows
+
+log = structlog.get_logger()
 
 
 class EnvGroup:
@@ -84,3 +93,53 @@ class EnvGroup:
         if self.recorder is not None:
             self.recorder.close()
         self.envs.close()
+
+
+def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]]:
+    """The actor's envs in groups of ``envs_per_message``: (spec, each env's run_id, the groups)."""
+    k = config.envs_per_message
+    sizes = [min(k, config.num_envs - start) for start in range(0, config.num_envs, k)]
+    kwargs = env_kwargs(config.env_kwargs)
+    rendering = None if config.video_dir is None else recording_envs(config, sizes[0], kwargs)
+    recorder = None
+    if rendering is not None:  # the first group renders, and its env 0 is recorded
+        recorder = ClipRecorder(config.video_dir, config.video_every)
+    vector_envs = [
+        rendering
+        if i == 0 and rendering is not None
+        else make_vector_env(config.env, size, config.atari, config.football, kwargs, config.env_backend)
+        for i, size in enumerate(sizes)
+    ]
+    spec = vector_env_spec(config.env, vector_envs[0], config.atari)
+    rows = [envs.num_envs for envs in vector_envs]  # a Football game with several controlled players: a row each
+    # Drawn once per process: the same across reconnects, new after a restart.
+    run_ids = np.array([secrets.randbits(64) | 1 for _ in range(sum(rows))], np.uint64)
+    offsets = np.cumsum([0, *rows])
+    groups = [
+        EnvGroup(
+            envs, spec, run_ids[offsets[i] : offsets[i + 1]], None if config.seed is None else config.seed + int(offsets[i]),
+            recorder if i == 0 else None,
+        )
+        for i, envs in enumerate(vector_envs)
+    ]
+    return spec, run_ids, groups
+
+
+def recording_envs(config: ActorConfig, size: int, kwargs: dict[str, Any]) -> gym.vector.VectorEnv | None:
+    """``size`` envs whose env 0 renders full-colour frames, or None (with a warning: the actor runs on
+    without clips) when this env cannot render any."""
+    from aioseed.envs.rendering import rendering_vector_env
+
+    envs = None
+    try:
+        envs = rendering_vector_env(config.env, size, config.atari, kwargs)
+        envs.reset(seed=config.seed)
+        frame = envs.envs[0].render()
+        if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3):
+            raise TypeError(f"render() gave {type(frame).__name__}, not an RGB frame")
+    except Exception as exc:  # whatever a user's env raises for render_mode="rgb_array"
+        log.warning("clips_off", env=config.env, reason=f"{type(exc).__name__}: {exc}"[:200])
+        if envs is not None:
+            envs.close()
+        return None
+    return envs

@@ -188,7 +188,8 @@ class RayFleet:
 
 async def learner_serving(actor: ActorConfig, timeout_s: float = 2.0) -> bool:
     """Whether the learner ``actor`` streams to answers its health check with SERVING."""
-    metadata = (("authorization", f"Bearer {actor.token}"),) if actor.token else ()
+    token = actor.learner_token
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
     try:
         async with open_channel(actor) as channel:
             reply = await health_pb2_grpc.HealthStub(channel).Check(

@@ -16,8 +16,8 @@ from typing import Protocol
 import numpy as np
 import structlog
 
-from aioseed.clients.actor import ActorConfig, env_groups
-from aioseed.clients.env_group import EnvGroup
+from aioseed.clients.actor import ActorConfig
+from aioseed.clients.env_group import EnvGroup, env_groups
 from aioseed.spec import EnvSpec
 from aioseed.types import Rows
 

@@ -11,7 +11,7 @@ from aiohttp.abc import AbstractAccessLogger
 
 from aioseed.console import api, auth, prometheus
 from aioseed.control import Control
-
+from aioseed.errors import PortTaken
 
 log = structlog.get_logger()
 
@@ -73,7 +73,11 @@ class ConsoleServer:
     async def start(self) -> str:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self._port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            raise PortTaken(f"the console cannot listen on {self.host}:{self._port} ({exc.strerror}): --console.port 0 picks a free port") from None
         self.port = self._runner.addresses[0][1]
         url = f"http://{self.host}:{self.port}/#token={self.token}"
         log.info("console_listening", url=url)

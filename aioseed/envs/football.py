@@ -11,6 +11,8 @@ runs without rendering; install it with ``make football`` (see docs/environments
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import pathlib
 import pkgutil
 from types import ModuleType
 from typing import Any, Literal
@@ -18,6 +20,7 @@ from typing import Any, Literal
 import gymnasium as gym
 
 from aioseed.action_space import Discrete
+from aioseed.errors import InvalidInput, close_matches
 from aioseed.spec import EnvSpec
 
 PREFIX = "football:"
@@ -55,7 +58,7 @@ def is_football(env_id: str) -> bool:
 def scenario_name(env_id: str) -> str:
     """``football:academy_empty_goal_close`` -> ``academy_empty_goal_close``."""
     if not is_football(env_id) or len(env_id) == len(PREFIX):
-        raise ValueError(f"not a football id: {env_id!r} (expected e.g. football:academy_empty_goal_close)")
+        raise InvalidInput(f"not a football id: {env_id!r} (expected e.g. football:academy_empty_goal_close)")
     return env_id[len(PREFIX) :]
 
 
@@ -69,16 +72,16 @@ def check_scenario(env_id: str) -> str:
     scenario = scenario_name(env_id)
     known = scenarios()
     if scenario not in known:
-        raise ValueError(f"unknown football scenario {scenario!r}; gfootball has {', '.join(known)}")
+        raise InvalidInput(f"unknown football scenario {scenario!r}{close_matches(scenario, known)} The scenarios: {', '.join(known)}")
     return scenario
 
 
 def gfootball_env() -> ModuleType:
-    """``gfootball.env``, or a ValueError that says how to get the engine."""
+    """``gfootball.env``, or a UserError that says how to get the engine."""
     try:
         import gfootball.env
     except ImportError:
-        raise ValueError(
+        raise InvalidInput(
             "football: ids on the default backend need gfootball's engine: `make football` builds it "
             "(or --env-backend envpool: EnvPool's port, Super Mini Map and one player only)"
         ) from None
@@ -101,17 +104,18 @@ def make_football_env(env_id: str, config: FootballConfig = FootballConfig()) ->
 
 
 def scenarios() -> list[str]:
-    """The scenario names gfootball ships; without gfootball, the ones EnvPool's port of the engine has."""
-    try:
-        import gfootball.scenarios
-    except ImportError:
+    """The scenario names gfootball ships (read from its files: importing it imports the old gym, which prints
+    warnings); without gfootball, the ones EnvPool's port of the engine has."""
+    spec = importlib.util.find_spec("gfootball")
+    if spec is None or not spec.submodule_search_locations:
         try:
             import envpool
         except ImportError:
-            raise ValueError("football: ids need gfootball (make football) or EnvPool (pip install 'aioseed[football]')") from None
+            raise InvalidInput("football: ids need gfootball (make football) or EnvPool (pip install 'aioseed[football]')") from None
         tasks = (name for name in envpool.list_all_envs() if name.startswith("gfootball/"))
         return sorted(name.removeprefix("gfootball/").removesuffix("-v1") for name in tasks)
-    return sorted(m.name for m in pkgutil.iter_modules(gfootball.scenarios.__path__) if not m.ispkg and not m.name.startswith("_"))
+    path = [str(pathlib.Path(spec.submodule_search_locations[0]) / "scenarios")]
+    return sorted(m.name for m in pkgutil.iter_modules(path) if not m.ispkg and not m.name.startswith("_"))
 
 
 ACTIONS = 19

@@ -21,6 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 from aioseed.envs.football import FootballConfig, check_scenario, gfootball_env, make_football_env, time_limit_reached
+from aioseed.errors import InvalidInput
 
 
 class PlayersVectorEnv(gym.vector.VectorEnv):
@@ -50,7 +51,7 @@ class PlayersVectorEnv(gym.vector.VectorEnv):
                 for _ in range(games)
             ]
         except (AssertionError, IndexError) as exc:  # gfootball's engine, asked for more players than a side has
-            raise ValueError(
+            raise InvalidInput(
                 f"{env_id}: cannot control {self.players[0]} left and {self.players[1]} right players: "
                 f"the scenario's teams are smaller ({type(exc).__name__}: {exc})"
             ) from None

@@ -14,6 +14,7 @@ import gymnasium as gym
 from aioseed.envs.atari import AtariConfig, is_atari, make_atari_vector_env
 from aioseed.envs.football import FootballConfig, check_scenario, football_spec, is_football
 from aioseed.envs.football_players import make_football_vector_env
+from aioseed.errors import InvalidInput, close_matches
 from aioseed.spec import EnvSpec
 
 EnvBackend = Literal["default", "envpool"]
@@ -39,17 +40,35 @@ def env_kwargs(text: str) -> dict[str, Any]:
 
 def registered_id(env_id: str) -> str:
     """``env_id`` once its module is imported: ``my_pkg.envs:MyEnv-v0`` imports ``my_pkg.envs`` (which
-    registers ``MyEnv-v0``) and gives ``MyEnv-v0``; other ids are returned as they are."""
-    if is_football(env_id) or ":" not in env_id:
+    registers ``MyEnv-v0``) and gives ``MyEnv-v0``; other ids are returned as they are. A UserError, with the
+    closest registered ids, for an id gymnasium does not know (ALE/ ids: ale-py's games)."""
+    if is_football(env_id):
         return env_id
-    module, _, name = env_id.partition(":")
-    try:
-        importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        raise ValueError(f"env {env_id}: cannot import {module!r} ({exc}); is it installed on this machine?") from None
-    if name not in gym.registry:
-        raise ValueError(f"env {env_id}: importing {module!r} registered no env named {name!r}")
+    if is_atari(env_id):
+        import ale_py  # noqa: F401  (registers the ALE/ ids)
+    name = env_id
+    if ":" in env_id:
+        module, _, name = env_id.partition(":")
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            raise InvalidInput(f"env {env_id}: cannot import {module!r} ({exc}); is it installed on this machine?") from None
+        if name not in gym.registry:
+            raise InvalidInput(f"env {env_id}: importing {module!r} registered no env named {name!r}{close_matches(name, gym.registry)}")
+    elif name not in gym.registry:
+        raise InvalidInput(
+            f"unknown env {env_id!r}{close_matches(env_id, gym.registry)} Gymnasium ids, ALE/<Game>-v5, "
+            "football:<scenario> and my_pkg.module:MyEnv-v0 work (gymnasium.pprint_registry() lists the registered ids)"
+        )
     return name
+
+
+def check_env_id(env_id: str) -> None:
+    """A UserError, with the closest known ids, for an env id nothing registers (before anything is built)."""
+    if is_football(env_id):
+        check_scenario(env_id)
+    else:
+        registered_id(env_id)
 
 
 def make_vector_env(
@@ -73,25 +92,25 @@ def make_vector_env(
     (``aioseed.envs.envpool_backend``).
     """
     if (is_atari(env_id) or is_football(env_id)) and kwargs:
-        raise ValueError(f"env_kwargs go to gymnasium envs; {env_id} takes its settings from the atari/football flags")
+        raise InvalidInput(f"env_kwargs go to gymnasium envs; {env_id} takes its settings from the atari/football flags")
     if backend == "envpool":
         if kwargs:
-            raise ValueError("--env-backend envpool takes no env_kwargs")
+            raise InvalidInput("--env-backend envpool takes no env_kwargs")
         from aioseed.envs.envpool_backend import make_envpool_vector_env
 
         return make_envpool_vector_env(env_id, num_envs, atari, football)
+    env_id = registered_id(env_id)
     if is_atari(env_id):
         return make_atari_vector_env(env_id, num_envs, atari)
     if is_football(env_id):
         return make_football_vector_env(env_id, num_envs, football)
-    env_id = registered_id(env_id)
     spec = gym.spec(env_id)
     mode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"
     vector = {} if mode == "vector_entry_point" else {"vector_kwargs": {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}}
     envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, **vector, **dict(kwargs or {}))
     autoreset = envs.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
     if autoreset != gym.vector.AutoresetMode.NEXT_STEP:
-        raise ValueError(f"{env_id}: aioseed needs next-step autoreset, the vector env uses {autoreset}")
+        raise InvalidInput(f"{env_id}: aioseed needs next-step autoreset, the vector env uses {autoreset}")
     return flattened(envs)
 
 
@@ -122,7 +141,7 @@ def env_spec(
     """The spec actors running ``env_id`` will declare (Football's from its settings: no engine needed here)."""
     if is_football(env_id):
         if kwargs:
-            raise ValueError(f"env_kwargs go to gymnasium envs; {env_id} takes its settings from the football flags")
+            raise InvalidInput(f"env_kwargs go to gymnasium envs; {env_id} takes its settings from the football flags")
         check_scenario(env_id)
         return football_spec(football)
     envs = make_vector_env(env_id, 1, atari, football, kwargs)

@@ -10,6 +10,7 @@ from typing import get_args
 import tyro
 
 from aioseed.config_file import as_flags, command_table, read
+from aioseed.errors import InvalidInput, close_matches
 from aioseed.launch import PresetName, RunConfig
 from aioseed.server.config import LearnerConfig
 
@@ -20,7 +21,7 @@ PRESETS: tuple[str, ...] = get_args(PresetName)
 
 def preset_path(name: str) -> pathlib.Path:
     if name not in PRESETS or name == "none":
-        raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+        raise InvalidInput(f"unknown preset {name!r}{close_matches(name, PRESETS)} The presets: {', '.join(PRESETS[1:])}")
     return DIRECTORY / f"{name}.toml"
 
 

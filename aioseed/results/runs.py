@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from aioseed import config_file
+from aioseed.errors import MissingFile
 from aioseed.results.curves import read_curve
 from aioseed.tables import flatten
 
@@ -43,7 +44,7 @@ def logdirs(paths: Iterable[pathlib.Path]) -> list[pathlib.Path]:
             continue
         below = sorted(p.parent for p in path.rglob("config.toml"))
         if not below:
-            raise FileNotFoundError(f"{path} holds no run: no config.toml in it or below it")
+            raise MissingFile(f"{path} holds no run: no config.toml in it or below it")
         found += below
     return sorted(set(found))
 
@@ -64,10 +65,10 @@ def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str |
         return Run(logdir, evaluation["env"], _seed(seed), evaluation["mean_return"], evaluation["frames"], described, settings)
     if source == "eval":
         which = f"--protocol {protocol} " if protocol else ""
-        raise FileNotFoundError(f"{logdir} has no kept evaluation: run aioseed eval {which}--logdir {logdir}")
+        raise MissingFile(f"{logdir} has no kept evaluation: run aioseed eval {which}--logdir {logdir}")
     points = read_curve(logdir / "tensorboard")
     if not points:
-        raise FileNotFoundError(f"{logdir} has neither a kept evaluation nor a curve (no charts/return in tensorboard/)")
+        raise MissingFile(f"{logdir} has neither a kept evaluation nor a curve (no charts/return in tensorboard/)")
     window = learner.get("return_window", 100)
     return Run(logdir, str(learner["env"]), _seed(seed), points[-1].mean_return, points[-1].frames, f"curve (last {window} episodes)", settings)
 

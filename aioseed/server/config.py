@@ -16,6 +16,7 @@ from aioseed.server.batching.autotune import BatchingConfig
 from aioseed.server.batching.batcher import BatcherConfig
 from aioseed.server.reporting.tracking import TrackerConfig, TrackingName
 from aioseed.server.training.trainer import TrainingConfig
+from aioseed.tokens import token_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +29,8 @@ class ServerConfig:
     """gRPC port (0 picks a free one)."""
     token: str | None = None
     """Shared secret actors must send (gRPC metadata authorization: Bearer TOKEN); None disables auth."""
+    token_file: pathlib.Path | None = None
+    """File whose first line is the token, instead of --server.token (which the process list shows)."""
     tls_cert: pathlib.Path | None = None
     """PEM certificate chain of the gRPC port; with tls_key, the port serves TLS only."""
     tls_key: pathlib.Path | None = None
@@ -83,9 +86,16 @@ class ServerConfig:
     shutdown_grace_s: float = 1.0
     """Seconds in-flight streams get to finish when the learner stops."""
 
+    @property
+    def actor_token(self) -> str | None:
+        """The token actors must send: token, or the first line of token_file (read now)."""
+        return token_of(self.token, self.token_file, "--server.token-file")
+
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
+        if self.token is not None and self.token_file is not None:
+            raise ValueError("give the token as token or as token_file, not both")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together: the port serves TLS with both or plaintext with neither")
         if self.max_streams < 1:
@@ -117,6 +127,11 @@ class ConsoleConfig:
     allowed_hosts: tuple[str, ...] = ()
     """Host names the console answers to besides IP literals and localhost (others get 400, against DNS
     rebinding); * allows any, e.g. behind a proxy that checks Host itself."""
+
+    @property
+    def actor_token(self) -> str | None:
+        """The token actors must send: token, or the first line of token_file (read now)."""
+        return token_of(self.token, self.token_file, "--server.token-file")
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

@@ -45,7 +45,7 @@ def test_only_evaluation_actors_record() -> None:
 
 
 def test_an_env_that_cannot_render_leaves_the_evaluation_actor_running_without_clips(tmp_path) -> None:
-    from aioseed.clients.actor import env_groups
+    from aioseed.clients.env_group import env_groups
 
     # The corridor of the custom-env test has no render_mode: the actor warns and records nothing.
     config = ActorConfig(env="tests.envs.corridor:Corridor-v0", num_envs=2, envs_per_message=2, evaluation=True, video_dir=tmp_path)

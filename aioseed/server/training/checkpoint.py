@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import structlog
 
 from aioseed.control import CommandRefused
+from aioseed.errors import InvalidInput, MissingFile
 from aioseed.server.training.trainer import Progress
 
 log = structlog.get_logger()
@@ -45,12 +47,12 @@ class WarmStart:
 
         if not self.source.is_dir():
             if not pathlib.Path(f"{self.source}.index").exists():
-                raise FileNotFoundError(f"init checkpoint: no checkpoint at {self.source} (and no directory)")
+                raise MissingFile(f"init checkpoint: no checkpoint at {self.source} (and no directory)")
             return str(self.source)
         for directory in (self.source / "checkpoints", self.source):
             if latest := tf.train.latest_checkpoint(str(directory)):
                 return latest
-        raise FileNotFoundError(f"init checkpoint: no checkpoint under {self.source}")
+        raise MissingFile(f"init checkpoint: no checkpoint under {self.source}")
 
 
 class Attachment(Protocol):
@@ -66,14 +68,22 @@ class Checkpointer:
     from the train thread."""
 
     def __init__(
-        self, directory: pathlib.Path, objects: dict[str, Any], max_to_keep: int = 3, warm_start: WarmStart | None = None
+        self,
+        directory: pathlib.Path,
+        objects: dict[str, Any],
+        max_to_keep: int = 3,
+        warm_start: WarmStart | None = None,
+        restored: Callable[[], None] | None = None,
     ) -> None:
+        """``restored`` runs once ``restore`` has succeeded or found nothing to restore (a learner writes its
+        config.toml then: one whose flags do not fit the checkpoint leaves the logdir as it was)."""
         import tensorflow as tf  # here, so that importing CheckpointRefused loads no TensorFlow
 
         self._train_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._frames = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._objects = objects
         self._warm_start = warm_start
+        self._restored = restored
         self._directory = directory
         self._attachments: dict[str, Attachment] = {}
         self._checkpoint = tf.train.Checkpoint(train_steps=self._train_steps, frames=self._frames, **objects)
@@ -94,12 +104,23 @@ class Checkpointer:
         if path is None:
             if self._warm_start is not None:
                 self._load_warm_start(self._warm_start)
+            if self._restored is not None:
+                self._restored()
             return None
-        self._checkpoint.restore(path).assert_existing_objects_matched()
+        try:
+            self._checkpoint.restore(path).assert_existing_objects_matched()
+        except (AssertionError, ValueError) as exc:  # TensorFlow's errors for values of another shape or kind
+            first = str(exc).strip().splitlines()[0][:300]
+            raise InvalidInput(
+                f"checkpoint {path} does not fit this learner: {first} (were the network or env flags different "
+                "when it was written? Use another --logdir, or the flags of that run)"
+            ) from None
         for name, attachment in self._attachments.items():
             attachment.restore(self._directory / name)
         progress = Progress(int(self._train_steps.numpy()), int(self._frames.numpy()))
         log.info("checkpoint_restored", path=path, train_steps=progress.train_steps, frames=progress.frames)
+        if self._restored is not None:
+            self._restored()
         return progress
 
     def _load_warm_start(self, warm: WarmStart) -> None:
@@ -111,7 +132,7 @@ class Checkpointer:
             tf.train.Checkpoint(**objects).restore(path).expect_partial().assert_existing_objects_matched()
         except (AssertionError, ValueError, tf.errors.OpError) as exc:
             first = str(exc).strip().splitlines()[0][:300]
-            raise ValueError(f"init checkpoint {path} does not fit this agent ({', '.join(objects)}): {first}") from None
+            raise InvalidInput(f"init checkpoint {path} does not fit this agent ({', '.join(objects)}): {first}") from None
         log.info("checkpoint_warm_start", path=path, loaded=list(objects))
 
     def listing(self) -> list[dict[str, Any]]:

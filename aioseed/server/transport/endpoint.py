@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pathlib
+import ssl
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from aioseed.errors import InvalidInput, MissingFile, PortTaken
 from aioseed.proto import SERVICE_NAME
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
@@ -70,6 +72,21 @@ def params_request(raw: bytes) -> pb.ParamsRequest | ProtocolError:
         return exc
 
 
+def tls_credentials(cert: pathlib.Path, key: pathlib.Path) -> grpc.ServerCredentials:
+    """The port's TLS credentials; a UserError that names the file when one is missing, is not PEM, or when the
+    key is not the certificate's (gRPC itself would only fail to bind)."""
+    for path, flag in ((cert, "--server.tls-cert"), (key, "--server.tls-key")):
+        if not path.is_file():
+            raise MissingFile(f"{flag} {path}: no such file")
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except ssl.SSLError as exc:
+        if exc.reason == "KEY_VALUES_MISMATCH":
+            raise InvalidInput(f"--server.tls-key {key} is not the private key of --server.tls-cert {cert}") from None
+        raise InvalidInput(f"--server.tls-cert {cert} and --server.tls-key {key} must be PEM files ({exc.reason or exc})") from None
+    return grpc.ssl_server_credentials([(key.read_bytes(), cert.read_bytes())])
+
+
 class GrpcEndpoint:
     """Verbs: ``start`` (binds, serves, reports SERVING; returns the port), ``drain``, ``stop``."""
 
@@ -100,13 +117,18 @@ class GrpcEndpoint:
         server = grpc.aio.server(options=self._options, interceptors=interceptors)
         add_learner_service(self._servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        if self._tls is not None:
-            cert, key = self._tls
-            self.port = server.add_secure_port(self._address, grpc.ssl_server_credentials([(key.read_bytes(), cert.read_bytes())]))
-        else:
-            self.port = server.add_insecure_port(self._address)
+        try:
+            if self._tls is not None:
+                self.port = server.add_secure_port(self._address, tls_credentials(*self._tls))
+            else:
+                self.port = server.add_insecure_port(self._address)
+        except RuntimeError:  # gRPC's "Failed to bind to address"
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot bind {self._address}")
+            raise PortTaken(
+                f"cannot listen on {self._address}: another process holds the port, or the host is not this machine's "
+                "(--server.port 0 picks a free port)"
+            )
         await server.start()
         self._server = server
         await self._health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)

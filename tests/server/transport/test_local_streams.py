@@ -9,7 +9,8 @@ import pytest
 from tests.conftest import small_config
 from tests.waiting import until
 
-from aioseed.clients.actor import ActorConfig, env_groups
+from aioseed.clients.actor import ActorConfig
+from aioseed.clients.env_group import env_groups
 from aioseed.server.transport.protocol import SpecMismatch
 
 
