@@ -14,7 +14,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip setuptools wheel
-	$(BIN)/pip install -q -e '.[dev,ray,results,tracking,envpool]'
+	$(BIN)/pip install -q -e '.[dev,ray,results,tracking,envpool,onnx]'
 	touch $(STAMP)
 
 # The console's chart library (uPlot), from npm with the committed lock file.
@@ -45,7 +45,7 @@ $(FOOTBALL_STAMP): $(STAMP)
 	dpkg -s $(FOOTBALL_APT) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(FOOTBALL_APT); }
 	. $(BIN)/activate && pip install -q -U setuptools wheel psutil six && \
-		pip install -q --no-build-isolation -e '.[dev,ray,results,tracking,envpool,gfootball]'
+		pip install -q --no-build-isolation -e '.[dev,ray,results,tracking,envpool,onnx,gfootball]'
 	touch $(FOOTBALL_STAMP)
 
 football: $(FOOTBALL_STAMP)

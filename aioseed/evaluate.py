@@ -1,6 +1,6 @@
 """``aioseed eval``: run a learner's latest checkpoint locally (V-trace, R2D2 or SAC) under a named
 protocol (``aioseed.protocols``), print return statistics and keep them as JSON in the run's logdir,
-optionally record episodes as MP4 and export a SavedModel."""
+optionally record episodes as MP4 and export a SavedModel or ONNX."""
 
 from __future__ import annotations
 
@@ -8,29 +8,21 @@ import dataclasses
 import json
 import pathlib
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import structlog
 
-from aioseed import config_file
-from aioseed.errors import MissingFile
+from aioseed import config_file, export
 from aioseed.protocols import PROTOCOLS, ProtocolName, describe
-from aioseed.types import env_actions
+from aioseed.trained import Act, acting_function, acting_settings, atari_seen, restored_agent, trained_env
 
 if TYPE_CHECKING:
     import gymnasium as gym
 
-    from aioseed.algos.agent import Agent
     from aioseed.envs.video import Clip
-    from aioseed.server.config import LearnerConfig
 
 log = structlog.get_logger()
-
-Act = Callable[[np.ndarray, dict[str, np.ndarray], np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]
-"""(observations [1, ...], recurrent state, the reward that led to them) -> (actions [1], next state)."""
-
 
 @dataclasses.dataclass(frozen=True)
 class EvalConfig:
@@ -64,6 +56,9 @@ class EvalConfig:
     """How the result prints: a table, or one JSON object (auto: a table on a terminal, else JSON)."""
     export: pathlib.Path | None = None
     """Also write the policy as a TensorFlow SavedModel here (V-trace; signatures serving_default and greedy)."""
+    onnx: pathlib.Path | None = None
+    """Also write the greedy policy as ONNX here (V-trace; tf2onnx: pip install 'aioseed[onnx]'): input observations
+    (and the recurrent state), outputs action, logits (to sample from) and value."""
     device: str = "auto"
     """TensorFlow device: auto (the first GPU, else the CPU), cpu, gpu or a name such as /GPU:1."""
 
@@ -76,11 +71,8 @@ class EvalConfig:
 
 def evaluate(config: EvalConfig) -> dict[str, Any]:
     from aioseed.algos.agent import zero_state
-    from aioseed.app import build_agent
-    from aioseed.devices import place
     from aioseed.envs.atari import is_atari
     from aioseed.envs.registry import vector_env_spec
-    from aioseed.server.training.checkpoint import Checkpointer
 
     protocol = PROTOCOLS[config.protocol]
     saved = config_file.saved_learner(config.logdir)
@@ -90,16 +82,10 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     saved = dataclasses.replace(saved, atari=dataclasses.replace(saved.atari, **protocol.atari_overrides()))
     episodes = config.episodes or protocol.episodes
     epsilon = config.epsilon if protocol.r2d2_epsilon is None else protocol.r2d2_epsilon
-    env = _make_env(saved, env_id, render=config.video is not None)
-    spec = vector_env_spec(env_id, env, _atari(saved))
-    if saved.agent == "r2d2":  # evaluation envs act at r2d2.eval_epsilon
-        saved = dataclasses.replace(saved, r2d2=dataclasses.replace(saved.r2d2, eval_epsilon=0.0 if config.greedy else epsilon))
-    if saved.agent == "sac":  # evaluation envs run sac.evaluation_action
-        saved = dataclasses.replace(saved, sac=dataclasses.replace(saved.sac, evaluation_action="mean" if config.greedy else "sample"))
-    agent = build_agent(saved, spec, place(config.device))
-    progress = Checkpointer(config.logdir / "checkpoints", agent.checkpoint_objects()).restore()
-    if progress is None:
-        raise MissingFile(f"no checkpoint under {config.logdir / 'checkpoints'}")
+    env = trained_env(saved, env_id, render=config.video is not None)
+    spec = vector_env_spec(env_id, env, atari_seen(saved))
+    saved = acting_settings(saved, config.greedy, epsilon)
+    agent, progress = restored_agent(saved, spec, config.logdir, device=config.device)
     clip = None
     try:
         if config.video is not None:
@@ -107,7 +93,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
 
             clip = Clip(config.video, config.fps)
         rows = env.num_envs  # one, or a Football game's controlled players
-        act, state = _act(agent, config.greedy, rows), zero_state(agent.state_columns(), rows)
+        act, state = acting_function(agent, config.greedy), zero_state(agent.state_columns(), rows)
         returns, lengths = _episodes(env, act, state, spec.dtype, dataclasses.replace(config, episodes=episodes), clip)
         right = spec.right_side(rows)
         right_returns = [] if right is None else [r for episode in returns for r, is_right in zip(episode, right) if is_right]
@@ -124,7 +110,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         "agent": saved.agent,
         "policy": policy,
         "protocol": describe(protocol, episodes, policy),
-        "atari": dataclasses.asdict(_atari(saved)) if is_atari(env_id) else None,
+        "atari": dataclasses.asdict(atari_seen(saved)) if is_atari(env_id) else None,
         "episodes": episodes,
         "mean_return": float(np.mean(returns)),
         "std_return": float(np.std(returns)),
@@ -148,7 +134,9 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         result["video"] = str(config.video)
         log.info("video_written", path=str(config.video), frames=clip.frames)
     if config.export is not None:
-        result["export"] = str(_export(agent, config.export))
+        result["export"] = str(export.saved_model(agent, config.export))
+    if config.onnx is not None:
+        result["onnx"] = str(export.onnx(agent, config.onnx, config.export))
     try:
         result["written"] = str(_keep(config.logdir, result, config.greedy))
     except OSError as exc:  # a read-only logdir: the result still prints
@@ -196,56 +184,6 @@ def _episodes(
     return returns, lengths
 
 
-def _atari(saved: LearnerConfig) -> Any:
-    """The Atari preprocessing the policy saw (with learner-side stacking, the learner's stack)."""
-    if saved.learner_frame_stack > 1:
-        return dataclasses.replace(saved.atari, stack=saved.learner_frame_stack)
-    return saved.atari
-
-
-def _make_env(saved: LearnerConfig, env_id: str, render: bool) -> gym.vector.VectorEnv:
-    """One env as the policy trained on it; with ``render``, one whose frames can be recorded."""
-    from aioseed.envs.registry import env_kwargs, make_vector_env
-    from aioseed.envs.rendering import rendering_vector_env
-
-    kwargs = env_kwargs(saved.env_kwargs)
-    if render:
-        return rendering_vector_env(env_id, 1, _atari(saved), kwargs, in_subprocess=True)
-    return make_vector_env(env_id, 1, _atari(saved), saved.football, kwargs)
-
-
-def _act(agent: Agent, greedy: bool, rows: int = 1) -> Act:
-    """The policy as one function of ``rows`` rows: the agent's own inference (V-trace samples; R2D2 takes
-    epsilon-greedy actions at its evaluation epsilon; SAC takes its ``evaluation_action``), or, greedy, V-trace's
-    most likely action (a Box's squashed mean)."""
-    evaluation = np.ones(rows, bool)
-    if not greedy or agent.uses_replay:
-        return lambda obs, state, reward: _first(agent.infer(obs, state, evaluation=evaluation, rewards=reward))
-    policy = agent.policy  # V-trace, greedy
-
-    def act(obs: np.ndarray, state: dict[str, np.ndarray], reward: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        extras = [reward] if agent.config.previous_action_reward else []
-        out = policy.greedy(obs, *(state[name] for name in policy.state_names), *extras)
-        return env_actions(out).numpy(), {name: out[name].numpy() for name in policy.state_names}
-
-    return act
-
-
-def _first(result: tuple[dict[str, np.ndarray], dict[str, np.ndarray]]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    outputs, state = result
-    return env_actions(outputs), state
-
-
-def _export(agent: Agent, path: pathlib.Path) -> pathlib.Path:
-    import tensorflow as tf
-
-    if agent.uses_replay:
-        raise ValueError("--export writes V-trace policies; R2D2's and SAC's networks are not exported yet")
-    tf.saved_model.save(agent.policy, str(path), signatures={"serving_default": agent.policy.act, "greedy": agent.policy.greedy})
-    log.info("policy_exported", path=str(path))
-    return path
-
-
 def table(result: dict[str, Any]) -> str:
     """The result for a terminal."""
     rows = [
@@ -256,7 +194,7 @@ def table(result: dict[str, Any]) -> str:
         ("episodes", str(result["episodes"])),
         ("return", f"mean {result['mean_return']:.2f}  std {result['std_return']:.2f}  min {result['min_return']:.2f}  max {result['max_return']:.2f}"),
         ("length", f"mean {result['mean_length']:.1f} steps"),
-        *[(key, result[key]) for key in ("video", "export", "written") if key in result],
+        *[(key, result[key]) for key in ("video", "export", "onnx", "written") if key in result],
     ]
     return "\n".join(f"{name:<11}{value}" for name, value in rows) + "\n"
 

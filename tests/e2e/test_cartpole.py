@@ -14,7 +14,10 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.util import tensor_util
 from tests.processes import CARTPOLE_FRAME_BUDGET, CARTPOLE_TO_195, Process, run_to_end, run_to_return
 
+import aioseed
 from aioseed.evaluate import EvalConfig, evaluate
+
+README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 
 
 async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
@@ -68,6 +71,42 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
     out = policy.signatures["greedy"](observations=tf.zeros([3, 4], tf.float32))
     assert out["action"].shape == (3,) and out["logits"].shape == (3, 2)
     assert set(np.unique(out["action"].numpy())) <= {0, 1}
+
+    # The README's example runs the same policy in a plain gymnasium loop: eval's greedy episode of seed 0.
+    example = re.search(r"```python\n(import gymnasium as gym\nimport aioseed\n.*?)```", README.read_text(), re.S).group(1)
+    scope: dict = {}
+    exec(example.replace('"logs/cartpole"', repr(str(logdir))).replace("print(total)", ""), scope)
+    assert scope["total"] == result["returns"][0]
+    # ... and so does the object itself, episode by episode.
+    trained = aioseed.load_policy(logdir / "checkpoints", greedy=True)
+    assert (trained.frames, trained.train_steps) == (result["frames"], result["train_steps"])
+    assert [greedy_episode(trained, seed) for seed in range(1, 4)] == result["returns"][1:4]
+
+    # ONNX, converted by tf2onnx, gives the SavedModel's greedy actions and logits.
+    import onnxruntime
+
+    onnx_path = tmp_path / "policy.onnx"
+    evaluation = await Process(["eval", "--logdir", str(logdir), "--episodes", "1", "--onnx", str(onnx_path), "--format", "json"]).start()
+    assert await evaluation.wait(timeout_s=180) == 0, evaluation.log
+    assert json.loads(await evaluation.stdout())["onnx"] == str(onnx_path)
+    observations = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
+    action, logits, _ = onnxruntime.InferenceSession(str(onnx_path)).run(["action", "logits", "value"], {"observations": observations})
+    reference = policy.signatures["greedy"](observations=tf.constant(observations))
+    assert np.array_equal(action, reference["action"].numpy()) and np.allclose(logits, reference["logits"].numpy(), atol=1e-5)
+
+
+def greedy_episode(trained, seed: int) -> float:
+    """One episode of ``trained`` in a plain CartPole-v1, from ``seed`` (as aioseed eval seeds its episodes)."""
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1")
+    observation, _ = env.reset(seed=seed)
+    state, total, done = trained.initial_state(1), 0.0, False
+    while not done:
+        action, state = trained.act(observation[None], state)
+        observation, reward, terminated, truncated, _ = env.step(action[0])
+        total, done = total + reward, terminated or truncated
+    return total
 
 
 PROMISED = (  # docs/console.md, "TensorBoard"

@@ -97,10 +97,10 @@ class Checkpointer:
     def latest(self) -> str | None:
         return self._manager.latest_checkpoint
 
-    def restore(self) -> Progress | None:
-        """Restores the latest checkpoint, if any, and returns its counters; without one, loads the
-        warm start's weights, if any (counters stay at zero: a new run)."""
-        path = self._manager.latest_checkpoint
+    def restore(self, path: str | None = None) -> Progress | None:
+        """Restores ``path`` (default: the latest checkpoint, if any) and returns its counters; without one, loads
+        the warm start's weights, if any (counters stay at zero: a new run)."""
+        path = path or self._manager.latest_checkpoint
         if path is None:
             if self._warm_start is not None:
                 self._load_warm_start(self._warm_start)
