@@ -53,6 +53,7 @@ from aioseed.types import Unroll
 if TYPE_CHECKING:
     from aioseed.algos.replicas import Replicas
     from aioseed.server.acting.opponent import FrozenOpponent
+    from aioseed.server.acting.served import ServedPolicy
 
 log = structlog.get_logger()
 
@@ -167,9 +168,11 @@ def assemble(
     lanes: int = 1,
     tracker: Sender | None = None,
     opponent: FrozenOpponent | None = None,
+    served: ServedPolicy | None = None,
 ) -> Learner:
     """The stages in data-path order around ``agent``, for actors that send ``spec``; ``lanes``: inference
-    batches that may run at once (one per inference device); ``opponent``: self-play's, for right-side rows."""
+    batches that may run at once (one per inference device); ``opponent``: self-play's, for right-side rows;
+    ``served``: aioseed serve's policy, which acts for every stream instead of ``agent`` and stores nothing."""
     stack = config.learner_frame_stack
     if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
         raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
@@ -190,7 +193,7 @@ def assemble(
     if opponent is not None:  # self-play and IMPALA mode never meet (LearnerConfig refuses them together)
         on_version = refreshing(opponent, stats)
     trainer = Trainer(config.training, agent, source, stats.record_train, lambda: stats.frames, on_version, pacing)
-    acting = acting_for(agent, spec, config.training.unroll_length, lambda: trainer.version, stack, opponent)
+    acting = acting_for(agent, spec, config.training.unroll_length, lambda: trainer.version, stack, opponent, served)
     inference = InferenceLoop(batcher, acting, unrolls, on_batch(stats, stopping, spec.frames_per_step), lanes, pacing)
     limits = StreamLimits(
         streams=server.max_streams,
@@ -206,7 +209,9 @@ def assemble(
         message_timeout_s=server.message_timeout_s,
     )
     slots = SlotTable(server.max_envs, server.slot_grace_s)
-    service = LearnerService(spec, slots, inference, limits, batcher.set_connected_rows, stats.record_latency, bounds, uploads)
+    service = LearnerService(
+        spec, slots, inference, limits, batcher.set_connected_rows, stats.record_latency, bounds, uploads, served is not None
+    )
     batcher.set_connected_rows(0)
     tls = None if server.tls_cert is None or server.tls_key is None else (server.tls_cert, server.tls_key)
     options = server_options(server.max_streams, server.max_message_bytes, server.keepalive_s, server.keepalive_timeout_s)

@@ -17,6 +17,7 @@ from aioseed.errors import UserError
 from aioseed.evaluate import EvalConfig
 from aioseed.launch import RunConfig
 from aioseed.results.report import ReportConfig
+from aioseed.serve import ServeConfig
 from aioseed.server.config import RENAMED_FLAGS, RENAMED_SECTIONS, LearnerConfig
 from aioseed.sweep.config import SweepConfig
 
@@ -90,6 +91,7 @@ COMMANDS = {
     "actors": FleetConfig,
     "run": RunConfig,
     "eval": EvalConfig,
+    "serve": ServeConfig,
     "report": ReportConfig,
     "sweep": SweepConfig,
     "bench": Bench,
@@ -235,6 +237,10 @@ def dispatch(command: object) -> int:
             from aioseed import evaluate
 
             return evaluate.main(command)
+        case ServeConfig():
+            from aioseed import serve
+
+            return uvloop.run(serve.main(command))
         case Bench():
             from aioseed.bench.run import run_bench
 

@@ -147,7 +147,7 @@ async def serve_learner(config: LearnerConfig) -> int:
     # (``Refusals.collect_cycles``). Only here, in the daemon's own process: a frozen object is never
     # collected, nor any garbage cycle through it, so a process that builds learners repeatedly must not.
     gc.freeze()
-    _stop_on_signals(learner.request_stop)
+    stop_on_signals(learner.request_stop)
     async with showing(learner, config.stop, config.env, config.display):
         await learner.run()
     return 0
@@ -273,7 +273,7 @@ async def train_locally(config: RunConfig) -> RunSummary:
 
     learner = _build(config.served_learner, run=config)
     port = await learner.start()
-    _stop_on_signals(learner.request_stop)
+    stop_on_signals(learner.request_stop)
     showing_progress = showing(learner, config.learner.stop, config.learner.env, config.learner.display)
     async with showing_progress, asyncio.TaskGroup() as group:
         group.create_task(learner.run(), name="learner")
@@ -318,7 +318,7 @@ async def run_local(config: RunConfig) -> int:
     return 0
 
 
-def _stop_on_signals(stop: Callable[[], None]) -> None:
+def stop_on_signals(stop: Callable[[], None]) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop)

@@ -105,6 +105,11 @@ function showState(state) {
       ? ` · replay ${fmt(m["replay/size"], 0)}/${fmt(m["replay/capacity"], 0)} unrolls, ` +
         `${fmt(m["replay/sampled"], 0)} sampled / ${fmt(m["replay/inserted"], 0)} inserted`
       : "") +
+    // aioseed serve: the checkpoint it serves (a newer one replaces it with --watch).
+    (m["serve/checkpoint"] != null
+      ? ` · serving checkpoint ${fmt(m["serve/checkpoint"], 0)} (train step ${fmt(m["serve/train_steps"], 0)}, ` +
+        `frame ${fmt(m["serve/frames"], 0)}; ${fmt(m["serve/reloads"], 0)} reloads)`
+      : "") +
     // Self-play: the frozen copy of the policy that plays the right side, and when it was taken.
     (m["selfplay/opponent_version"] != null
       ? ` · opponent: version ${fmt(m["selfplay/opponent_version"], 0)} (frame ${fmt(m["selfplay/opponent_frames"], 0)})`

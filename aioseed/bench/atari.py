@@ -71,8 +71,8 @@ def measure(run: RunConfig, warmup_s: float, seconds: float) -> dict[str, float]
 def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
     from aioseed.algos.agent import zero_state
     from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.envs.registry import make_vector_env
     from aioseed.app import learner_specs
+    from aioseed.envs.registry import make_vector_env
 
     config = bench.run.learner
     num_envs = bench.run.num_actors * bench.run.envs_per_actor

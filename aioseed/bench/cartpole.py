@@ -22,8 +22,9 @@ import numpy as np
 
 from aioseed.bench.config import CartpoleBench
 from aioseed.bench.spawned import run_in_process
-from aioseed.server.config import StopConfig
 from aioseed.launch import RunConfig
+from aioseed.server.config import StopConfig
+
 
 def env_steps_per_s(env_id: str, seconds: float = 1.0) -> float:
     """Random-action stepping rate of one env on one core (the env's own speed)."""

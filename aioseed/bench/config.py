@@ -8,55 +8,10 @@ from typing import Annotated, Union
 
 import tyro
 
+from aioseed.bench.load_config import ServeBench, StreamsBench, TransportBench
 from aioseed.launch import PresetName, RunConfig
 from aioseed.server.config import ConsoleConfig, StopConfig
 from aioseed.server.trajectories.pacing import ActingMode
-
-
-@dataclasses.dataclass(frozen=True)
-class TransportBench:
-    """Null env + trivial model through the real learner, against a raw grpc.aio echo."""
-
-    streams: tuple[int, ...] = (1, 64, 1024)
-    """Concurrent streams per configuration."""
-    rows_per_message: tuple[int, ...] = (1, 64)
-    """K values."""
-    seconds: float = 5.0
-    """Measured seconds per configuration (after warm-up)."""
-    actor_processes: int = 1
-    """Client processes sharing the streams."""
-    max_batch_size: int = 1024
-    """The learner's max_batch_size (raised to K when K is larger)."""
-    deadline_ms: float = 2.0
-    """The learner's batch deadline."""
-    json: bool = False
-    """Print one JSON object per configuration."""
-
-
-@dataclasses.dataclass(frozen=True)
-class StreamsBench:
-    """Many concurrent actor streams against a real learner (CartPole MLP, training): throughput,
-    latency, per-stream fairness, learner memory and file descriptors."""
-
-    streams: int = 1024
-    """Concurrent streams, spread over the client processes."""
-    baseline_streams: int = 64
-    """Streams of the baseline measured first in the same run (0: none)."""
-    rows_per_message: int = 1
-    """K: env rows per message."""
-    seconds: float = 20.0
-    """Measured seconds, after the warm-up (use 600 for the soak)."""
-    warmup_s: float = 30.0
-    """Seconds of traffic before measuring: connections, tracing, and the first unroll of every env, which
-    all envs finish at once (at 4,096 streams about 10 s in); that burst is start-up, not steady state."""
-    client_processes: int = 2
-    """Processes the streams are spread over."""
-    max_batch_size: int = 1024
-    """The learner's max_batch_size."""
-    deadline_ms: float = 2.0
-    """The learner's batch deadline."""
-    json: bool = False
-    """Print one JSON object per configuration."""
 
 
 def cartpole_run() -> RunConfig:
@@ -372,6 +327,7 @@ class EnvBackendsBench:
 
 BENCHES: dict[str, type] = {
     "transport": TransportBench,
+    "serve": ServeBench,
     "cartpole": CartpoleBench,
     "atari": AtariBench,
     "learning-curve": LearningCurveBench,

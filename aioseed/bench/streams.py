@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from aioseed.bench.config import StreamsBench
+from aioseed.bench.load_config import StreamsBench
 from aioseed.bench.transport import Trial, run_trial
 from aioseed.server.batching.batcher import BatcherConfig
 

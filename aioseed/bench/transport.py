@@ -15,15 +15,21 @@ import json
 import math
 import multiprocessing
 import os
+import pathlib
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from aioseed.bench.config import TransportBench
+from aioseed.bench.load_config import TransportBench
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.server.batching.batcher import BatcherConfig
 from aioseed.spec import EnvSpec
+
+if TYPE_CHECKING:
+    from aioseed.server.config import ConsoleConfig, ServerConfig
+    from aioseed.server.learner import Learner
 
 SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", action_space=2)
 METHOD = "/aioseed.v1.Learner/Act"
@@ -40,6 +46,10 @@ class Trial:
     batcher: BatcherConfig
     agent: str = "null"  # "null" (no model) | "mlp" (V-trace's CartPole MLP, training for real)
     warmup_s: float = WARMUP_S
+    checkpoint: str | None = None
+    """server "serve" (aioseed serve) or "paused" (a learner restored from it, training paused): a CartPole run."""
+    evaluation: bool = False
+    """The clients' streams are evaluation envs (acted on, never stored)."""
 
 
 # ---- servers (each in its own spawned process) -------------------------------------------
@@ -62,7 +72,7 @@ def process_rss_mib() -> float:
 
 
 async def _serve_async(trial: Trial, ready, stop) -> None:
-    server, k, streams, batcher = trial.server, trial.k, trial.streams, trial.batcher
+    server, k, streams = trial.server, trial.k, trial.streams
     import grpc
 
     loop = asyncio.get_running_loop()
@@ -90,25 +100,15 @@ async def _serve_async(trial: Trial, ready, stop) -> None:
         await grpc_server.stop(0)
         return
 
-    from aioseed.app import assemble
-    from aioseed.server.config import ConsoleConfig, LearnerConfig, ServerConfig
+    from aioseed.server.config import ConsoleConfig, ServerConfig
 
     server = ServerConfig(
         host="127.0.0.1", port=0, max_envs=streams * k, max_envs_per_stream=k, max_streams=streams, max_envs_per_actor=streams * k
     )
-    config = LearnerConfig(
-        server=server, logdir=None, console=ConsoleConfig(enabled=False), log_every_s=3600.0, batcher=batcher
-    )
-    if trial.agent == "mlp":
-        from aioseed.algos.impala.agent import ImpalaAgent
-
-        agent = ImpalaAgent(SPEC, config.impala)
-    else:
-        from aioseed.bench.null_agent import NullAgent
-
-        agent = NullAgent(SPEC)
-    learner = assemble(config, SPEC, agent)
+    learner = _learner(trial, server, ConsoleConfig(enabled=False))
     port = await learner.start()
+    if trial.server == "paused":
+        learner.pause()
     ready.put(port)
     run = asyncio.create_task(learner.run())
     rss: list[tuple[float, float]] = []
@@ -119,16 +119,55 @@ async def _serve_async(trial: Trial, ready, stop) -> None:
             rss.append((time.monotonic() - started, process_rss_mib()))
             await asyncio.sleep(1.0)
 
-    sampler = asyncio.create_task(sample_rss())
+    cpu: list[tuple[float, float]] = []
+
+    async def sample_cpu() -> None:  # (monotonic time, CPU seconds of this process): the clients' clock is the same
+        while True:
+            cpu.append((time.monotonic(), time.process_time()))
+            await asyncio.sleep(0.1)
+
+    sampler, cpu_sampler = asyncio.create_task(sample_rss()), asyncio.create_task(sample_cpu())
     await loop.run_in_executor(None, stop.wait)
     sampler.cancel()
+    cpu_sampler.cancel()
     snapshots = [s for s in learner.series() if s["batcher/batches"] > 0]
     keys = ("batcher/batch_size", "batcher/fill_ms_p50", "inference/ms")
     report = {key: float(np.nanmean([s[key] for s in snapshots])) if snapshots else math.nan for key in keys}
-    report.update(rss=rss, open_fds=len(os.listdir("/proc/self/fd")), train_steps=learner.train_steps)
+    report.update(rss=rss, cpu=cpu, open_fds=len(os.listdir("/proc/self/fd")), train_steps=learner.train_steps)
     ready.put(report)
     learner.request_stop()
     await run
+
+
+def _learner(trial: Trial, server: ServerConfig, console: ConsoleConfig) -> Learner:
+    """The learner of ``trial.server``: "learner" (``trial.agent`` on a fresh CartPole network, training), "serve"
+    (``aioseed serve`` of ``trial.checkpoint``) or "paused" (a learner restored from it, paused by the caller)."""
+    import dataclasses
+
+    from aioseed.app import assemble
+    from aioseed.server.config import LearnerConfig, StopConfig
+
+    if trial.server == "serve":
+        from aioseed import serve
+
+        config = serve.ServeConfig(pathlib.Path(trial.checkpoint), server=server, batcher=trial.batcher, console=console, log_every_s=3600.0)
+        return serve.build(config)[0]
+    if trial.server == "paused":
+        from aioseed import config_file
+        from aioseed.app import build
+
+        saved = config_file.saved_learner(pathlib.Path(trial.checkpoint))
+        return build(dataclasses.replace(
+            saved, server=server, batcher=trial.batcher, console=console, log_every_s=3600.0, tensorboard=False, stop=StopConfig()
+        ))
+    config = LearnerConfig(server=server, logdir=None, console=console, log_every_s=3600.0, batcher=trial.batcher)
+    if trial.agent == "mlp":
+        from aioseed.algos.impala.agent import ImpalaAgent
+
+        return assemble(config, SPEC, ImpalaAgent(SPEC, config.impala))
+    from aioseed.bench.null_agent import NullAgent
+
+    return assemble(config, SPEC, NullAgent(SPEC))
 
 
 # ---- clients -------------------------------------------------------------------------------
@@ -152,7 +191,7 @@ async def _client_async(port: int, streams: int, trial: Trial, seed: int) -> dic
         call = channel.stream_stream(METHOD, request_serializer=None, response_deserializer=None)()
         run_ids = np.arange(1, k + 1, dtype="<u8") + (seed * 1_000_000 + index) * k
         hello = pb.ActorMessage(
-            hello=pb.Hello(spec=SPEC.to_proto(), num_envs=k, run_ids=run_ids.tolist(), actor_name="bench")
+            hello=pb.Hello(spec=SPEC.to_proto(), num_envs=k, run_ids=run_ids.tolist(), actor_name="bench", evaluation=trial.evaluation)
         )
         await call.write(hello.SerializeToString())
         welcome = pb.LearnerMessage.FromString(await call.read())
@@ -180,7 +219,7 @@ async def _client_async(port: int, streams: int, trial: Trial, seed: int) -> dic
 
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         await asyncio.gather(*(one(channel, i) for i in range(streams)))
-    return {"round_trips": sum(counts), "per_stream": counts, "latencies": latencies}
+    return {"round_trips": sum(counts), "per_stream": counts, "latencies": latencies, "window": (start_at, end_at)}
 
 
 def run_trial(trial: Trial) -> dict:
@@ -203,11 +242,17 @@ def run_trial(trial: Trial) -> dict:
     for client in clients:
         client.join()
     stop.set()
-    batching = ready.get(timeout=60) if trial.server == "learner" else None
+    batching = ready.get(timeout=60) if trial.server != "echo" else None
     server.join(60)
     latencies = np.concatenate([np.asarray(o["latencies"]) for o in outputs]) * 1e3
     round_trips = sum(o["round_trips"] for o in outputs)
+    cpu_s = math.nan
+    if batching is not None and batching["cpu"]:
+        times, seconds = np.asarray(batching["cpu"]).T
+        start, end = outputs[0]["window"]
+        cpu_s = float(np.interp(end, times, seconds) - np.interp(start, times, seconds))
     return {
+        "server_cpu_s": cpu_s,
         "per_stream": np.concatenate([np.asarray(o["per_stream"]) for o in outputs]),
         "round_trips_per_s": round_trips / trial.seconds,
         "p50_ms": float(np.percentile(latencies, 50)) if len(latencies) else float("nan"),

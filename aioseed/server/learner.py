@@ -102,6 +102,10 @@ class Learner:
         """Parameter version: updates applied (several per batch with sample reuse)."""
         return self._trainer.version
 
+    def set_version(self, train_steps: int) -> None:
+        """The parameter version the metrics report (aioseed serve: the served checkpoint's train steps)."""
+        self._trainer.version = train_steps
+
     @property
     def paused(self) -> bool:
         return self._trainer.paused

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aioseed.bench.config import StreamsBench
+from aioseed.bench.load_config import StreamsBench
 from aioseed.bench.streams import measure
 
 

@@ -11,7 +11,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -44,10 +44,15 @@ class Policy(Protocol):
         ...
 
 
-class Opponent(Policy, Protocol):
-    """A policy for other rows than the learner's own (self-play's right side), with gauges of what it is."""
+@runtime_checkable
+class Gauged(Protocol):
+    """A part with gauges for the learner's metrics snapshot."""
 
     def metrics(self) -> dict[str, float]: ...
+
+
+class Opponent(Policy, Gauged, Protocol):
+    """A policy for other rows than the learner's own (self-play's right side), with gauges of what it is."""
 
 
 class ActingAgent(Policy, Protocol):
@@ -186,8 +191,8 @@ class Acting:
         self._per_env_state = threading.Lock()
 
     def metrics(self) -> dict[str, float]:
-        """The opponent's gauges (self-play), if it has any."""
-        return {} if self._opponent is None else self._opponent.metrics()
+        """The gauges of the policies that act (self-play's opponent, aioseed serve's policy)."""
+        return {key: value for part in (self._policy, self._opponent) if isinstance(part, Gauged) for key, value in part.metrics().items()}
 
     def forget(self, slots: np.ndarray) -> None:
         """The slots' next rows start fresh unrolls (their stream ended)."""
@@ -298,10 +303,11 @@ def acting_for(
     version: Callable[[], int],
     frame_stack: int = 1,
     opponent: Opponent | None = None,
+    policy: Policy | None = None,
 ) -> Acting:
     """Acting with ``agent`` on rows of ``spec``: per-env unrolls of its columns (R2D2's start with ``burn_in``
     steps of the previous one), frame stacks when ``frame_stack`` > 1, its recurrent state; right-side rows
-    played by ``opponent``, if given."""
+    played by ``opponent``, if given. ``policy``: what acts, where it is not ``agent`` itself (aioseed serve's)."""
     store = UnrollStore(
         agent.burn_in + unroll_length,
         unroll_columns(agent, spec),
@@ -309,4 +315,5 @@ def acting_for(
         first_step_only=agent.state_columns().keys(),
     )
     stacker = FrameStacker(frame_stack) if frame_stack > 1 else None
-    return Acting(agent, EnvTable(), store, version, agent.spec.action_space, stacker, CoreStates(agent.state_columns()), opponent)
+    states = CoreStates(agent.state_columns())
+    return Acting(policy or agent, EnvTable(), store, version, agent.spec.action_space, stacker, states, opponent)

@@ -40,6 +40,7 @@ SHORT_DIAGNOSTICS = (
     ("eval_return", "charts/eval_return", 1),
     ("return_right", "charts/return_right", 1),
     ("opponent", "selfplay/opponent_version", 0),
+    ("serving", "serve/checkpoint", 0),
     ("kl", "policy/kl_behaviour", 4),
     ("clip", "losses/clip_fraction", 3),
     ("ev", "policy/explained_variance", 2),

@@ -59,11 +59,14 @@ class LearnerService(pb_grpc.LearnerServicer):
         on_latency: Callable[[float], None] = lambda seconds: None,
         bounds: RowBounds = RowBounds(),
         uploads: Uploads | None = None,
+        serving: bool = False,
     ) -> None:
         """``uploads``: IMPALA mode (actors run the policy and upload unrolls; ``Act`` is refused), else
-        SEED mode (``Learn`` and ``GetParams`` are refused)."""
+        SEED mode (``Learn`` and ``GetParams`` are refused). ``serving``: a policy server (aioseed serve):
+        every stream's rows are evaluation rows, acted on and never stored."""
         self._spec = spec
         self._uploads = uploads
+        self._serving = serving
         self.refusals = Refusals()
         self._upload_bytes = 0
         """IMPALA mode: bytes of the uploads being parsed or waiting for room in the unroll queue."""
@@ -151,8 +154,9 @@ class LearnerService(pb_grpc.LearnerServicer):
         if handshake is None:
             return
         hello, slots = handshake
-        stream_id, info = self._attach(context.peer(), hello.actor_name, slots, hello.evaluation)
-        parser = RowParser(self._spec, slots, hello.evaluation, self._bounds)
+        evaluation = hello.evaluation or self._serving
+        stream_id, info = self._attach(context.peer(), hello.actor_name, slots, evaluation)
+        parser = RowParser(self._spec, slots, evaluation, self._bounds)
         what = f"a Steps message of {len(slots)} rows"
         try:
             yield pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist()))
