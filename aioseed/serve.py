@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from aioseed import config_file
+from aioseed.errors import UserError
 from aioseed.server.batching.batcher import BatcherConfig
 from aioseed.server.config import ConsoleConfig, Display, LearnerConfig, ServerConfig, StopConfig
 
@@ -96,15 +97,24 @@ def build(config: ServeConfig) -> tuple[Learner, ServedPolicy, pathlib.Path]:
 
 
 async def watch(served: ServedPolicy, learner: Learner, directory: pathlib.Path, every_s: float) -> None:
-    """Loads the run's newest checkpoint whenever it changes (a checkpoint is complete once it is the latest)."""
+    """Loads the run's newest checkpoint whenever it changes (a checkpoint is complete once it is the latest). One
+    that does not load (the run restarted with other flags, a file gone) is logged and skipped: the one served
+    stays."""
     import tensorflow as tf
 
+    tried = served.checkpoint
     while True:
         await asyncio.sleep(every_s)
         latest = await asyncio.to_thread(tf.train.latest_checkpoint, str(directory))
-        if latest is not None and latest != served.checkpoint:
+        if latest is None or latest == tried:
+            continue
+        tried = latest
+        try:
             await asyncio.to_thread(served.reload, latest)
-            learner.set_version(served.train_steps)
+        except (UserError, OSError, ValueError, tf.errors.OpError) as exc:  # files gone, or of another network
+            log.error("checkpoint_reload_failed", path=latest, serving=served.checkpoint, error=str(exc)[:300])
+            continue
+        learner.set_version(served.train_steps)
 
 
 async def main(config: ServeConfig) -> int:
