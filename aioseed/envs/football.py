@@ -90,10 +90,11 @@ def gfootball_env() -> ModuleType:
 
 def make_football_env(env_id: str, config: FootballConfig = FootballConfig()) -> gym.Env:
     """One scenario with one controlled player as a gymnasium env, rendering off."""
+    create = gfootball_env().create_environment  # first: without gfootball, shimmy is missing too
     from shimmy import GymV21CompatibilityV0
 
     scenario = check_scenario(env_id)
-    env = gfootball_env().create_environment(
+    env = create(
         env_name=scenario,
         representation=config.representation,
         stacked=config.stacked,
