@@ -27,7 +27,7 @@ def observations(k: int) -> np.ndarray:
 @pytest.fixture
 def football(tmp_path):
     players = FootballConfig(representation="simple115v2", left_players=1, right_players=1)
-    return small_config(tmp_path, env=SCENARIO, football=players, training={"batch_size": 2, "unroll_length": 4})
+    return small_config(tmp_path, env=SCENARIO, football=players, metrics_every_s=0.1, training={"batch_size": 2, "unroll_length": 4})
 
 
 async def test_a_hello_whose_player_count_differs_gets_failed_precondition_naming_both(running_learner, football) -> None:
@@ -80,4 +80,4 @@ async def test_frames_count_a_games_step_once_and_each_side_has_its_own_returns(
             def right_side_reported() -> bool:
                 return learner.metrics().get("charts/return_right", math.nan) == -1.0
 
-            await until(right_side_reported, "the right side's return in a snapshot", 100)
+            await until(right_side_reported, "the right side's return in a snapshot (one every 0.1 s)", 300)
