@@ -129,10 +129,16 @@ def build(config: LearnerConfig, run: object | None = None) -> Learner:
     checkpointer, tracker = None, None
     if config.logdir is not None:
         logdir, kind = config.logdir, "learner" if run is None else "run"
+
+        def save_config() -> None:
+            config_file.save(logdir, run or config, kind)
+
         objects = {**agent.checkpoint_objects(), **(opponent.checkpoint_objects() if opponent is not None else {})}
-        checkpointer = Checkpointer(
-            logdir / "checkpoints", objects, warm_start=warm_start(config), restored=lambda: config_file.save(logdir, run or config, kind)
-        )
+        # A run that resumes writes config.toml once its checkpoint has restored: flags that do not fit it leave
+        # the logdir as it was. A new run writes it now (a tracker uploads it as it starts).
+        checkpointer = Checkpointer(logdir / "checkpoints", objects, warm_start=warm_start(config), restored=save_config)
+        if checkpointer.latest is None:
+            save_config()
         tracker = tracking_sender(config, config_file.document(run or config))
     log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
     return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference), tracker=tracker, opponent=opponent)

@@ -239,10 +239,14 @@ def varint(value: int) -> bytes:
     return bytes(out) + bytes([value])
 
 
+FIRST_UNKNOWN_FIELD = 1 + max(f.number for m in (pb.ActorMessage, pb.Hello, pb.Steps, pb.EnvSpec) for f in m.DESCRIPTOR.fields)
+"""The lowest field number none of the messages a hello or steps message nests defines."""
+
+
 @st.composite
 def unknown_fields(draw: st.DrawFn) -> bytes:
-    """One field that neither ActorMessage, Hello nor Steps defines (their numbers stop at 6), as encoded bytes."""
-    number = draw(st.integers(7, 2**29 - 1))
+    """One field that neither ActorMessage, Hello, Steps nor EnvSpec defines, as encoded bytes."""
+    number = draw(st.integers(FIRST_UNKNOWN_FIELD, 2**29 - 1))
     if draw(st.booleans()):
         return varint(number << 3) + varint(draw(st.integers(0, 2**63)))
     payload = draw(st.binary(max_size=64))
