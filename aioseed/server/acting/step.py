@@ -213,8 +213,8 @@ class Acting:
         if evaluation.any():  # frames count the envs that train
             boundaries.env_steps = int((~boundaries.phantom & ~evaluation).sum())
         rewards = np.where(starts, np.float32(0), inputs["reward"]).astype(np.float32)
-        frozen = inputs.get("right") if self._opponent is not None else None
-        call = PolicyCall(slots, observations, state, evaluation, rewards, frozen)
+        right = inputs.get("right")  # right-side players' rows (multi-player Football), if any
+        call = PolicyCall(slots, observations, state, evaluation, rewards, right if self._opponent is not None else None)
         version = self._version()  # read first: updates that land while the policy runs are not yet counted
         outputs, next_state, invalid = self._infer(call)
         with self._per_env_state:
@@ -222,7 +222,6 @@ class Acting:
             # Unrolls keep the state each step started from; training replays the core from the first one.
             unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, version, call.learn)
         evaluating = evaluation[boundaries.ended_rows]
-        right = inputs.get("right")
         right_episodes = None if right is None else right[boundaries.ended_rows]
         seconds = time.perf_counter() - started
         return StepResult(env_actions(outputs), boundaries, unrolls, seconds, invalid, evaluating, call, version, right_episodes)
