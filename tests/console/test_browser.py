@@ -9,6 +9,7 @@ import dataclasses
 import json
 import math
 import pathlib
+import re
 from collections.abc import AsyncIterator
 
 import grpc
@@ -202,18 +203,25 @@ async def test_self_play_learner_shows_its_opponents_version_and_each_sides_retu
         actor = ActorConfig(learner=f"127.0.0.1:{learner.port}", env=config.env, football=football, num_envs=4, envs_per_message=4)
         async with console_beside_actor(learner, actor, height=1500) as page:
             await page.goto(learner.console_url)
-            await until(_text_contains(page, "#counters", "opponent: version 0 (frame 0)"), "the first opponent on the page")
+            # The actor is already stepping, so the first version shown may already be a refreshed one.
+            await until(_text_contains(page, "#counters", "opponent: version"), "the first opponent on the page")
+            first = await _opponent_version(page)
             # A refresh every 100 frames: the page names the newer copy of the policy the right side plays.
             await until(lambda: learner.train_steps >= 2, "two train steps")
-            await until(_opponent_refreshed(page), "a refreshed opponent on the page")
+            await until(_opponent_newer_than(page, first), "a refreshed opponent on the page")
             # The academy's episodes end within seconds: the right side's mean return is plotted apart.
             await until(lambda: _series_reported(page, "episode return", 3), "the right side's return plotted", 600)
 
 
-def _opponent_refreshed(page: Page):
+async def _opponent_version(page: Page) -> int:
+    found = re.search(r"opponent: version (\d+)", await page.inner_text("#counters"))
+    assert found is not None, "the counters name no opponent"
+    return int(found.group(1))
+
+
+def _opponent_newer_than(page: Page, version: int):
     async def check() -> bool:
-        text = await page.inner_text("#counters")
-        return "opponent: version" in text and "opponent: version 0 " not in text
+        return await _opponent_version(page) > version
 
     return check
 
