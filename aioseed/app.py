@@ -87,7 +87,13 @@ def build_agent(config: LearnerConfig, spec: EnvSpec, replicas: Replicas) -> Age
         return R2D2Agent(spec, config.r2d2, replicas, config.precision)
     from aioseed.algos.impala.agent import ImpalaAgent
 
-    return ImpalaAgent(spec, config.impala, replicas, seed=config.seed, precision=config.precision)
+    agent = ImpalaAgent(spec, config.impala, replicas, seed=config.seed, precision=config.precision)
+    if config.self_play.opponent != "separate":
+        return agent
+    from aioseed.algos.impala.sides import SidedAgent
+
+    right_seed = None if config.seed is None else config.seed + 1
+    return SidedAgent(agent, ImpalaAgent(spec, config.impala, replicas, seed=right_seed, precision=config.precision))
 
 
 def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:

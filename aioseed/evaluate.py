@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import gymnasium as gym
 
     from aioseed.envs.video import Clip
+    from aioseed.spec import EnvSpec
 
 log = structlog.get_logger()
 
@@ -94,7 +95,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
             clip = Clip(config.video, config.fps)
         rows = env.num_envs  # one, or a Football game's controlled players
         act, state = acting_function(agent, config.greedy), zero_state(agent.state_columns(), rows)
-        returns, lengths = _episodes(env, act, state, spec.dtype, dataclasses.replace(config, episodes=episodes), clip)
+        returns, lengths = _episodes(env, act, state, spec, dataclasses.replace(config, episodes=episodes), clip)
         right = spec.right_side(rows)
         right_returns = [] if right is None else [r for episode in returns for r, is_right in zip(episode, right) if is_right]
         returns = [r for episode in returns for i, r in enumerate(episode) if right is None or not right[i]]
@@ -155,12 +156,18 @@ def _keep(logdir: pathlib.Path, result: dict[str, Any], greedy: bool) -> pathlib
 
 
 def _episodes(
-    env: gym.vector.VectorEnv, act: Act, initial_state: dict[str, np.ndarray], dtype: np.dtype, config: EvalConfig, clip: Clip | None
+    env: gym.vector.VectorEnv,
+    act: Act,
+    initial_state: dict[str, np.ndarray],
+    spec: EnvSpec,
+    config: EvalConfig,
+    clip: Clip | None,
 ) -> tuple[list[list[float]], list[int]]:
     """Returns (one per row of ``env``: a Football game's controlled players end together) and lengths of
     ``config.episodes`` episodes; the first ``video_episodes`` go into ``clip`` (if any): the first frame,
     then one per step."""
     rows = env.num_envs
+    right, dtype = spec.right_side(rows), spec.dtype
     from aioseed.envs.rendering import first_frame
 
     returns, lengths = [], []
@@ -172,7 +179,7 @@ def _episodes(
         if recording is not None:
             recording.add(first_frame(env))
         while not finished:
-            actions, state = act(observations.astype(dtype), state, reward)
+            actions, state = act(observations.astype(dtype), state, reward, right)
             observations, reward, terminated, truncated, _ = env.step(actions)
             reward = reward.astype(np.float32)
             total, steps = total + reward, steps + 1

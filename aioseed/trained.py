@@ -26,7 +26,7 @@ import numpy as np
 from aioseed import config_file
 from aioseed.errors import MissingFile
 from aioseed.spec import EnvSpec
-from aioseed.types import env_actions
+from aioseed.types import env_actions, merge_rows
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     from aioseed.envs.atari import AtariConfig
     from aioseed.server.config import LearnerConfig
 
-Act = Callable[[np.ndarray, dict[str, np.ndarray], np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]
-"""(observations [B, ...], recurrent state, the rewards that led to them) -> (actions [B], next state)."""
+Act = Callable[[np.ndarray, dict[str, np.ndarray], np.ndarray, "np.ndarray | None"], tuple[np.ndarray, dict[str, np.ndarray]]]
+"""(observations [B, ...], recurrent state, the rewards that led to them, <bool>[B] right-side players' rows or
+None) -> (actions [B], next state). The rows' sides matter only to a policy per side (``self_play.opponent
+separate``)."""
 
 
 def atari_seen(saved: LearnerConfig) -> AtariConfig:
@@ -69,20 +71,47 @@ def acting_settings(saved: LearnerConfig, greedy: bool, epsilon: float) -> Learn
 def acting_function(agent: Agent, greedy: bool) -> Act:
     """The policy as one function: the agent's own inference for evaluation rows (V-trace samples; R2D2 takes
     epsilon-greedy actions at its evaluation epsilon; SAC its ``evaluation_action``), or, greedy, V-trace's most
-    likely action (a Box's squashed mean)."""
+    likely action (a Box's squashed mean). A policy per side acts on each row with its side's."""
+    from aioseed.algos.impala.sides import SidedAgent
+
+    if isinstance(agent, SidedAgent):
+        return _sided(acting_function(agent.left, greedy), acting_function(agent.right, greedy))
     if not greedy or agent.uses_replay:
 
-        def infer(obs: np.ndarray, state: dict[str, np.ndarray], reward: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        def infer(
+            obs: np.ndarray, state: dict[str, np.ndarray], reward: np.ndarray, right: np.ndarray | None = None
+        ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
             outputs, next_state = agent.infer(obs, state, evaluation=np.ones(len(obs), bool), rewards=reward)
             return env_actions(outputs), next_state
 
         return infer
     policy = agent.policy  # V-trace, greedy
 
-    def act(obs: np.ndarray, state: dict[str, np.ndarray], reward: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def act(
+        obs: np.ndarray, state: dict[str, np.ndarray], reward: np.ndarray, right: np.ndarray | None = None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         extras = [reward] if agent.config.previous_action_reward else []
         out = policy.greedy(obs, *(state[name] for name in policy.state_names), *extras)
         return env_actions(out).numpy(), {name: out[name].numpy() for name in policy.state_names}
+
+    return act
+
+
+def _sided(left: Act, right: Act) -> Act:
+    """``left`` on left-side rows and ``right`` on right-side ones, in row order."""
+
+    def act(
+        obs: np.ndarray, state: dict[str, np.ndarray], reward: np.ndarray, rights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        if rights is None or not rights.any():
+            return left(obs, state, reward, None)
+        actions, states = [], []
+        for rows, side in ((~rights, left), (rights, right)):
+            if rows.any():
+                taken, next_state = side(obs[rows], {name: value[rows] for name, value in state.items()}, reward[rows], None)
+                actions.append((rows, {"action": np.asarray(taken)}))
+                states.append((rows, next_state))
+        return merge_rows(actions)["action"], merge_rows(states)
 
     return act
 
@@ -150,7 +179,7 @@ class TrainedPolicy:
             raise ValueError(f"observations must be [B, {', '.join(map(str, self.spec.observation_shape))}], got {observations.shape}")
         state = self.initial_state(batch) if state is None else state
         rewards = np.zeros(batch, np.float32) if rewards is None else np.asarray(rewards, np.float32)
-        return self._act(observations, state, rewards)
+        return self._act(observations, state, rewards, self.spec.right_side(batch))
 
     def make_env(self, num_envs: int = 1) -> gym.vector.VectorEnv:
         """``num_envs`` envs as the policy trained on them (a vector env: its observations fit ``act``)."""

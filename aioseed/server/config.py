@@ -160,10 +160,11 @@ class StopConfig:
 class SelfPlayConfig:
     """Who plays the right-side players of a multi-player game (Football with --football.right-players > 0)."""
 
-    opponent: Literal["policy", "frozen"] = "policy"
+    opponent: Literal["policy", "frozen", "separate"] = "policy"
     """policy: the learner's own policy, trained on both sides' rows. frozen: self-play against an earlier
     version: a copy of the policy, frozen between refreshes and checkpointed with the run; its rows are
-    never trained on (V-trace/PPO agents)."""
+    never trained on. separate: one policy per side, of the same architecture, each trained on its own
+    side's rows (checkpointed together; eval and serve act on each row with its side's). V-trace/PPO agents."""
     refresh_frames: int = 500_000
     """frozen: frames between refreshes, each of which copies the learner's policy into the opponent."""
 
@@ -275,12 +276,13 @@ class LearnerConfig:
             )
         if self.learner_frame_stack < 1:
             raise ValueError(f"learner_frame_stack must be >= 1, got {self.learner_frame_stack}")
-        if self.self_play.opponent == "frozen" and (
+        opponent = self.self_play.opponent
+        if opponent != "policy" and (
             self.agent != "impala" or self.architecture != "seed" or not is_football(self.env) or self.football.right_players < 1
         ):
             raise ValueError(
-                "self_play.opponent frozen plays the right side of a football: id with --football.right-players >= 1 "
-                "by a frozen copy of a V-trace policy (agent impala, architecture seed)"
+                f"self_play.opponent {opponent} plays the right side of a football: id with --football.right-players >= 1 "
+                f"by {'a frozen copy of' if opponent == 'frozen' else 'a second'} V-trace policy (agent impala, architecture seed)"
             )
         if self.return_window < 1:
             raise ValueError(f"return_window must be >= 1, got {self.return_window}")

@@ -11,7 +11,6 @@ import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED, no_callback
 from aioseed.algos.distributions import Distribution
-from aioseed.algos.normalization import RewardScaler, RunningNormalizer
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import (
     Diagnostics,
@@ -24,6 +23,7 @@ from aioseed.algos.impala.loss import (
     targets,
 )
 from aioseed.algos.impala.policy import PREVIOUS_ACTION, ImpalaPolicy, step_extras
+from aioseed.algos.normalization import RewardScaler, RunningNormalizer
 from aioseed.algos.optimizer import LearningRateControl, make_optimizer, minimize
 from aioseed.algos.replicas import Replicas, replica_sum
 from aioseed.algos.rewards import clip_rewards
@@ -142,16 +142,18 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         else:
             step, data = self._update, {**columns, **proximal}
         totals: dict[str, float] = {}
+        updates = 0
         for _ in range(self.config.epochs):
             order = self._rng.permutation(data["action"].shape[1])
-            for part in np.array_split(order, self.config.minibatches):
+            # A batch of fewer unrolls than minibatches (one side's share, SidedAgent) makes fewer, not empty, ones.
+            for part in np.array_split(order, min(self.config.minibatches, len(order))):
+                updates += 1
                 minibatch = {name: column[part] if name in self._state_axes else column[:, part] for name, column in data.items()}
                 result = {name: float(value) for name, value in step(self._split(minibatch)).items()}
                 if not result[SKIPPED]:
                     on_update()
                 for name, value in result.items():
                     totals[name] = totals.get(name, 0.0) + value
-        updates = self.config.epochs * self.config.minibatches
         skipped = totals.pop(SKIPPED)
         means = {name: value / updates for name, value in totals.items()}
         return {**means, **{name: float(value) for name, value in proximal_metrics.items()}, SKIPPED: skipped}

@@ -14,12 +14,13 @@ import structlog
 
 log = structlog.get_logger()
 
-Act = Callable[[np.ndarray, dict[str, np.ndarray], np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]
-"""(observations, recurrent state, rewards) -> (actions, next state): ``aioseed.trained.Act``."""
+Act = Callable[[np.ndarray, dict[str, np.ndarray], np.ndarray, "np.ndarray | None"], tuple[np.ndarray, dict[str, np.ndarray]]]
+"""(observations, recurrent state, rewards, right-side rows or None) -> (actions, next state): ``aioseed.trained.Act``."""
 
 
 class ServedPolicy:
-    """Verbs: ``infer`` (a ``Policy``: the action only, for rows that are never stored), ``reload``, ``metrics``."""
+    """Verbs: ``infer`` and ``infer_sides`` (a ``SidedPolicy``: the action only, for rows that are never stored),
+    ``reload``, ``metrics``."""
 
     def __init__(self, act: Act, restore: Callable[[str], Any], checkpoint: str, frames: int, train_steps: int) -> None:
         """``act``: the agent as one function (``aioseed.trained.acting_function``: sampled, epsilon-greedy or
@@ -41,9 +42,21 @@ class ServedPolicy:
         evaluation: np.ndarray | None = None,
         rewards: np.ndarray | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        return self.infer_sides(observations, state, slots, evaluation, rewards, None)
+
+    def infer_sides(
+        self,
+        observations: np.ndarray,
+        state: Mapping[str, np.ndarray],
+        slots: np.ndarray | None,
+        evaluation: np.ndarray | None,
+        rewards: np.ndarray | None,
+        right: np.ndarray | None,
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """``right``: right-side players' rows, which a run with a policy per side answers with its right policy."""
         reward = np.zeros(len(observations), np.float32) if rewards is None else rewards
         with self._lock:
-            actions, next_state = self._act(observations, dict(state), reward)
+            actions, next_state = self._act(observations, dict(state), reward, right)
         return {"action": np.asarray(actions)}, next_state
 
     def reload(self, path: str) -> None:

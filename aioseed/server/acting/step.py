@@ -21,7 +21,7 @@ from aioseed.server.acting.env_table import EnvTable, EpisodeBoundaries
 from aioseed.server.acting.frame_stack import FrameStacker
 from aioseed.server.trajectories.unroll_store import UnrollStore
 from aioseed.spec import EnvSpec
-from aioseed.types import Column, Rows, Step, Unroll, env_actions, step_columns
+from aioseed.types import Column, Rows, Step, Unroll, env_actions, merge_rows, step_columns
 
 
 class Policy(Protocol):
@@ -55,6 +55,22 @@ class Opponent(Policy, Gauged, Protocol):
     """A policy for other rows than the learner's own (self-play's right side), with gauges of what it is."""
 
 
+@runtime_checkable
+class SidedPolicy(Policy, Protocol):
+    """A policy per side of a multi-player game (``aioseed.algos.impala.sides.SidedAgent``): ``infer_sides`` is told
+    which rows are right-side players'."""
+
+    def infer_sides(
+        self,
+        observations: np.ndarray,
+        state: Mapping[str, np.ndarray],
+        slots: np.ndarray | None,
+        evaluation: np.ndarray | None,
+        rewards: np.ndarray | None,
+        right: np.ndarray | None,
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]: ...
+
+
 class ActingAgent(Policy, Protocol):
     """A policy and what it keeps in unrolls (``aioseed.algos.agent.Agent`` is one)."""
 
@@ -78,13 +94,15 @@ class PolicyCall:
     """The recurrent state the rows started from."""
     evaluation: np.ndarray
     rewards: np.ndarray
-    frozen: np.ndarray | None = None
-    """<bool>[B] rows the frozen opponent plays (self-play's right side); None: none."""
+    right: np.ndarray | None = None
+    """<bool>[B] right-side players' rows (``Rows["right"]``); None: none."""
+    frozen: bool = False
+    """The right-side rows are the frozen opponent's (self-play): never stored."""
 
     @property
     def learn(self) -> np.ndarray:
         """<bool>[B] rows that are stored and trained on: neither evaluation envs' nor the opponent's."""
-        return ~self.evaluation if self.frozen is None else ~(self.evaluation | self.frozen)
+        return ~self.evaluation if self.right is None or not self.frozen else ~(self.evaluation | self.right)
 
 
 @dataclasses.dataclass
@@ -214,7 +232,7 @@ class Acting:
             boundaries.env_steps = int((~boundaries.phantom & ~evaluation).sum())
         rewards = np.where(starts, np.float32(0), inputs["reward"]).astype(np.float32)
         right = inputs.get("right")  # right-side players' rows (multi-player Football), if any
-        call = PolicyCall(slots, observations, state, evaluation, rewards, right if self._opponent is not None else None)
+        call = PolicyCall(slots, observations, state, evaluation, rewards, right, self._opponent is not None)
         version = self._version()  # read first: updates that land while the policy runs are not yet counted
         outputs, next_state, invalid = self._infer(call)
         with self._per_env_state:
@@ -248,10 +266,13 @@ class Acting:
 
     def _infer(self, call: PolicyCall) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
         """The policy on ``call``: outputs, next state, and the invalid rows (answered as action 0, flagged)."""
-        if call.frozen is None or not call.frozen.any():
-            outputs, next_state = self._policy.infer(call.observations, call.state, call.slots, call.evaluation, call.rewards)
-        else:
+        arguments = (call.observations, call.state, call.slots, call.evaluation, call.rewards)
+        if call.frozen and call.right is not None and call.right.any():
             outputs, next_state = self._both_sides(call)
+        elif isinstance(self._policy, SidedPolicy):
+            outputs, next_state = self._policy.infer_sides(*arguments, call.right)
+        else:
+            outputs, next_state = self._policy.infer(*arguments)
         invalid = invalid_rows(outputs, self._space)
         if invalid.any():  # stored as action 0; the rows' streams get INTERNAL instead of an action
             action = outputs["action"]
@@ -260,10 +281,10 @@ class Acting:
 
     def _both_sides(self, call: PolicyCall) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """The policy on the learning rows and the opponent on the frozen ones, put back in row order."""
-        assert call.frozen is not None and self._opponent is not None
-        own, theirs = ~call.frozen, call.frozen
+        assert call.right is not None and self._opponent is not None
+        own, theirs = ~call.right, call.right
         parts = [(rows, policy.infer(*_rows_of(call, rows))) for rows, policy in ((own, self._policy), (theirs, self._opponent)) if rows.any()]
-        return merged([(rows, out) for rows, (out, _) in parts]), merged([(rows, state) for rows, (_, state) in parts])
+        return merge_rows([(rows, out) for rows, (out, _) in parts]), merge_rows([(rows, state) for rows, (_, state) in parts])
 
 
 def _rows_of(
@@ -272,17 +293,6 @@ def _rows_of(
     """``call``'s policy arguments for the ``rows`` mask."""
     state = {name: value[rows] for name, value in call.state.items()}
     return call.observations[rows], state, call.slots[rows], call.evaluation[rows], call.rewards[rows]
-
-
-def merged(parts: list[tuple[np.ndarray, dict[str, np.ndarray]]]) -> dict[str, np.ndarray]:
-    """Row-aligned columns from (rows mask, columns of those rows) parts that cover every row once."""
-    first = parts[0][1]
-    size = len(parts[0][0])
-    out = {name: np.empty((size, *column.shape[1:]), column.dtype) for name, column in first.items()}
-    for rows, columns in parts:
-        for name, column in columns.items():
-            out[name][rows] = column
-    return out
 
 
 def unroll_columns(agent: ActingAgent, spec: EnvSpec) -> dict[str, Column]:

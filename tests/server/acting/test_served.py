@@ -48,3 +48,26 @@ def test_a_reload_swaps_the_served_checkpoint_and_its_gauges() -> None:
     policy.reload("run/checkpoints/ckpt-7")
     assert policy.metrics() == {"serve/train_steps": 7.0, "serve/frames": 900.0, "serve/checkpoint": 7.0, "serve/reloads": 1.0}
     assert checkpoint_number("run/checkpoints/latest") == -1
+
+
+def test_a_policy_per_side_serves_each_row_with_its_sides_network_through_acting() -> None:
+    from aioseed.algos.impala.agent import ImpalaAgent
+    from aioseed.algos.impala.config import ImpalaConfig
+    from aioseed.algos.impala.sides import SidedAgent
+    from aioseed.server.acting.step import acting_for
+    from aioseed.types import Rows
+
+    spec = EnvSpec((4,), "float32", 5, players=(1, 1))
+    config = ImpalaConfig(hidden_sizes=(16,))
+    agent = SidedAgent(ImpalaAgent(spec, config, seed=0), ImpalaAgent(spec, config, seed=1))
+    policy = ServedPolicy(acting_function(agent, greedy=True), lambda path: Progress(7, 900), "ckpt-3", 100, 3)
+    acting = acting_for(agent, spec, 4, lambda: 3, policy=policy)
+    observations = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
+    right = np.arange(8) % 2 == 1
+    rows = Rows(
+        slot=np.arange(8, dtype=np.int32), run_id=np.ones(8, np.uint64), reward=np.zeros(8, np.float32),
+        flags=np.zeros(8, np.uint8), observation=observations, evaluation=np.ones(8, bool), right=right,
+    )
+    served_actions = acting.step(rows).actions
+    for side, network in ((~right, agent.left), (right, agent.right)):
+        assert served_actions[side].tolist() == network.policy.greedy(observations[side])["logits"].numpy().argmax(-1).tolist()
