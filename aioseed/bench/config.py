@@ -94,6 +94,12 @@ class LearningCurveBench:
     """The mean return the curve is judged against (a line on the plot; None: none)."""
     plot_only: bool = False
     """Only rebuild curve.csv and curve.png from the logs already written."""
+    scoring_bin_frames: int = 100_000
+    """Football: the frames each row of scoring.csv covers (the scoring rate of the episodes that ended in them)."""
+
+    def __post_init__(self) -> None:
+        if self.scoring_bin_frames < 1:
+            raise ValueError(f"scoring_bin_frames must be positive, got {self.scoring_bin_frames}")
 
     @property
     def resolved_run(self) -> RunConfig:

@@ -1,4 +1,5 @@
-"""``aioseed bench learning-curve``: train a preset across sessions; frames vs mean return as CSV and PNG.
+"""``aioseed bench learning-curve``: train a preset across sessions; frames vs mean return as CSV and PNG (and
+for Football, the scoring rate against frames as scoring.csv).
 
 Each invocation trains for ``minutes`` with ``aioseed run``'s set-up; the
 learner resumes from the latest checkpoint in its logdir, frame counter
@@ -20,7 +21,9 @@ import sys
 import structlog
 
 from aioseed.bench.config import LearningCurveBench
-from aioseed.results.curves import RETURN_TAG, Point, read_curve
+from aioseed.envs.football import is_football
+from aioseed.results.curves import RETURN_TAG, Point, episode_returns, read_curve
+from aioseed.results.scoring import GOAL_RETURNS, scoring_bins, write_scoring_csv
 from aioseed.server.config import StopConfig
 
 log = structlog.get_logger()
@@ -83,6 +86,17 @@ def summarize(points: list[Point], target_return: float | None) -> dict[str, flo
     }
 
 
+def scoring(logdir: pathlib.Path, goal_return: float, bin_frames: int) -> dict[str, object]:
+    """Football: logdir/scoring.csv (the scoring rate per ``bin_frames``), and the last and best rates."""
+    bins = scoring_bins(episode_returns(logdir / "tensorboard"), goal_return, bin_frames)
+    write_scoring_csv(bins, logdir / "scoring.csv")
+    return {
+        "scoring_rate": bins[-1].scoring_rate if bins else None,
+        "best_scoring_rate": max(b.scoring_rate for b in bins) if bins else None,
+        "scoring_csv": str(logdir / "scoring.csv"),
+    }
+
+
 def train(bench: LearningCurveBench) -> None:
     import uvloop
 
@@ -108,7 +122,9 @@ def main(bench: LearningCurveBench) -> int:
     write_csv(points, logdir / "curve.csv")
     title = f"aioseed {run.learner.agent} on {run.learner.env} (preset {bench.preset})"
     write_png(points, logdir / "curve.png", title, bench.target_return, bench.target_frames, run.learner.return_window)
-    result = summarize(points, bench.target_return)
+    result: dict[str, object] = {**summarize(points, bench.target_return)}
     result.update(csv=str(logdir / "curve.csv"), png=str(logdir / "curve.png"))
+    if is_football(run.learner.env):
+        result.update(scoring(logdir, GOAL_RETURNS[run.learner.football.rewards], bench.scoring_bin_frames))
     print(json.dumps(result), file=sys.stdout, flush=True)
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 
 import numpy as np
@@ -11,9 +12,10 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 
 from aioseed.bench.config import Bench, LearningCurveBench
-from aioseed.bench.learning_curve import summarize, thinned, write_csv, write_png
-from aioseed.results.curves import read_curve
+from aioseed.bench.learning_curve import main, summarize, thinned, write_csv, write_png
 from aioseed.cli import parse
+from aioseed.results.curves import read_curve
+from aioseed.results.scoring import GOAL_RETURNS, scoring_bins
 
 
 def write_session(directory, points) -> None:
@@ -71,3 +73,29 @@ def test_preset_env_and_overrides_on_the_command_line() -> None:
     assert run.learner.impala.network == "nature_cnn" and run.learner.learner_frame_stack == 4  # the preset's
     catch = parse(["bench", "learning-curve", "--preset", "catch"]).command.resolved_run
     assert catch.learner.env == "aioseed/Catch-v0"
+
+
+def test_a_football_curve_reports_its_scoring_rate_per_bin_from_every_episode(tmp_path, capsys) -> None:
+    """With checkpoint rewards a goal returns 2.0 and no goal at most 1.0: the rate counts the returns above 1.5."""
+    logdir = tmp_path / "run"
+    episodes = [[50_000, 2.0], [60_000, 0.4], [90_000, 1.0], [150_000, 2.0], [180_000, 2.0], [190_000, 0.9]]
+    writer = EventFileWriter(str(logdir / "tensorboard"))
+    for wall_time, frames, ended in [(1000.0, 100_000, episodes[:3]), (1010.0, 200_000, episodes[3:])]:
+        values = [
+            summary_pb2.Summary.Value(tag="charts/return", tensor=tensor_util.make_tensor_proto(np.float32(1.0))),
+            summary_pb2.Summary.Value(tag="charts/episode_returns", tensor=tensor_util.make_tensor_proto(np.array(ended, np.float64))),
+        ]
+        writer.add_event(event_pb2.Event(wall_time=wall_time, step=frames, summary=summary_pb2.Summary(value=values)))
+    writer.close()
+    command = parse(["bench", "learning-curve", "--preset", "football-academy-simple115", "--plot-only", "--logdir", str(logdir),
+                     "--run.learner.football.rewards", "scoring,checkpoints"])
+    assert main(command.command) == 0
+    result = json.loads(capsys.readouterr().out)
+    rows = list(csv.DictReader((logdir / "scoring.csv").open()))
+    assert rows == [
+        {"frames_from": "0", "frames_to": "100000", "player_episodes": "3", "scoring_rate": "0.333", "mean_return": "1.133"},
+        {"frames_from": "100000", "frames_to": "200000", "player_episodes": "3", "scoring_rate": "0.667", "mean_return": "1.633"},
+    ]
+    assert result["scoring_rate"] == result["best_scoring_rate"] == 2 / 3
+    # The scoring reward alone: a goal returns 1.0, so every episode above 0.5 scored.
+    assert [b.scoring_rate for b in scoring_bins([(1, 1.0), (2, 0.0), (3, -1.0), (4, 1.0)], GOAL_RETURNS["scoring"], 10)] == [0.5]
