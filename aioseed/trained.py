@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aioseed import config_file
+from aioseed.by_side import merge_rows, rows_of
 from aioseed.errors import MissingFile
 from aioseed.spec import EnvSpec
-from aioseed.types import env_actions, merge_rows
+from aioseed.types import env_actions
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -108,7 +109,7 @@ def _sided(left: Act, right: Act) -> Act:
         actions, states = [], []
         for rows, side in ((~rights, left), (rights, right)):
             if rows.any():
-                taken, next_state = side(obs[rows], {name: value[rows] for name, value in state.items()}, reward[rows], None)
+                taken, next_state = side(obs[rows], rows_of(state, rows), reward[rows], None)
                 actions.append((rows, {"action": np.asarray(taken)}))
                 states.append((rows, next_state))
         return merge_rows(actions)["action"], merge_rows(states)

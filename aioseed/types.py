@@ -55,17 +55,6 @@ ENV_ACTION = "env_action"
 Gaussian's action in its box, whose pre-squash sample the unrolls keep); not kept in unrolls."""
 
 
-def merge_rows(parts: list[tuple[np.ndarray, dict[str, np.ndarray]]]) -> dict[str, np.ndarray]:
-    """Row-aligned columns from (rows mask, columns of those rows) parts that cover every row once."""
-    first = parts[0][1]
-    size = len(parts[0][0])
-    out = {name: np.empty((size, *column.shape[1:]), column.dtype) for name, column in first.items()}
-    for rows, columns in parts:
-        for name, column in columns.items():
-            out[name][rows] = column
-    return out
-
-
 def env_actions(outputs: dict[str, np.ndarray]) -> np.ndarray:
     """What the envs of a batch of policy outputs run: ``ENV_ACTION`` where the policy gives one, else ``action``."""
     return outputs.get(ENV_ACTION, outputs["action"])

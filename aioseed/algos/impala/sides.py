@@ -17,7 +17,8 @@ import numpy as np
 
 from aioseed.algos.agent import SKIPPED, no_callback
 from aioseed.algos.impala.agent import ImpalaAgent
-from aioseed.types import Column, merge_rows
+from aioseed.by_side import infer_by_side
+from aioseed.types import Column
 
 SIDE = "side"
 """The output column (<int8>, 0 left, 1 right) that keeps each stored step's side."""
@@ -79,20 +80,9 @@ class SidedAgent:
         """Each row by its side's policy (``right``: <bool>[B] right-side rows; None: none), in row order, with
         the ``side`` column."""
         right = np.zeros(len(observations), bool) if right is None else np.asarray(right, bool)
-        parts = []
-        for rows, agent in ((~right, self.left), (right, self.right)):
-            if rows.any():
-                outputs, next_state = agent.infer(
-                    observations[rows],
-                    {name: value[rows] for name, value in state.items()},
-                    None if slots is None else slots[rows],
-                    None if evaluation is None else evaluation[rows],
-                    None if rewards is None else rewards[rows],
-                )
-                outputs[SIDE] = np.full(int(rows.sum()), agent is self.right, np.int8)
-                parts.append((rows, outputs, next_state))
-        outputs = merge_rows([(rows, out) for rows, out, _ in parts])
-        return outputs, merge_rows([(rows, next_state) for rows, _, next_state in parts])
+        outputs, next_state = infer_by_side(right, self.left.infer, self.right.infer, observations, state, slots, evaluation, rewards)
+        outputs[SIDE] = right.astype(np.int8)
+        return outputs, next_state
 
     def train_step(self, batch: Mapping[str, np.ndarray], on_update: Callable[[], None] = no_callback) -> dict[str, float]:
         """Each side's unrolls train that side's policy (``epochs`` x ``minibatches`` updates each with sample reuse)."""

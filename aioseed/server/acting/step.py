@@ -16,12 +16,13 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from aioseed.action_space import ActionSpace, invalid_actions
+from aioseed.by_side import infer_by_side
 from aioseed.server.acting.core_states import CoreStates
 from aioseed.server.acting.env_table import EnvTable, EpisodeBoundaries
 from aioseed.server.acting.frame_stack import FrameStacker
 from aioseed.server.trajectories.unroll_store import UnrollStore
 from aioseed.spec import EnvSpec
-from aioseed.types import Column, Rows, Step, Unroll, env_actions, merge_rows, step_columns
+from aioseed.types import Column, Rows, Step, Unroll, env_actions, step_columns
 
 
 class Policy(Protocol):
@@ -267,8 +268,9 @@ class Acting:
     def _infer(self, call: PolicyCall) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
         """The policy on ``call``: outputs, next state, and the invalid rows (answered as action 0, flagged)."""
         arguments = (call.observations, call.state, call.slots, call.evaluation, call.rewards)
-        if call.frozen and call.right is not None and call.right.any():
-            outputs, next_state = self._both_sides(call)
+        if call.frozen and call.right is not None:
+            assert self._opponent is not None
+            outputs, next_state = infer_by_side(call.right, self._policy.infer, self._opponent.infer, *arguments)
         elif isinstance(self._policy, SidedPolicy):
             outputs, next_state = self._policy.infer_sides(*arguments, call.right)
         else:
@@ -278,21 +280,6 @@ class Acting:
             action = outputs["action"]
             outputs["action"] = np.where(invalid.reshape(-1, *[1] * (action.ndim - 1)), 0, action).astype(action.dtype)
         return outputs, next_state, invalid
-
-    def _both_sides(self, call: PolicyCall) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """The policy on the learning rows and the opponent on the frozen ones, put back in row order."""
-        assert call.right is not None and self._opponent is not None
-        own, theirs = ~call.right, call.right
-        parts = [(rows, policy.infer(*_rows_of(call, rows))) for rows, policy in ((own, self._policy), (theirs, self._opponent)) if rows.any()]
-        return merge_rows([(rows, out) for rows, (out, _) in parts]), merge_rows([(rows, state) for rows, (_, state) in parts])
-
-
-def _rows_of(
-    call: PolicyCall, rows: np.ndarray
-) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
-    """``call``'s policy arguments for the ``rows`` mask."""
-    state = {name: value[rows] for name, value in call.state.items()}
-    return call.observations[rows], state, call.slots[rows], call.evaluation[rows], call.rewards[rows]
 
 
 def unroll_columns(agent: ActingAgent, spec: EnvSpec) -> dict[str, Column]:
