@@ -14,6 +14,7 @@ import numpy as np
 import structlog
 
 from aioseed import config_file, export
+from aioseed.errors import InvalidInput
 from aioseed.protocols import PROTOCOLS, ProtocolName, describe
 from aioseed.trained import Act, acting_function, acting_settings, atari_seen, restored_agent, trained_env
 
@@ -79,7 +80,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     saved = config_file.saved_learner(config.logdir)
     env_id = config.env or saved.env
     if protocol.atari_only and not is_atari(env_id):
-        raise ValueError(f"--protocol {protocol.name} evaluates Atari (ALE/ ids); {env_id} is not one: use --protocol none")
+        raise InvalidInput(f"--protocol {protocol.name} evaluates Atari (ALE/ ids); {env_id} is not one: use --protocol none")
     saved = dataclasses.replace(saved, atari=dataclasses.replace(saved.atari, **protocol.atari_overrides()))
     episodes = config.episodes or protocol.episodes
     epsilon = config.epsilon if protocol.r2d2_epsilon is None else protocol.r2d2_epsilon

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from aioseed.errors import InvalidInput
 from aioseed.results.atari_scores import reference
 from aioseed.results.runs import Run
 
@@ -47,7 +48,7 @@ def scores(groups: Mapping[str, Sequence[Run]]) -> Scores:
     tasks = tuple(sorted({run.env for runs in groups.values() for run in runs}))
     normalized = all(reference(task) is not None for task in tasks)
     if not normalized and len(tasks) > 1:
-        raise ValueError(
+        raise InvalidInput(
             f"raw returns of {', '.join(tasks)} have no common scale (only Atari games have reference scores): report one env at a time"
         )
     matrices, dropped = {}, {}
@@ -55,7 +56,7 @@ def scores(groups: Mapping[str, Sequence[Run]]) -> Scores:
         per_task = {task: sorted((r for r in runs if r.env == task), key=lambda r: (r.seed is None, r.seed or 0, str(r.logdir))) for task in tasks}
         missing = [task for task, found in per_task.items() if not found]
         if missing:
-            raise ValueError(f"setting {label!r} has no run of {', '.join(missing)}: every setting needs every task")
+            raise InvalidInput(f"setting {label!r} has no run of {', '.join(missing)}: every setting needs every task")
         count = min(len(found) for found in per_task.values())
         dropped[label] = sum(len(found) - count for found in per_task.values())
         columns = [[_normalized(r) if normalized else r.score for r in per_task[task][:count]] for task in tasks]

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from aioseed import config_file
-from aioseed.errors import MissingFile
+from aioseed.errors import InvalidInput, MissingFile
 from aioseed.results.curves import read_curve
 from aioseed.tables import flatten
 
@@ -106,7 +106,7 @@ def _differing(runs: Sequence[Run]) -> list[str]:
 def _key(runs: Sequence[Run], name: str) -> str:
     keys = {k for run in runs for k in run.settings if k == name or k.endswith("." + name.replace("-", "_"))}
     if len(keys) != 1:
-        raise ValueError(f"--group-by {name}: {'no config key matches' if not keys else 'ambiguous: ' + ', '.join(sorted(keys))}")
+        raise InvalidInput(f"--group-by {name}: {'no config key matches' if not keys else 'ambiguous: ' + ', '.join(sorted(keys))}")
     return keys.pop()
 
 

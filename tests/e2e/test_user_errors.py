@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 from tests.processes import ENV, PYTHON
+from tests.results.test_report import a_run
 from tests.server.transport.test_security import self_signed
 
 from aioseed import cli
@@ -63,6 +64,16 @@ def test_a_missing_or_incompatible_checkpoint_and_the_run_it_belongs_to_is_left_
     line = one_error_line(other_network)
     assert f"checkpoint {logdir}/checkpoints/ckpt-" in line and "does not fit this learner" in line
     assert (logdir / "config.toml").read_text() == saved  # the run's own config is not overwritten
+    line = only_line(aioseed("eval", "--logdir", str(logdir), "--protocol", "seed"))
+    assert "--protocol seed evaluates Atari (ALE/ ids); CartPole-v1 is not one: use --protocol none" in line
+
+
+def test_runs_a_report_cannot_compare_or_group_say_why(tmp_path) -> None:
+    a_run(tmp_path / "mixed", "a", "CartPole-v1", 0, 1e-3, [500.0])
+    a_run(tmp_path / "mixed", "b", "aioseed/Catch-v0", 0, 1e-3, [1.0])
+    assert "have no common scale" in only_line(aioseed("report", str(tmp_path / "mixed")))
+    line = only_line(aioseed("report", str(tmp_path / "mixed" / "a"), "--group-by", "learning_rate"))
+    assert "--group-by learning_rate: ambiguous: learner.impala.learning_rate, learner.r2d2.learning_rate" in line
 
 
 def test_a_taken_port_a_missing_token_file_and_a_key_of_another_certificate(tmp_path) -> None:
