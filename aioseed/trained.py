@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aioseed import config_file
-from aioseed.by_side import merge_rows, rows_of
+from aioseed.by_side import Infer, infer_by_side
 from aioseed.errors import MissingFile
 from aioseed.spec import EnvSpec
 from aioseed.types import env_actions
@@ -101,18 +101,24 @@ def acting_function(agent: Agent, greedy: bool) -> Act:
 def _sided(left: Act, right: Act) -> Act:
     """``left`` on left-side rows and ``right`` on right-side ones, in row order."""
 
+    def as_infer(side: Act) -> Infer:
+        def infer(
+            obs: np.ndarray, state: dict[str, np.ndarray], slots: None, evaluation: None, reward: np.ndarray
+        ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+            taken, next_state = side(obs, state, reward, None)
+            return {"action": np.asarray(taken)}, next_state
+
+        return infer
+
+    left_infer, right_infer = as_infer(left), as_infer(right)
+
     def act(
         obs: np.ndarray, state: dict[str, np.ndarray], reward: np.ndarray, rights: np.ndarray | None = None
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        if rights is None or not rights.any():
+        if rights is None:
             return left(obs, state, reward, None)
-        actions, states = [], []
-        for rows, side in ((~rights, left), (rights, right)):
-            if rows.any():
-                taken, next_state = side(obs[rows], rows_of(state, rows), reward[rows], None)
-                actions.append((rows, {"action": np.asarray(taken)}))
-                states.append((rows, next_state))
-        return merge_rows(actions)["action"], merge_rows(states)
+        outputs, next_state = infer_by_side(np.asarray(rights, bool), left_infer, right_infer, obs, state, None, None, reward)
+        return outputs["action"], next_state
 
     return act
 
