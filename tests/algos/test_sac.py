@@ -97,3 +97,20 @@ def test_a_diverging_critic_skips_its_update_and_keeps_its_weights() -> None:
 def test_sac_needs_a_box() -> None:
     with pytest.raises(ValueError, match="SAC acts in a Box action space; this env has 3 actions"):
         SacAgent(EnvSpec((3,), "float32", 3), SacConfig())
+
+
+@pytest.mark.parametrize("frequency", [1, 2, 3])
+def test_the_policy_updates_frequency_times_every_frequency_th_critic_update(frequency: int) -> None:
+    """CleanRL's delayed updates: over 6 critic updates the policy and the temperature update 6 times too,
+    in bursts of ``frequency`` after every ``frequency``-th critic update (the first included)."""
+    agent = SacAgent(SPEC, SacConfig(hidden_sizes=(8,), policy_frequency=frequency))
+    batch = _batch(np.random.default_rng(0))
+    policy_steps = []
+    for _ in range(6):
+        before = int(agent.actor_optimizer.iterations.numpy())
+        assert int(agent.alpha_optimizer.iterations.numpy()) == before
+        metrics = agent.train_step(batch)
+        policy_steps.append(int(agent.actor_optimizer.iterations.numpy()) - before)
+        assert np.isfinite(metrics["losses/actor"]) and np.isfinite(metrics["policy/entropy"])
+    assert int(agent.critic_optimizer.iterations.numpy()) == 6
+    assert policy_steps == ([frequency] + [0] * (frequency - 1)) * (6 // frequency)

@@ -71,7 +71,9 @@ class SacAgent:
         self._rates_applied = False
         rows = tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype))
         self._act = tf.function(self._act_step, input_signature=[rows, tf.TensorSpec([None], tf.bool)])
-        self._train = tf.function(self._update, reduce_retracing=True)
+        self._train_critics = tf.function(self._critic_update, reduce_retracing=True)
+        self._train_policy = tf.function(self._policy_update, reduce_retracing=True)
+        self._policy_metrics: dict[str, float] = {}
 
     def output_columns(self) -> Mapping[str, Column]:
         return {"action": self.distribution.action_column()}
@@ -106,11 +108,23 @@ class SacAgent:
         return float(tf.exp(self.log_alpha).numpy())
 
     def train_step(self, batch: Mapping[str, np.ndarray], on_update: Callable[[], None] = no_callback) -> dict[str, Any]:
-        """One update of the critics, the policy and the temperature on the batch's T x B transitions, then the
-        targets' Polyak step. Returns metrics and ``priorities`` (ones: the replay samples uniformly)."""
-        out = self._train({name: batch[name] for name in COLUMNS})
-        metrics: dict[str, Any] = {name: float(value) for name, value in out.items()}
-        if not metrics[SKIPPED]:
+        """One update of the critics and the targets' Polyak step on the batch's T x B transitions; on every
+        ``policy_frequency``-th critic update, that many updates of the policy and the temperature on the same
+        batch (CleanRL's delayed updates). Returns metrics (the policy's from its latest update) and
+        ``priorities`` (ones: the replay samples uniformly)."""
+        inputs = {name: batch[name] for name in COLUMNS}
+        frequency = self.config.policy_frequency
+        due = int(self.critic_optimizer.iterations.numpy()) % frequency == 0 or not self._policy_metrics
+        metrics: dict[str, Any] = {name: float(value) for name, value in self._train_critics(inputs).items()}
+        skipped = metrics[SKIPPED]
+        if due:
+            for _ in range(frequency):
+                self._policy_metrics = {name: float(value) for name, value in self._train_policy(inputs).items()}
+                skipped = max(skipped, self._policy_metrics.pop(SKIPPED))
+        metrics.update(self._policy_metrics)
+        metrics[SKIPPED] = skipped
+        metrics["losses/total"] = metrics["losses/critic"] + metrics["losses/actor"]
+        if not skipped:
             on_update()
         metrics["priorities"] = np.ones(batch["action"].shape[1], np.float32)
         return metrics
@@ -121,12 +135,14 @@ class SacAgent:
         u = self.distribution.sample(params)
         return u, self.distribution.log_prob(params, u)
 
-    def _update(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
-        c = self.config
-        data = loss.transitions(
-            inputs["observation"], inputs["action"], inputs["reward"], inputs["done"], inputs["phantom"], c.discount
+    def _transitions(self, inputs: dict[str, Any]) -> loss.Transitions:
+        return loss.transitions(
+            inputs["observation"], inputs["action"], inputs["reward"], inputs["done"], inputs["phantom"], self.config.discount
         )
-        critics, actor = self.network.critics, self.network.actor
+
+    def _critic_update(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
+        data = self._transitions(inputs)
+        critics = self.network.critics
         alpha = tf.exp(self.log_alpha)
         next_u, next_log_prob = self._sample(data.next_observation)
         targets = loss.soft_targets(data.reward, data.discount, *self.target_network(data.next_observation, tf.tanh(next_u)), next_log_prob, alpha)
@@ -136,30 +152,38 @@ class SacAgent:
         critic_norm, skipped = apply_finite_gradients(
             self.critic_optimizer, critic_loss, tape.gradient(critic_loss, critics.trainable_variables), critics.trainable_variables
         )
-        with tf.GradientTape() as tape:
-            u, log_prob = self._sample(data.observation)
-            actor_loss = loss.actor_loss(log_prob, *critics(data.observation, tf.tanh(u)), alpha, data.valid)
-        actor_norm, actor_skipped = apply_finite_gradients(
-            self.actor_optimizer, actor_loss, tape.gradient(actor_loss, actor.trainable_variables), actor.trainable_variables
-        )
-        alpha_loss = tf.constant(0.0)
-        if c.autotune_alpha:
-            with tf.GradientTape() as tape:
-                alpha_loss = loss.temperature_loss(self.log_alpha, log_prob, self.target_entropy, data.valid)
-            apply_finite_gradients(self.alpha_optimizer, alpha_loss, tape.gradient(alpha_loss, [self.log_alpha]), [self.log_alpha])
-        loss.polyak(self.target_network.weights, critics.weights, c.tau)
+        loss.polyak(self.target_network.weights, critics.weights, self.config.tau)
         return {
-            "losses/total": critic_loss + actor_loss,
             "losses/critic": critic_loss,
-            "losses/actor": actor_loss,
-            "losses/alpha": alpha_loss,
             "losses/grad_norm": critic_norm,
-            "losses/actor_grad_norm": actor_norm,
             "sac/alpha": alpha,
             "sac/q_mean": loss.masked_mean(tf.minimum(q1, q2), data.valid),
             "sac/target_mean": loss.masked_mean(targets, data.valid),
+            SKIPPED: skipped,
+        }
+
+    def _policy_update(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
+        """The policy's step, then the temperature's on a fresh sample of the updated policy (CleanRL's order)."""
+        data = self._transitions(inputs)
+        actor = self.network.actor
+        with tf.GradientTape() as tape:
+            u, log_prob = self._sample(data.observation)
+            actor_loss = loss.actor_loss(log_prob, *self.network.critics(data.observation, tf.tanh(u)), tf.exp(self.log_alpha), data.valid)
+        actor_norm, skipped = apply_finite_gradients(
+            self.actor_optimizer, actor_loss, tape.gradient(actor_loss, actor.trainable_variables), actor.trainable_variables
+        )
+        alpha_loss = tf.constant(0.0)
+        if self.config.autotune_alpha:
+            _, new_log_prob = self._sample(data.observation)
+            with tf.GradientTape() as tape:
+                alpha_loss = loss.temperature_loss(self.log_alpha, new_log_prob, self.target_entropy, data.valid)
+            apply_finite_gradients(self.alpha_optimizer, alpha_loss, tape.gradient(alpha_loss, [self.log_alpha]), [self.log_alpha])
+        return {
+            "losses/actor": actor_loss,
+            "losses/alpha": alpha_loss,
+            "losses/actor_grad_norm": actor_norm,
             "policy/entropy": -loss.masked_mean(log_prob, data.valid),
-            SKIPPED: tf.maximum(skipped, actor_skipped),
+            SKIPPED: skipped,
         }
 
     def set_progress(self, frames: int) -> None:

@@ -29,6 +29,10 @@ class SacConfig:
     """gamma."""
     tau: float = 0.005
     """Polyak rate: target <- tau online + (1 - tau) target after every update."""
+    policy_frequency: int = 2
+    """Delayed policy updates (TD3's, CleanRL's default 2): every policy_frequency-th critic update is followed by
+    policy_frequency updates of the policy and of the temperature on the same batch, so both average one update
+    per critic update. 1: the policy and the temperature update after every critic update."""
     initial_alpha: float = 1.0
     """The entropy temperature alpha to start from."""
     autotune_alpha: bool = True
@@ -71,6 +75,8 @@ class SacConfig:
             raise ValueError(f"discount must be in [0, 1], got {self.discount}")
         if not 0 < self.min_replay_size <= self.replay_capacity:
             raise ValueError(f"min_replay_size must be in [1, replay_capacity={self.replay_capacity}], got {self.min_replay_size}")
+        if self.policy_frequency < 1:
+            raise ValueError(f"policy_frequency must be >= 1, got {self.policy_frequency}")
         if self.acting_ahead < 0:
             raise ValueError(f"acting_ahead must be >= 0, got {self.acting_ahead}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:

@@ -71,8 +71,9 @@ def actor_loss(log_prob: tf.Tensor, q1: tf.Tensor, q2: tf.Tensor, alpha: tf.Tens
 
 
 def temperature_loss(log_alpha: tf.Tensor, log_prob: tf.Tensor, target_entropy: float, valid: tf.Tensor) -> tf.Tensor:
-    """-log(alpha) E[log pi(a | x) + target entropy]: alpha rises while the entropy is below target, falls above it."""
-    return -log_alpha * masked_mean(tf.stop_gradient(log_prob + target_entropy), valid)
+    """-alpha E[log pi(a | x) + target entropy], learned through log(alpha) (CleanRL's form: the step on log(alpha)
+    scales with alpha). Alpha rises while the entropy is below target, falls above it."""
+    return -tf.exp(log_alpha) * masked_mean(tf.stop_gradient(log_prob + target_entropy), valid)
 
 
 def polyak(targets: list[tf.Variable], sources: list[tf.Variable], tau: float) -> None:
