@@ -45,6 +45,12 @@ const CHARTS = [
     series: [["losses/total", "total"], ["losses/pg", "pg"], ["losses/baseline", "baseline"], ["losses/entropy", "entropy"],
              ["losses/td_abs", "|TD| (R2D2)"]],
   },
+  // One policy per side (--self-play.opponent separate): the right side's network, shown once reported.
+  {
+    title: "right side: losses", when: "right/losses/total",
+    series: [["right/losses/total", "total"], ["right/losses/pg", "pg"], ["right/losses/baseline", "baseline"],
+             ["right/losses/entropy", "entropy"], ["right/policy/entropy", "entropy (nats)"]],
+  },
   // SAC's (shown once reported): the critics' values against their soft targets, and the temperature.
   {
     title: "SAC: Q values", when: "sac/q_mean",

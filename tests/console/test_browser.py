@@ -213,6 +213,34 @@ async def test_self_play_learner_shows_its_opponents_version_and_each_sides_retu
             await until(lambda: _series_reported(page, "episode return", 3), "the right side's return plotted", 600)
 
 
+async def test_one_policy_per_side_charts_the_right_networks_losses(running_learner, tmp_path) -> None:
+    from aioseed.envs.football import FootballConfig
+    from aioseed.server.config import SelfPlayConfig
+
+    football = FootballConfig(representation="simple115v2", left_players=1, right_players=1)
+    config = small_config(
+        tmp_path, metrics_every_s=0.2, env="football:academy_empty_goal_close", football=football,
+        self_play=SelfPlayConfig(opponent="separate"), training={"unroll_length": 8, "batch_size": 4},
+    )
+    async with running_learner(config) as learner:
+        actor = ActorConfig(learner=f"127.0.0.1:{learner.port}", env=config.env, football=football, num_envs=4, envs_per_message=4)
+        async with console_beside_actor(learner, actor, height=2000) as page:
+            await page.goto(learner.console_url)
+            right = page.locator('.chart[data-chart="right side: losses"]')
+            await until(right.is_visible, "the right side's loss chart to appear")
+            totals: list[float] = []
+
+            async def both_plotted() -> bool:  # one page read, so both come from the same point
+                totals[:] = await page.evaluate(
+                    """() => ["losses", "right side: losses"].map(
+                        (title) => JSON.parse(document.querySelector(`.chart[data-chart="${title}"]`).dataset.last || "[]")[0])"""
+                )
+                return all(isinstance(value, float | int) and math.isfinite(value) for value in totals)
+
+            await until(both_plotted, "both networks' total losses plotted")
+            assert totals[0] != totals[1]  # two networks on their own sides' unrolls, not one series twice
+
+
 async def _opponent_version(page: Page) -> int:
     found = re.search(r"opponent: version (\d+)", await page.inner_text("#counters"))
     assert found is not None, "the counters name no opponent"
