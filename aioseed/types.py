@@ -26,8 +26,15 @@ TRUNCATED = 2
 """The episode was cut (time limit): bootstrap from the final observation, which the row carries."""
 FINAL = 4
 """The row carries the episode's final observation (gymnasium's next-step autoreset); its action is not run."""
-VALID_FLAG_BYTES = bytes([0, TERMINATED, TRUNCATED, TERMINATED | TRUNCATED, FINAL | TERMINATED, FINAL | TRUNCATED, FINAL | TERMINATED | TRUNCATED])
-"""Flag bytes a row may carry: terminated and truncated in any combination, FINAL only with one of them."""
+LIFE_LOST = 8
+"""With FINAL | TERMINATED: a lost life ends the training episode but not the game (``--atari.episodic-life``);
+the episode's return goes on counting into the next row, whose observation follows the relaunch."""
+VALID_FLAG_BYTES = bytes(
+    [0, TERMINATED, TRUNCATED, TERMINATED | TRUNCATED, FINAL | TERMINATED, FINAL | TRUNCATED, FINAL | TERMINATED | TRUNCATED,
+     LIFE_LOST | FINAL | TERMINATED]
+)
+"""Flag bytes a row may carry: terminated and truncated in any combination, FINAL only with one of them,
+LIFE_LOST only with FINAL | TERMINATED."""
 
 
 class Rows(TypedDict):
@@ -40,7 +47,7 @@ class Rows(TypedDict):
     reward: np.ndarray
     """<float32>[B] the reward of the step that led to this row."""
     flags: np.ndarray
-    """<uint8>[B] TERMINATED | TRUNCATED | FINAL bits."""
+    """<uint8>[B] TERMINATED | TRUNCATED | FINAL | LIFE_LOST bits."""
     observation: np.ndarray
     """<spec dtype>[B, *wire obs] the observation as the actor sent it (one frame with learner-side stacking)."""
     evaluation: np.ndarray

@@ -13,10 +13,11 @@ import structlog
 from aioseed.action_space import for_env
 from aioseed.clients.clips import ClipRecorder
 from aioseed.clients.config import ActorConfig
+from aioseed.envs.life_loss import LIFE_LOST_INFO
 from aioseed.envs.registry import env_kwargs, make_vector_env, vector_env_spec
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.spec import EnvSpec
-from aioseed.types import FINAL, TERMINATED, TRUNCATED, Rows
+from aioseed.types import FINAL, LIFE_LOST, TERMINATED, TRUNCATED, Rows
 
 log = structlog.get_logger()
 
@@ -50,7 +51,7 @@ class EnvGroup:
         self.steps = 0
         """Env steps executed so far (autoreset steps excluded)."""
         if recorder is not None:
-            recorder.after_step(0, envs.envs[0].render)  # the first episode's first frame
+            recorder.after_step(0, self._render)  # the first episode's first frame
 
     def __len__(self) -> int:
         return self.envs.num_envs
@@ -79,15 +80,21 @@ class EnvGroup:
         return rows
 
     def step(self, actions: np.ndarray) -> None:
-        resetting = self.flags != 0  # these envs autoreset in this step and ignore their action
-        observations, rewards, terminated, truncated, _ = self.envs.step(for_env(self.spec.action_space, actions))
+        resetting = self.flags != 0  # these envs autoreset (or relaunch after a lost life) and ignore their action
+        observations, rewards, terminated, truncated, infos = self.envs.step(for_env(self.spec.action_space, actions))
         self.steps += int(len(resetting) - resetting.sum())
         self.observations = np.ascontiguousarray(observations, self.spec.dtype)
         self.rewards = np.asarray(rewards, "<f4")
-        ended = terminated | truncated
-        self.flags = (terminated * TERMINATED | truncated * TRUNCATED | ended * FINAL).astype(np.uint8)
+        life_lost = np.asarray(infos[LIFE_LOST_INFO], bool) if LIFE_LOST_INFO in infos else np.zeros(len(self), bool)
+        ended = terminated | truncated | life_lost
+        self.flags = ((terminated | life_lost) * TERMINATED | truncated * TRUNCATED | ended * FINAL | life_lost * LIFE_LOST).astype(np.uint8)
         if self.recorder is not None:
-            self.recorder.after_step(int(self.flags[0]), self.envs.envs[0].render)
+            self.recorder.after_step(0 if life_lost[0] else int(self.flags[0]), self._render)  # a clip is a whole game
+
+    def _render(self) -> np.ndarray:
+        from aioseed.envs.rendering import first_frame
+
+        return first_frame(self.envs)
 
     def close(self) -> None:
         if self.recorder is not None:
@@ -128,13 +135,13 @@ def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]
 def recording_envs(config: ActorConfig, size: int, kwargs: dict[str, Any]) -> gym.vector.VectorEnv | None:
     """``size`` envs whose env 0 renders full-colour frames, or None (with a warning: the actor runs on
     without clips) when this env cannot render any."""
-    from aioseed.envs.rendering import rendering_vector_env
+    from aioseed.envs.rendering import first_frame, rendering_vector_env
 
     envs = None
     try:
         envs = rendering_vector_env(config.env, size, config.atari, kwargs)
         envs.reset(seed=config.seed)
-        frame = envs.envs[0].render()
+        frame = first_frame(envs)
         if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3):
             raise TypeError(f"render() gave {type(frame).__name__}, not an RGB frame")
     except Exception as exc:  # whatever a user's env raises for render_mode="rgb_array"

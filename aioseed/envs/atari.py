@@ -27,7 +27,9 @@ class AtariConfig:
     sticky_action_probability: float = 0.25
     """Probability that the emulator repeats the previous action (v5)."""
     episodic_life: bool = False
-    """End an episode (as terminated) at every life lost."""
+    """A lost life ends the training episode (terminated: no bootstrap; the learner's frame stack restarts) while the
+    game plays on, FIRE (NOOP in games without it) running in place of the next action; returns still count whole
+    games. CleanRL's EpisodicLifeEnv with FireResetEnv (``aioseed.envs.life_loss``)."""
     fire_reset: bool = True
     """Press FIRE after a reset in games that need it."""
     max_episode_frames: int = 108_000
@@ -51,7 +53,7 @@ def is_atari(env_id: str) -> bool:
 def make_atari_vector_env(env_id: str, num_envs: int, config: AtariConfig = AtariConfig()) -> gym.vector.VectorEnv:
     from ale_py.vector_env import AtariVectorEnv
 
-    return AtariVectorEnv(
+    envs = AtariVectorEnv(
         game=game_name(env_id),
         num_envs=num_envs,
         num_threads=min(config.num_threads or num_envs, num_envs),
@@ -59,9 +61,32 @@ def make_atari_vector_env(env_id: str, num_envs: int, config: AtariConfig = Atar
         stack_num=config.stack,
         noop_max=config.noop_max,
         repeat_action_probability=config.sticky_action_probability,
-        episodic_life=config.episodic_life,
+        episodic_life=False,  # ale-py's resets the whole game at a lost life: with_life_loss does CleanRL's instead
         use_fire_reset=config.fire_reset,
         max_num_frames_per_episode=config.max_episode_frames,
         reward_clipping=False,  # the learner clips (ImpalaConfig.reward_clipping), so returns stay true scores
         autoreset_mode="NextStep",
     )
+    return with_life_loss(envs, env_id, config)
+
+
+def relaunch_action(env_id: str, config: AtariConfig) -> int:
+    """The action that follows a lost life under ``episodic_life``: FIRE (index 1) in games whose second minimal
+    action is FIRE, as ale-py's ``use_fire_reset`` reads it, when ``fire_reset`` is on; NOOP (0) otherwise."""
+    import ale_py
+    from ale_py import roms
+
+    ale = ale_py.ALEInterface()
+    ale.setLoggerMode(ale_py.LoggerMode.Error)
+    ale.loadROM(roms.get_rom_path(game_name(env_id)))
+    actions = ale.getMinimalActionSet()
+    return int(config.fire_reset and len(actions) > 1 and actions[1] == ale_py.Action.FIRE)
+
+
+def with_life_loss(envs: gym.vector.VectorEnv, env_id: str, config: AtariConfig) -> gym.vector.VectorEnv:
+    """``envs`` (an Atari game's, reporting ``lives``) with ``episodic_life`` applied when it is on."""
+    if not config.episodic_life:
+        return envs
+    from aioseed.envs.life_loss import LifeLoss
+
+    return LifeLoss(envs, relaunch_action(env_id, config))

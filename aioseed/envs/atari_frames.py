@@ -6,7 +6,8 @@ give the same observations).
 Each step repeats the action ``frameskip`` times, sums the rewards and max-pools the last two grayscale
 screens (an episode that ends inside the skip stops there); frames are area-resized to 84x84 and the
 newest ``stack`` are kept. A reset presses FIRE in games whose second action is FIRE, then takes up
-to ``noop_max - 1`` no-op frames. Sticky actions are ALE's own.
+to ``noop_max - 1`` no-op frames. Sticky actions are ALE's own. ``episodic_life`` wraps the vector env
+(``rendering_vector_env``), as it wraps ale-py's.
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ class AtariFrames(gym.Env):
     metadata = {"render_modes": ["rgb_array"]}
 
     def __init__(self, env_id: str, config: AtariConfig = AtariConfig(), render_mode: str | None = "rgb_array") -> None:
-        if config.episodic_life:
-            raise ValueError("AtariFrames plays whole games (episodic_life off)")
         self.config = config
         self.render_mode = render_mode
         self._game = roms.get_rom_path(game_name(env_id))
@@ -61,7 +60,7 @@ class AtariFrames(gym.Env):
         self._frames[:] = 0
         self._episode_frames = 0
         self._pooled = self.ale.getScreenGrayscale()
-        return self._push(self._pooled), {"episode_frame_number": self.ale.getEpisodeFrameNumber()}
+        return self._push(self._pooled), {"episode_frame_number": self.ale.getEpisodeFrameNumber(), "lives": self.ale.lives()}
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         reward = 0.0
@@ -77,7 +76,7 @@ class AtariFrames(gym.Env):
         self._pooled = np.maximum(self._pooled, self._captured)
         terminated = self.ale.game_over()
         truncated = not terminated and self._episode_frames >= self.config.max_episode_frames
-        return self._push(self._pooled), reward, terminated, truncated, {}
+        return self._push(self._pooled), reward, terminated, truncated, {"lives": self.ale.lives()}
 
     def render(self) -> np.ndarray:
         """The full-colour screen, uint8[210, 160, 3]."""

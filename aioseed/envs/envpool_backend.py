@@ -22,7 +22,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from aioseed.envs.atari import AtariConfig, is_atari
+from aioseed.envs.atari import AtariConfig, is_atari, with_life_loss
 from aioseed.envs.football import FootballConfig, is_football, scenario_name
 
 
@@ -48,8 +48,10 @@ def envpool_settings(env_id: str, atari: AtariConfig, football: FootballConfig) 
     """EnvPool's keyword arguments for ``env_id`` under aioseed's Atari and Football settings."""
     if is_atari(env_id):
         return {
-            "frame_skip": atari.frameskip, "stack_num": atari.stack, "noop_max": atari.noop_max,
-            "repeat_action_probability": atari.sticky_action_probability, "episodic_life": atari.episodic_life,
+            "frame_skip": atari.frameskip, "stack_num": atari.stack,
+            # EnvPool draws from [0, noop_max - 1]: 0 crashes the pool's threads, and 1 means no no-ops, as 0 does here.
+            "noop_max": max(atari.noop_max, 1),
+            "repeat_action_probability": atari.sticky_action_probability, "episodic_life": False,
             "use_fire_reset": atari.fire_reset, "max_episode_steps": atari.max_episode_frames // atari.frameskip,
             "reward_clip": False, "img_height": 84, "img_width": 84, "gray_scale": True, "use_inter_area_resize": True,
             "num_threads": atari.num_threads,
@@ -116,4 +118,5 @@ def _float32_box(space: gym.Space) -> gym.Space:
 def make_envpool_vector_env(
     env_id: str, num_envs: int, atari: AtariConfig = AtariConfig(), football: FootballConfig = FootballConfig()
 ) -> gym.vector.VectorEnv:
-    return EnvPoolVectorEnv(envpool_task(env_id), num_envs, envpool_settings(env_id, atari, football))
+    envs = EnvPoolVectorEnv(envpool_task(env_id), num_envs, envpool_settings(env_id, atari, football))
+    return with_life_loss(envs, env_id, atari) if is_atari(env_id) else envs

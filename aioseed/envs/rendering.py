@@ -11,7 +11,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from aioseed.envs.atari import AtariConfig, is_atari
+from aioseed.envs.atari import AtariConfig, is_atari, with_life_loss
 from aioseed.envs.football import is_football
 from aioseed.envs.registry import flattened, registered_id
 
@@ -41,9 +41,11 @@ def rendering_vector_env(
     else:
         make = functools.partial(_rendering_env, registered_id(env_id), dict(kwargs or {}))
     if in_subprocess:
-        return flattened(gym.vector.AsyncVectorEnv([make] * num_envs, context="spawn", autoreset_mode=autoreset))
-    headless_mujoco()
-    return flattened(gym.vector.SyncVectorEnv([make] * num_envs, autoreset_mode=autoreset))
+        envs: gym.vector.VectorEnv = gym.vector.AsyncVectorEnv([make] * num_envs, context="spawn", autoreset_mode=autoreset)
+    else:
+        headless_mujoco()
+        envs = gym.vector.SyncVectorEnv([make] * num_envs, autoreset_mode=autoreset)
+    return with_life_loss(envs, env_id, atari) if is_atari(env_id) else flattened(envs)
 
 
 def headless_mujoco() -> None:

@@ -39,6 +39,18 @@ def test_envpool_serves_the_default_backends_spec(env_id: str) -> None:
         envpool.close(), default.close()
 
 
+def test_no_noop_starts_play_without_crashing_the_pool() -> None:
+    """EnvPool's noop_max counts from 1 (0 crashed its threads, as under --protocol machado): no no-ops is 1."""
+    assert envpool_settings("ALE/Pong-v5", AtariConfig(noop_max=0), FootballConfig())["noop_max"] == 1
+    envs = make_vector_env("ALE/Pong-v5", 2, AtariConfig(noop_max=0), backend="envpool")
+    try:
+        observations, _ = envs.reset(seed=0)
+        observations, *_ = envs.step(np.zeros(2, np.int64))
+        assert observations.shape == (2, 4, 84, 84)
+    finally:
+        envs.close()
+
+
 def test_the_step_after_an_episode_ends_starts_the_next_with_reward_0() -> None:
     envs = make_vector_env("CartPole-v1", 2, backend="envpool")
     try:

@@ -9,6 +9,9 @@ It turns the wire's done flags into what trajectories need:
     V(final observation) after a truncation. The loss gives it zero weight.
 A TERMINATED row without FINAL follows SEED's convention instead: it carries
 the first observation of the next episode, which is not a phantom.
+A LIFE_LOST row (with FINAL | TERMINATED) ends the training episode the same
+way, but the game's return and length go on: the row after it is counted, and
+the episode ends (for the returns) at the game's own termination or truncation.
 A row whose run_id differs from the stored one starts a new run: its state is
 reset. The first row after a (re)connection is also ``fresh``: it starts a new
 unroll and its reward is not counted, since it may have been seen already.
@@ -21,7 +24,7 @@ import dataclasses
 import numpy as np
 
 from aioseed.server.acting.core_states import grown
-from aioseed.types import FINAL, TERMINATED, TRUNCATED
+from aioseed.types import FINAL, LIFE_LOST, TERMINATED, TRUNCATED
 
 
 @dataclasses.dataclass
@@ -63,6 +66,7 @@ class EnvTable:
         self._run_id = np.zeros(0, np.uint64)
         self._fresh = np.zeros(0, bool)
         self._after_final = np.zeros(0, bool)
+        self._after_life_lost = np.zeros(0, bool)
         self._return = np.zeros(0, np.float64)
         self._length = np.zeros(0, np.int64)
         self._grow(16)
@@ -86,12 +90,15 @@ class EnvTable:
         terminated = (flags & TERMINATED) != 0
         truncated = (flags & TRUNCATED) != 0
         final = ((flags & FINAL) != 0) | (truncated & ~terminated)
+        life_lost = (flags & LIFE_LOST) != 0
         after_final = self._after_final[slots] & ~fresh
+        game_goes_on = self._after_life_lost[slots] & ~fresh
         self._after_final[slots] = final
-        counted = ~fresh & ~after_final
+        self._after_life_lost[slots] = life_lost
+        counted = ~fresh & (~after_final | game_goes_on)
         self._return[slots] += np.where(counted, rewards, 0.0)
         self._length[slots] += counted
-        ended_rows = np.flatnonzero((terminated | truncated) & counted)
+        ended_rows = np.flatnonzero((terminated | truncated) & counted & ~life_lost)
         ended = slots[ended_rows]
         episode_returns = self._return[ended].copy()
         episode_lengths = self._length[ended].copy()
@@ -104,7 +111,7 @@ class EnvTable:
             episode_returns=episode_returns,
             episode_lengths=episode_lengths,
             ended_rows=ended_rows,
-            env_steps=int(len(slots) - final.sum()),
+            env_steps=int(len(slots) - final.sum()),  # a relaunch after a lost life counts as a reset does: not at all
         )
 
     def forget(self, slots: np.ndarray) -> None:
@@ -120,6 +127,7 @@ class EnvTable:
         self._run_id = grown(self._run_id, capacity)
         self._fresh = grown(self._fresh, capacity)
         self._after_final = grown(self._after_final, capacity)
+        self._after_life_lost = grown(self._after_life_lost, capacity)
         self._return = grown(self._return, capacity)
         self._length = grown(self._length, capacity)
         self._capacity = capacity

@@ -190,7 +190,8 @@ class RowParser:
         flags = self._column(raw_flags, "u1", "flags")
         if raw_flags.translate(None, VALID_FLAG_BYTES):
             raise ProtocolError(
-                "steps.flags may only set bit 0 (terminated), bit 1 (truncated) and, with one of them, bit 2 (final)"
+                "steps.flags may only set bit 0 (terminated), bit 1 (truncated), with one of them bit 2 (final), "
+                "and with terminated and final bit 3 (life lost)"
             )
         if self._per_game > 1:
             games = flags.reshape(-1, self._per_game)

@@ -77,6 +77,7 @@ BAD_MESSAGES = {
     ),
     "unknown flag": (lambda slots: steps(slots, flags=np.array([0, 8])), "flags may only set"),
     "final without an episode end": (lambda slots: steps(slots, flags=np.array([4, 0])), "flags may only set"),
+    "life lost without a final termination": (lambda slots: steps(slots, flags=np.array([0, 8 | 1])), "flags may only set"),
 }
 
 
@@ -95,6 +96,19 @@ async def test_bad_message_gets_invalid_argument_and_others_carry_on(running_lea
         await healthy.progressed(before)
         # The refused stream's slots come back after the grace period.
         assert len(learner.actors()) == 1
+
+
+async def test_a_lost_life_row_is_answered_like_any_final_row(running_learner, tmp_path) -> None:
+    from aioseed.types import FINAL, LIFE_LOST, TERMINATED
+
+    async with serving(running_learner, tmp_path) as (learner, channel, healthy):
+        stream = Stream(channel)
+        slots = await stream.handshake(hello(2, run_id_base=100))
+        await stream.step(steps(slots, run_id_base=100))
+        lost = await stream.step(steps(slots, run_id_base=100, flags=np.array([LIFE_LOST | FINAL | TERMINATED, 0])))
+        assert lost.shape == (2,)
+        await stream.step(steps(slots, run_id_base=100))  # the game goes on
+        await healthy.progressed(healthy.answers)
 
 
 async def test_spec_mismatch_gets_failed_precondition_naming_both_specs(running_learner, tmp_path) -> None:
