@@ -171,6 +171,8 @@ class TanhGaussian:
     size: int
     low: tuple[float, ...]
     high: tuple[float, ...]
+    log_prob_epsilon: float = 0.0
+    """``aioseed.algos.tanh_gaussian.log_det_jacobian``'s epsilon (0: the exact correction)."""
 
     @property
     def params_size(self) -> int:
@@ -200,7 +202,7 @@ class TanhGaussian:
         return tanh_gaussian.squash(actions, *self._bounds())
 
     def log_prob(self, params: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
-        return tanh_gaussian.log_prob(actions, *self.mean_log_std(params), *self._bounds())
+        return tanh_gaussian.log_prob(actions, *self.mean_log_std(params), *self._bounds(), self.log_prob_epsilon)
 
     def entropy(self, params: tf.Tensor) -> tf.Tensor:
         return tanh_gaussian.gaussian_entropy(self.mean_log_std(params)[1])

@@ -8,8 +8,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from aioseed.algos.distributions import Distribution, TanhGaussian, gaussian_params
+from aioseed.algos.distributions import LOG_STD_MAX, LOG_STD_MIN, Distribution, TanhGaussian, gaussian_params
 from aioseed.algos.normalization import RunningNormalizer
+from aioseed.algos.tanh_gaussian import squashed_log_std
 from aioseed.spec import EnvSpec
 
 TORSO_GAIN = float(np.sqrt(2.0))
@@ -81,9 +82,12 @@ class GaussianHead(keras.layers.Layer):
     """``[mean, log_std]`` <float32>[B, 2A] of a diagonal Gaussian (``aioseed.algos.distributions.TanhGaussian``'s
     parameters); ``log_std`` from a head of the features (``state_dependent``) or one learned vector."""
 
-    def __init__(self, size: int, state_dependent: bool, init_log_std: float = 0.0, **kwargs) -> None:
+    def __init__(self, size: int, state_dependent: bool, init_log_std: float = 0.0, squash_log_std: bool = False, **kwargs) -> None:
+        """``squash_log_std``: map the log-std head's output into [LOG_STD_MIN, LOG_STD_MAX] by a rescaled tanh
+        (CleanRL's SAC; it starts near the middle, std ~0.22) instead of clipping it there."""
         super().__init__(**kwargs)
         self.size = size
+        self.squash_log_std = squash_log_std
         self.mean = keras.layers.Dense(size, kernel_initializer=keras.initializers.Orthogonal(0.01))
         start = keras.initializers.Constant(init_log_std)
         self.log_std = (
@@ -96,6 +100,8 @@ class GaussianHead(keras.layers.Layer):
     def call(self, x: tf.Tensor) -> tf.Tensor:
         mean = self.mean(x)
         log_std = self.log_std(x) if self.log_std is not None else tf.broadcast_to(self.free_log_std, tf.shape(mean))
+        if self.squash_log_std:
+            log_std = squashed_log_std(log_std, LOG_STD_MIN, LOG_STD_MAX)
         return gaussian_params(mean, log_std)
 
 

@@ -28,8 +28,13 @@ def squash(u: tf.Tensor, low: tf.Tensor, high: tf.Tensor) -> tf.Tensor:
     return low + (tf.tanh(u) + 1.0) * 0.5 * (high - low)
 
 
-def log_det_jacobian(u: tf.Tensor, low: tf.Tensor, high: tf.Tensor) -> tf.Tensor:
-    """<float32>[...] sum over the action dimensions of log |d squash / d u|, finite for any ``u``."""
+def log_det_jacobian(u: tf.Tensor, low: tf.Tensor, high: tf.Tensor, epsilon: float = 0.0) -> tf.Tensor:
+    """<float32>[...] sum over the action dimensions of log |d squash / d u|, finite for any ``u``.
+
+    ``epsilon`` > 0: CleanRL's ``log(scale (1 - tanh(u)^2) + epsilon)`` instead, which caps what a saturated
+    action costs at ``-log(epsilon)`` per dimension."""
+    if epsilon > 0.0:
+        return tf.reduce_sum(tf.math.log((high - low) * 0.5 * (1.0 - tf.square(tf.tanh(u))) + epsilon), axis=-1)
     log_one_minus_tanh_sq = 2.0 * (math.log(2.0) - u - tf.math.softplus(-2.0 * u))
     return tf.reduce_sum(log_one_minus_tanh_sq + tf.math.log((high - low) * 0.5), axis=-1)
 
@@ -40,9 +45,17 @@ def gaussian_log_prob(u: tf.Tensor, mean: tf.Tensor, log_std: tf.Tensor) -> tf.T
     return tf.reduce_sum(-0.5 * tf.square(z) - log_std - LOG_SQRT_2PI, axis=-1)
 
 
-def log_prob(u: tf.Tensor, mean: tf.Tensor, log_std: tf.Tensor, low: tf.Tensor, high: tf.Tensor) -> tf.Tensor:
-    """<float32>[...] log pi(a) of the squashed action ``a = squash(u)``, given its pre-squash sample ``u``."""
-    return gaussian_log_prob(u, mean, log_std) - log_det_jacobian(u, low, high)
+def log_prob(
+    u: tf.Tensor, mean: tf.Tensor, log_std: tf.Tensor, low: tf.Tensor, high: tf.Tensor, epsilon: float = 0.0
+) -> tf.Tensor:
+    """<float32>[...] log pi(a) of the squashed action ``a = squash(u)``, given its pre-squash sample ``u``
+    (``epsilon``: ``log_det_jacobian``'s)."""
+    return gaussian_log_prob(u, mean, log_std) - log_det_jacobian(u, low, high, epsilon)
+
+
+def squashed_log_std(raw: tf.Tensor, low: float, high: float) -> tf.Tensor:
+    """``raw`` mapped smoothly into [low, high] by a rescaled tanh (CleanRL's SAC), instead of clipped."""
+    return low + 0.5 * (high - low) * (tf.tanh(raw) + 1.0)
 
 
 def sample(mean: tf.Tensor, log_std: tf.Tensor, seed: tf.Tensor | None = None) -> tf.Tensor:

@@ -114,3 +114,47 @@ def test_the_policy_updates_frequency_times_every_frequency_th_critic_update(fre
         assert np.isfinite(metrics["losses/actor"]) and np.isfinite(metrics["policy/entropy"])
     assert int(agent.critic_optimizer.iterations.numpy()) == 6
     assert policy_steps == ([frequency] + [0] * (frequency - 1)) * (6 // frequency)
+
+
+def test_cleanrl_log_std_is_squashed_into_its_bounds_from_mid_range() -> None:
+    from aioseed.algos.distributions import LOG_STD_MAX, LOG_STD_MIN
+    from aioseed.algos.networks import GaussianHead
+
+    head = GaussianHead(2, state_dependent=True, squash_log_std=True)
+    x = tf.Variable(np.array([[0.0] * 4, [1e4] * 4, [-1e4] * 4], np.float32))
+    with tf.GradientTape() as tape:
+        log_std = head(x)[:, 2:]
+        first = tf.reduce_sum(log_std[0])
+    assert np.allclose(log_std[0], LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN))  # starts mid-range: std ~0.22
+    assert (log_std >= LOG_STD_MIN).numpy().all() and (log_std <= LOG_STD_MAX).numpy().all()
+    assert np.abs(tape.gradient(first, x).numpy()[0]).sum() > 0
+
+
+def test_the_log_prob_epsilon_caps_what_a_saturated_action_costs() -> None:
+    from aioseed.algos import tanh_gaussian
+
+    u, low, high = tf.constant([[0.3, 20.0]]), tf.constant([-1.0, -1.0]), tf.constant([1.0, 1.0])
+    exact = tanh_gaussian.log_det_jacobian(u, low, high)
+    capped = tanh_gaussian.log_det_jacobian(u, low, high, epsilon=1e-6)
+    expected = np.log(1 - np.tanh(0.3) ** 2 + 1e-6) + np.log(1e-6)  # tanh(20) is 1 in float32
+    np.testing.assert_allclose(capped, [expected], rtol=1e-5)
+    assert exact.numpy()[0] < -38.0 < capped.numpy()[0]  # exact: 2 (log 2 - 20 - ...) for the saturated dimension
+
+
+@pytest.mark.parametrize("warmup", ["policy", "uniform"])
+def test_warmup_actions_are_uniform_in_the_box_until_the_first_update(warmup: str) -> None:
+    """E[a^2] is 1/3 for a uniform in [-1, 1] and ~0.394 for tanh of a unit Gaussian (the initial policy on zero
+    observations); 8,192 samples put either 20 standard errors away from the other."""
+    spec = EnvSpec(observation_shape=(3,), observation_dtype="float32", action_space=Box((2,), (-1.0, -1.0), (1.0, 1.0)))
+    agent = SacAgent(spec, SacConfig(hidden_sizes=(8,), warmup_actions=warmup, policy_frequency=1))
+    observations = np.zeros((4096, 3), np.float32)
+
+    def second_moment() -> float:
+        outputs, _ = agent.infer(observations, {})
+        assert np.isfinite(outputs["action"]).all()
+        return float(np.mean(np.square(outputs["env_action"])))
+
+    before = second_moment()
+    assert abs(before - 1 / 3) < 0.02 if warmup == "uniform" else before > 0.37
+    agent.train_step(_batch(np.random.default_rng(0)))
+    assert second_moment() > 0.36  # the policy's own samples from the first update on

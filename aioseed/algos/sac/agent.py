@@ -22,6 +22,8 @@ from aioseed.algos.sac.networks import GaussianActor, TwinQ
 from aioseed.spec import EnvSpec
 from aioseed.types import ENV_ACTION, Column
 
+UNIFORM_EDGE = 1.0 - 1e-6
+"""Uniform warm-up actions stay this far inside the box, so that their pre-squash sample atanh(a) is finite."""
 COLUMNS = ("observation", "action", "reward", "done", "phantom")
 """The unroll columns a train step reads (time-major ``[T + 1, B, ...]``)."""
 
@@ -31,7 +33,7 @@ class SacNetworks(keras.layers.Layer):
 
     def __init__(self, size: int, config: SacConfig) -> None:
         super().__init__(name="sac")
-        self.actor = GaussianActor(size, config.hidden_sizes, config.activation)
+        self.actor = GaussianActor(size, config.hidden_sizes, config.activation, squash_log_std=config.log_std == "tanh")
         self.critics = TwinQ(config.hidden_sizes, config.activation, name="critics")
 
 
@@ -50,7 +52,7 @@ class SacAgent:
         if self.replicas.count > 1:
             raise ValueError("SAC trains on one device; name one training device")
         box = spec.action_space
-        self.distribution = TanhGaussian(box.size, box.low, box.high)
+        self.distribution = TanhGaussian(box.size, box.low, box.high, config.log_prob_epsilon)
         self.target_entropy = -float(box.size) if config.target_entropy is None else config.target_entropy
         with self.replicas.scope():
             self.network = SacNetworks(box.size, config)
@@ -100,7 +102,11 @@ class SacAgent:
 
     def _act_step(self, observations: tf.Tensor, mean_rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         params = self.network.actor(observations)
-        u = tf.where(mean_rows[:, None], self.distribution.mode(params), self.distribution.sample(params))
+        sampled = self.distribution.sample(params)
+        if self.config.warmup_actions == "uniform":  # until the first update: the squashed action uniform in the box
+            uniform = tf.atanh(tf.random.uniform(tf.shape(sampled), -UNIFORM_EDGE, UNIFORM_EDGE))
+            sampled = tf.where(self.critic_optimizer.iterations > 0, sampled, uniform)
+        u = tf.where(mean_rows[:, None], self.distribution.mode(params), sampled)
         return u, self.distribution.env_action(u)
 
     @property

@@ -56,6 +56,9 @@ class SacConfig:
     """Save the replay with every checkpoint (checkpoints/replay) and restore it on a restart."""
 
     # Acting
+    warmup_actions: Literal["policy", "uniform"] = "policy"
+    """Until the first update: sample the initial policy (tanh of a unit Gaussian), or act uniformly at random in
+    the box, as CleanRL does for its learning_starts steps."""
     evaluation_action: Literal["mean", "sample"] = "mean"
     """What evaluation envs (actors started with --evaluation) run: the squashed mean action, or a sample."""
 
@@ -64,6 +67,11 @@ class SacConfig:
     """Hidden layers of the policy and of each Q network."""
     activation: Literal["relu", "tanh"] = "relu"
     """Their activation."""
+    log_std: Literal["clip", "tanh"] = "clip"
+    """The policy's log-std: clipped to [-5, 2], or squashed into it by a rescaled tanh (CleanRL's)."""
+    log_prob_epsilon: float = 0.0
+    """0: the exact tanh correction of the log-probability; CleanRL's 1e-6 caps a saturated action's cost
+    (``aioseed.algos.tanh_gaussian.log_det_jacobian``)."""
 
     def __post_init__(self) -> None:
         for name in ("learning_rate", "critic_learning_rate", "alpha_learning_rate", "initial_alpha", "replay_ratio"):
@@ -75,6 +83,8 @@ class SacConfig:
             raise ValueError(f"discount must be in [0, 1], got {self.discount}")
         if not 0 < self.min_replay_size <= self.replay_capacity:
             raise ValueError(f"min_replay_size must be in [1, replay_capacity={self.replay_capacity}], got {self.min_replay_size}")
+        if self.log_prob_epsilon < 0:
+            raise ValueError(f"log_prob_epsilon must be >= 0, got {self.log_prob_epsilon}")
         if self.policy_frequency < 1:
             raise ValueError(f"policy_frequency must be >= 1, got {self.policy_frequency}")
         if self.acting_ahead < 0:

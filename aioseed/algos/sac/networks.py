@@ -11,10 +11,10 @@ from aioseed.algos.networks import GaussianHead, flatten_observations, mlp
 class GaussianActor(keras.Model):
     """Observations -> ``[mean, log_std]`` <float32>[B, 2A] of the pre-squash Gaussian (state-dependent std)."""
 
-    def __init__(self, size: int, hidden_sizes: tuple[int, ...], activation: str, **kwargs) -> None:
+    def __init__(self, size: int, hidden_sizes: tuple[int, ...], activation: str, squash_log_std: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
         self.torso = mlp(hidden_sizes, activation)
-        self.head = GaussianHead(size, state_dependent=True)
+        self.head = GaussianHead(size, state_dependent=True, squash_log_std=squash_log_std)
 
     def call(self, observations: tf.Tensor) -> tf.Tensor:
         return self.head(self.torso(flatten_observations(observations)))
