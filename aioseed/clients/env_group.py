@@ -30,7 +30,9 @@ class EnvGroup:
     episode ends, its row carries the final reward, TERMINATED and/or TRUNCATED,
     FINAL and the *final* observation. The action the learner sends back for
     that row is ignored: the next vector step resets the env, and its next row
-    is the first observation of the new episode with reward 0.
+    is the first observation of the new episode with reward 0. A lost life under
+    ``--atari.episodic-life`` gives such a row with LIFE_LOST too, and the env
+    relaunches the game instead of resetting it (``aioseed.envs.life_loss``).
     """
 
     def __init__(
@@ -85,11 +87,15 @@ class EnvGroup:
         self.steps += int(len(resetting) - resetting.sum())
         self.observations = np.ascontiguousarray(observations, self.spec.dtype)
         self.rewards = np.asarray(rewards, "<f4")
-        life_lost = np.asarray(infos[LIFE_LOST_INFO], bool) if LIFE_LOST_INFO in infos else np.zeros(len(self), bool)
-        ended = terminated | truncated | life_lost
-        self.flags = ((terminated | life_lost) * TERMINATED | truncated * TRUNCATED | ended * FINAL | life_lost * LIFE_LOST).astype(np.uint8)
+        ended = terminated | truncated
+        flags = terminated * TERMINATED | truncated * TRUNCATED | ended * FINAL
+        life_lost = infos.get(LIFE_LOST_INFO)  # only under --atari.episodic-life
+        if life_lost is not None:
+            flags = flags | np.asarray(life_lost, bool) * (LIFE_LOST | FINAL | TERMINATED)
+        self.flags = flags.astype(np.uint8)
         if self.recorder is not None:
-            self.recorder.after_step(0 if life_lost[0] else int(self.flags[0]), self._render)  # a clip is a whole game
+            whole_game = life_lost is None or not life_lost[0]  # a clip is a whole game
+            self.recorder.after_step(int(self.flags[0]) if whole_game else 0, self._render)
 
     def _render(self) -> np.ndarray:
         from aioseed.envs.rendering import first_frame

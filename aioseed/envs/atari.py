@@ -9,6 +9,7 @@ actions are sticky with probability 0.25. Autoreset is next-step, as aioseed's a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 import gymnasium as gym
@@ -70,9 +71,11 @@ def make_atari_vector_env(env_id: str, num_envs: int, config: AtariConfig = Atar
     return with_life_loss(envs, env_id, config)
 
 
+@functools.cache
 def relaunch_action(env_id: str, config: AtariConfig) -> int:
     """The action that follows a lost life under ``episodic_life``: FIRE (index 1) in games whose second minimal
-    action is FIRE, as ale-py's ``use_fire_reset`` reads it, when ``fire_reset`` is on; NOOP (0) otherwise."""
+    action is FIRE, as ale-py's ``use_fire_reset`` reads it, when ``fire_reset`` is on; NOOP (0) otherwise. Read
+    once per game and settings, not once per vector env."""
     import ale_py
     from ale_py import roms
 
