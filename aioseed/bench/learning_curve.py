@@ -17,6 +17,7 @@ import json
 import math
 import pathlib
 import sys
+import textwrap
 
 import structlog
 
@@ -65,7 +66,8 @@ def write_png(
         axes.axhline(target_return, color="tab:green", linestyle="--", label=f"target {target_return:+g}")
     axes.axvline(target_frames / 1e6, color="tab:gray", linestyle=":", label=f"{target_frames / 1e6:g}M frames")
     minutes = points[-1].seconds / 60 if points else 0.0
-    axes.set(xlabel="env frames (millions)", ylabel="mean episode return", title=f"{title} ({minutes:.0f} min)")
+    title = textwrap.fill(f"{title} ({minutes:.0f} min)", 70)  # long env ids and preset names stay inside the figure
+    axes.set(xlabel="env frames (millions)", ylabel="mean episode return", title=title)
     axes.grid(alpha=0.3)
     axes.legend(loc="lower right")
     figure.tight_layout()
@@ -121,6 +123,9 @@ def main(bench: LearningCurveBench) -> int:
         raise SystemExit(f"no {RETURN_TAG} summaries under {logdir / 'tensorboard'} yet")
     write_csv(points, logdir / "curve.csv")
     title = f"aioseed {run.learner.agent} on {run.learner.env} (preset {bench.preset})"
+    football = run.learner.football
+    if is_football(run.learner.env) and (football.left_players, football.right_players) != (1, 0):
+        title += f", controlled players: {football.left_players} left, {football.right_players} right"
     write_png(points, logdir / "curve.png", title, bench.target_return, bench.target_frames, run.learner.return_window)
     result: dict[str, object] = {**summarize(points, bench.target_return)}
     result.update(csv=str(logdir / "curve.csv"), png=str(logdir / "curve.png"))
