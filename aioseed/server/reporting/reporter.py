@@ -16,8 +16,10 @@ log = structlog.get_logger()
 Snapshot = dict[str, float]
 
 
-def progress_fields(snapshot: Snapshot, fps: float) -> dict[str, float | int]:
-    """The progress log line's fields, all read from one snapshot."""
+def progress_fields(snapshot: Snapshot, fps: float, mean_batch: float | None = None) -> dict[str, float | int]:
+    """The progress log line's fields, read from one snapshot; ``mean_batch`` (the mean inference batch over
+    the whole logging interval) replaces the snapshot's own, which covers one metrics interval only."""
+    batch = snapshot["batcher/batch_size"] if mean_batch is None else mean_batch
     fields: dict[str, float | int] = {
         "frames": int(snapshot["charts/frames"]),
         "fps": round(fps),
@@ -25,7 +27,7 @@ def progress_fields(snapshot: Snapshot, fps: float) -> dict[str, float | int]:
         "episodes": int(snapshot["charts/episodes"]),
         "train_steps": int(snapshot["learner/train_steps"]),
         "loss": round(snapshot.get("losses/total", float("nan")), 4),
-        "batch": round(snapshot["batcher/batch_size"], 1),
+        "batch": round(batch, 1),
         "streams": int(snapshot.get("actors/streams", 0)),
         "lag": round(snapshot["learner/policy_lag"], 2),
     }
@@ -72,13 +74,14 @@ class Reporter:
         self._write = write
         self._observe = observe
         self._logged_at, self._logged_frames = time.monotonic(), frames()
+        self._batches, self._batched_rows = 0.0, 0.0  # inference batches and their rows since the last line
 
     async def run(self) -> None:
         self._logged_at, self._logged_frames = time.monotonic(), self._frames()
         while True:
             await asyncio.sleep(self._every_s)
             snapshot = self._sample()
-            self._history.append(snapshot)
+            self._add(snapshot)
             if self._observe is not None:
                 self._observe(snapshot)
             if time.monotonic() - self._logged_at >= self._log_every_s:
@@ -88,13 +91,22 @@ class Reporter:
         """The figures at the stop: a last snapshot, progress line and summary (the periodic ones can
         miss everything since the last interval, such as the training that reached the target)."""
         snapshot = self._sample()
-        self._history.append(snapshot)
+        self._add(snapshot)
         await self._report(snapshot)
+
+    def _add(self, snapshot: Snapshot) -> None:
+        self._history.append(snapshot)
+        batches = snapshot.get("batcher/batches", 0.0)
+        if batches > 0:  # a window with no batch (training in synchronous mode, say) reads NaN, not zero
+            self._batches += batches
+            self._batched_rows += batches * snapshot["batcher/batch_size"]
 
     async def _report(self, snapshot: Snapshot) -> None:
         now, frames = time.monotonic(), self._frames()
         fps = (frames - self._logged_frames) / max(now - self._logged_at, 1e-9)
-        log.info("progress", **progress_fields(snapshot, fps))
+        mean_batch = self._batched_rows / self._batches if self._batches else math.nan
+        log.info("progress", **progress_fields(snapshot, fps, mean_batch))
         self._logged_at, self._logged_frames = now, frames
+        self._batches, self._batched_rows = 0.0, 0.0
         if self._write is not None:
             await self._write(snapshot)

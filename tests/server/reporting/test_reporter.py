@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 from structlog.testing import capture_logs
@@ -46,3 +47,26 @@ def test_the_progress_line_carries_the_ppo_diagnostics_when_reported() -> None:
              "policy/explained_variance": 0.567, "policy/entropy": 1.7891}
     fields = progress_fields(point, 100.0)
     assert (fields["kl"], fields["clip"], fields["ev"], fields["entropy"]) == (0.0012, 0.123, 0.57, 1.79)
+
+
+async def test_the_progress_line_averages_the_batch_over_its_whole_interval() -> None:
+    # Synchronous acting closes no inference batch while it trains: a metrics window then reads NaN, and
+    # the line (every 2 s, windows every 1 s) must not show the last window's NaN for an interval that had some.
+    windows = [(2.0, 8.0), (0.0, math.nan), (1.0, 5.0), (0.0, math.nan)]
+    taken = asyncio.Event()
+
+    def sample() -> dict[str, float]:
+        batches, size = windows.pop(0)
+        if len(windows) == 1:
+            taken.set()
+        return {**snapshot(10.0, 1.0), "batcher/batches": batches, "batcher/batch_size": size}
+
+    reporter = Reporter(sample, lambda: 10, History(), every_s=0.001, log_every_s=3600)
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(reporter.run())
+        await taken.wait()
+        task.cancel()
+    with capture_logs() as logs:
+        await reporter.final()  # the last window (no batch) closes the interval
+    [line] = [entry for entry in logs if entry["event"] == "progress"]
+    assert line["batch"] == 7.0  # (2 x 8 + 1 x 5) rows / 3 batches
