@@ -22,6 +22,7 @@ import textwrap
 import structlog
 
 from aioseed.bench.config import LearningCurveBench
+from aioseed.envs.atari import is_atari
 from aioseed.envs.football import is_football
 from aioseed.results.curves import RETURN_TAG, Point, episode_returns, read_curve
 from aioseed.results.scoring import GOAL_RETURNS, scoring_bins, write_scoring_csv
@@ -111,6 +112,21 @@ def train(bench: LearningCurveBench) -> None:
     log.info("learning_curve_session", frames=summary.frames, mean_return=round(summary.mean_return, 2))
 
 
+def curve_title(bench: LearningCurveBench) -> str:
+    """The plot's title: agent, env and preset, then what sets the curve apart from the preset's protocol
+    (Atari's sticky actions, Football's controlled players) and the seed, when one is fixed."""
+    learner = bench.resolved_run.learner
+    title = f"aioseed {learner.agent} on {learner.env} (preset {bench.preset})"
+    if is_atari(learner.env):
+        title += f", sticky actions {learner.atari.sticky_action_probability:g}"
+    football = learner.football
+    if is_football(learner.env) and (football.left_players, football.right_players) != (1, 0):
+        title += f", controlled players: {football.left_players} left, {football.right_players} right"
+    if learner.seed is not None:
+        title += f", seed {learner.seed}"
+    return title
+
+
 def main(bench: LearningCurveBench) -> int:
     run = bench.resolved_run
     logdir = run.learner.logdir
@@ -122,10 +138,7 @@ def main(bench: LearningCurveBench) -> int:
     if not points:
         raise SystemExit(f"no {RETURN_TAG} summaries under {logdir / 'tensorboard'} yet")
     write_csv(points, logdir / "curve.csv")
-    title = f"aioseed {run.learner.agent} on {run.learner.env} (preset {bench.preset})"
-    football = run.learner.football
-    if is_football(run.learner.env) and (football.left_players, football.right_players) != (1, 0):
-        title += f", controlled players: {football.left_players} left, {football.right_players} right"
+    title = curve_title(bench)
     write_png(points, logdir / "curve.png", title, bench.target_return, bench.target_frames, run.learner.return_window)
     result: dict[str, object] = {**summarize(points, bench.target_return)}
     result.update(csv=str(logdir / "curve.csv"), png=str(logdir / "curve.png"))

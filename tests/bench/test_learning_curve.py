@@ -12,7 +12,7 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 
 from aioseed.bench.config import Bench, LearningCurveBench
-from aioseed.bench.learning_curve import main, summarize, thinned, write_csv, write_png
+from aioseed.bench.learning_curve import curve_title, main, summarize, thinned, write_csv, write_png
 from aioseed.cli import parse
 from aioseed.results.curves import read_curve
 from aioseed.results.scoring import GOAL_RETURNS, scoring_bins
@@ -73,6 +73,14 @@ def test_preset_env_and_overrides_on_the_command_line() -> None:
     assert run.learner.impala.network == "nature_cnn" and run.learner.learner_frame_stack == 4  # the preset's
     catch = parse(["bench", "learning-curve", "--preset", "catch"]).command.resolved_run
     assert catch.learner.env == "aioseed/Catch-v0"
+
+
+def test_the_title_names_the_protocol_and_seed_the_preset_does_not() -> None:
+    sticky = parse(["bench", "learning-curve", "--preset", "atari-ppo", "--run.learner.atari.sticky-action-probability",
+                    "0.25", "--run.learner.seed", "2"]).command
+    assert curve_title(sticky) == "aioseed impala on ALE/Pong-v5 (preset atari-ppo), sticky actions 0.25, seed 2"
+    catch = parse(["bench", "learning-curve", "--preset", "catch"]).command
+    assert curve_title(catch) == "aioseed impala on aioseed/Catch-v0 (preset catch)"
 
 
 def test_a_football_curve_reports_its_scoring_rate_per_bin_from_every_episode(tmp_path, capsys) -> None:
