@@ -16,10 +16,10 @@ log = structlog.get_logger()
 Snapshot = dict[str, float]
 
 
-def progress_fields(snapshot: Snapshot, fps: float, mean_batch: float | None = None) -> dict[str, float | int]:
-    """The progress log line's fields, read from one snapshot; ``mean_batch`` (the mean inference batch over
-    the whole logging interval) replaces the snapshot's own, which covers one metrics interval only."""
-    batch = snapshot["batcher/batch_size"] if mean_batch is None else mean_batch
+def progress_fields(snapshot: Snapshot, fps: float, batch: float | None = None) -> dict[str, float | int]:
+    """The progress log line's fields, read from one snapshot; ``batch`` (the mean inference batch over the
+    whole logging interval) replaces the snapshot's own, which covers one metrics interval only."""
+    batch = snapshot["batcher/batch_size"] if batch is None else batch
     fields: dict[str, float | int] = {
         "frames": int(snapshot["charts/frames"]),
         "fps": round(fps),
@@ -36,6 +36,14 @@ def progress_fields(snapshot: Snapshot, fps: float, mean_batch: float | None = N
         if value == value:  # not NaN: the figure is reported (evaluation envs, PPO-style reuse, ...)
             fields[name] = round(value, digits) if digits else int(value)
     return fields
+
+
+def mean_batch(snapshots: list[Snapshot]) -> float:
+    """The mean inference batch over ``snapshots``, each weighted by its batches; NaN when none closed (in
+    synchronous mode no batch closes while training, so a single metrics window often reads NaN)."""
+    batched = [p for p in snapshots if p.get("batcher/batches", 0.0) > 0]
+    batches = sum(p["batcher/batches"] for p in batched)
+    return sum(p["batcher/batches"] * p["batcher/batch_size"] for p in batched) / batches if batches else math.nan
 
 
 SHORT_DIAGNOSTICS = (
@@ -74,14 +82,14 @@ class Reporter:
         self._write = write
         self._observe = observe
         self._logged_at, self._logged_frames = time.monotonic(), frames()
-        self._batches, self._batched_rows = 0.0, 0.0  # inference batches and their rows since the last line
+        self._logged_time = 0.0  # the "time" of the snapshot the last line was logged from
 
     async def run(self) -> None:
         self._logged_at, self._logged_frames = time.monotonic(), self._frames()
         while True:
             await asyncio.sleep(self._every_s)
             snapshot = self._sample()
-            self._add(snapshot)
+            self._history.append(snapshot)
             if self._observe is not None:
                 self._observe(snapshot)
             if time.monotonic() - self._logged_at >= self._log_every_s:
@@ -91,22 +99,14 @@ class Reporter:
         """The figures at the stop: a last snapshot, progress line and summary (the periodic ones can
         miss everything since the last interval, such as the training that reached the target)."""
         snapshot = self._sample()
-        self._add(snapshot)
-        await self._report(snapshot)
-
-    def _add(self, snapshot: Snapshot) -> None:
         self._history.append(snapshot)
-        batches = snapshot.get("batcher/batches", 0.0)
-        if batches > 0:  # a window with no batch (training in synchronous mode, say) reads NaN, not zero
-            self._batches += batches
-            self._batched_rows += batches * snapshot["batcher/batch_size"]
+        await self._report(snapshot)
 
     async def _report(self, snapshot: Snapshot) -> None:
         now, frames = time.monotonic(), self._frames()
         fps = (frames - self._logged_frames) / max(now - self._logged_at, 1e-9)
-        mean_batch = self._batched_rows / self._batches if self._batches else math.nan
-        log.info("progress", **progress_fields(snapshot, fps, mean_batch))
-        self._logged_at, self._logged_frames = now, frames
-        self._batches, self._batched_rows = 0.0, 0.0
+        batch = mean_batch(self._history.since(self._logged_time))  # the windows since the last line
+        log.info("progress", **progress_fields(snapshot, fps, batch))
+        self._logged_at, self._logged_frames, self._logged_time = now, frames, snapshot["time"]
         if self._write is not None:
             await self._write(snapshot)

@@ -52,14 +52,14 @@ def test_the_progress_line_carries_the_ppo_diagnostics_when_reported() -> None:
 async def test_the_progress_line_averages_the_batch_over_its_whole_interval() -> None:
     # Synchronous acting closes no inference batch while it trains: a metrics window then reads NaN, and
     # the line (every 2 s, windows every 1 s) must not show the last window's NaN for an interval that had some.
-    windows = [(2.0, 8.0), (0.0, math.nan), (1.0, 5.0), (0.0, math.nan)]
+    windows = [(1.0, 2.0, 8.0), (2.0, 0.0, math.nan), (3.0, 1.0, 5.0), (4.0, 0.0, math.nan)]
     taken = asyncio.Event()
 
     def sample() -> dict[str, float]:
-        batches, size = windows.pop(0)
+        time, batches, size = windows.pop(0)
         if len(windows) == 1:
             taken.set()
-        return {**snapshot(10.0, 1.0), "batcher/batches": batches, "batcher/batch_size": size}
+        return {**snapshot(10.0, 1.0), "time": time, "batcher/batches": batches, "batcher/batch_size": size}
 
     reporter = Reporter(sample, lambda: 10, History(), every_s=0.001, log_every_s=3600)
     async with asyncio.TaskGroup() as group:
