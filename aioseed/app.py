@@ -230,7 +230,7 @@ def assemble(
     endpoint = GrpcEndpoint(service, server.host, server.port, options, server.actor_token, tls)
     stages = Stages(
         endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config, stats, tracker), params,
-        tracker,
+        tracker, pacing,
     )
     return Learner(config, spec, agent, stages, console_factory(config))
 

@@ -29,6 +29,7 @@ from aioseed.server.run_info import describe
 from aioseed.server.stages import Stages
 from aioseed.server.training.checkpoint import CheckpointRefused
 from aioseed.server.training.trainer import Progress
+from aioseed.server.trajectories.replay_feed import ReplayFeed
 from aioseed.server.transport.streams import LocalStream
 from aioseed.spec import EnvSpec
 
@@ -273,6 +274,9 @@ class Learner:
             if progress is not None:
                 self._trainer.version = progress.train_steps
                 self._stats.restore(progress.frames, progress.train_steps)
+            pacing, source = self._stages.pacing, self._stages.source
+            if pacing is not None and isinstance(source, ReplayFeed):  # a checkpointed replay keeps acting's count
+                pacing.resume(source.replay.inserted, source.batches_sampled)
         params = self._stages.params
         if params is not None:  # IMPALA actors pull the restored (or initial) weights first
             await self._trainer.run_between_steps(lambda: params.publish(self._trainer.version))

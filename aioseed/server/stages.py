@@ -13,6 +13,7 @@ from aioseed.server.reporting.tracking import Sender
 from aioseed.server.stopping import Stopping
 from aioseed.server.training.checkpoint import Checkpointer
 from aioseed.server.training.trainer import Trainer
+from aioseed.server.trajectories.pacing import Pacing
 from aioseed.server.trajectories.source import Source
 from aioseed.server.transport.endpoint import GrpcEndpoint
 from aioseed.server.transport.params import ParamsPublisher
@@ -44,3 +45,5 @@ class Stages:
     """IMPALA mode: the parameters actors pull (published after every update)."""
     tracker: Sender | None = None
     """--tracking: W&B or MLflow (its scalars go through ``write_summaries``)."""
+    pacing: Pacing | None = None
+    """How far acting may run ahead of training (shared by the inference loop and the trainer)."""

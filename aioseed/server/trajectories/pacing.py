@@ -34,7 +34,7 @@ ActingMode = Literal["async", "bounded", "synchronous", "replay"]
 
 class Pacing:
     """Verbs: ``ready`` (wait until acting may go on), ``completed`` unrolls, ``trained`` a batch,
-    ``stale`` (a batch acted before the latest update)."""
+    ``stale`` (a batch acted before the latest update), ``resume`` (a restored run's counts)."""
 
     def __init__(self, mode: ActingMode, batch_size: int, credit: float | None = None, start: float | None = None) -> None:
         """``batch_size``: unrolls per train batch. Replay mode: ``credit`` unrolls more per train batch,
@@ -47,7 +47,8 @@ class Pacing:
         self._batch_size = batch_size
         self._credit = batch_size if credit is None else credit
         starts = {"async": math.inf, "bounded": 2 * batch_size, "synchronous": batch_size, "replay": start}
-        self._allowance: float = starts[mode]
+        self._start: float = starts[mode]
+        self._allowance: float = self._start
         """Unrolls acting may still complete before it must wait for an update."""
         self._open = asyncio.Event()
         self._open.set()
@@ -91,6 +92,17 @@ class Pacing:
             self._allowance += self._credit
             if self._allowance > 0:
                 self._open.set()
+
+    def resume(self, completed: int, trained: float) -> None:
+        """Replay mode: carries on the count of a restored run, whose replay kept ``completed`` unrolls inserted
+        and ``trained`` train batches sampled from it, as if it had never stopped (otherwise acting would get
+        the replay's minimum size again on every restart, and run that far ahead of the replay ratio). The
+        other modes start afresh: their queues are not checkpointed."""
+        if self.mode != "replay":
+            return
+        self._allowance = min(self._start, self._start + trained * self._credit - completed)
+        if self._allowance <= 0:
+            self._open.clear()
 
     def stale(self, version: int) -> bool:
         """Whether steps acted at ``version`` predate the latest train batch's updates (on-policy paced modes only),

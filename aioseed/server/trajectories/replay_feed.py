@@ -52,6 +52,11 @@ class ReplayFeed:
             await asyncio.to_thread(self.replay.insert, batch)  # copies the rows into the replay's columns
             self._inserted.set()
 
+    @property
+    def batches_sampled(self) -> float:
+        """Train batches sampled from the replay so far, a restored replay's included."""
+        return self.replay.sampled / self._batch_size
+
     def ready(self) -> bool:
         replay = self.replay
         within_ratio = replay.sampled + self._batch_size <= self._replay_ratio * replay.inserted

@@ -122,3 +122,30 @@ async def test_sac_replay_is_checkpointed_with_the_critics_and_temperature_and_r
         assert restarted.agent.alpha == alpha  # the temperature and the target critics came back too
         for mine, theirs in zip(restarted.agent.target_network.weights, weights, strict=True):
             np.testing.assert_array_equal(mine.numpy(), theirs)
+
+
+async def test_a_restored_sac_replay_keeps_acting_within_the_replay_ratio(running_learner, tmp_path) -> None:
+    """Replay pacing lets acting insert the replay's minimum, then one unroll per train batch here (16 of 16 at
+    a ratio of 16), plus one ahead. A restart that restores the replay carries that count on; before, acting
+    got the minimum again and ran 64 unrolls further ahead of the ratio for the rest of the run."""
+    from aioseed.algos.sac.config import SacConfig
+
+    sac = SacConfig(hidden_sizes=(16,), min_replay_size=64, replay_ratio=16.0, acting_ahead=1, checkpoint_replay=True)
+    config = small_config(tmp_path, env="Pendulum-v1", agent="sac", sac=sac, metrics_every_s=0.1,
+                          training={"unroll_length": 1, "batch_size": 16, "acting": "replay"})
+    start = sac.min_replay_size + 1 + sac.acting_ahead  # the pacing's allowance before the first update
+
+    def ahead(metrics: dict[str, float]) -> float:
+        """Unrolls inserted beyond what the train batches sampled so far allow (at most ``start`` plus one
+        message's rows less one, the overshoot of the batch that used the allowance up)."""
+        return metrics["replay/inserted"] - metrics["replay/sampled"] / sac.replay_ratio
+
+    for _ in range(2):  # the second run restores the first one's replay
+        async with running_learner(config) as learner:
+            await until(lambda: "replay/sampled" in learner.metrics(), "a snapshot")
+            sampled = learner.metrics()["replay/sampled"]
+            actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", env="Pendulum-v1", num_envs=4, envs_per_message=4))
+            task = asyncio.create_task(actor.run())
+            await until(lambda: learner.metrics()["replay/sampled"] >= sampled + 40 * 16, "40 train batches", 3000)
+            assert ahead(learner.metrics()) <= start + 3
+            task.cancel()

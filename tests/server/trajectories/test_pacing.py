@@ -67,6 +67,22 @@ async def test_replay_acting_holds_the_replay_ratio_and_never_redoes() -> None:
         Pacing("replay", batch_size=256)
 
 
+async def test_replay_acting_resumes_a_restored_runs_count_instead_of_starting_over() -> None:
+    """A run stopped at equilibrium (the minimum of 10 and 90 unrolls more inserted, 90 batches trained at one
+    unroll each) may act on only as far as it could before it stopped, not another replay minimum ahead."""
+    resumed, fresh = (Pacing("replay", batch_size=256, credit=1.0, start=10 + 1 + 2) for _ in range(2))
+    resumed.resume(completed=100, trained=90)
+    assert resumed.allowance == 3  # 13 + 90 x 1 - 100: as before the stop
+    assert resumed.completed(3) and await _blocks(resumed)
+    resumed.resume(completed=200, trained=90)  # more inserted than the ratio allows: wait for training
+    assert resumed.allowance == -97 and await _blocks(resumed)
+    fresh.resume(completed=0, trained=0)  # nothing restored: the minimum fills first
+    assert fresh.allowance == 13 and not await _blocks(fresh)
+    synchronous = Pacing("synchronous", batch_size=4)
+    synchronous.resume(completed=100, trained=90)  # its queues are not checkpointed: a fresh start
+    assert synchronous.allowance == 4
+
+
 def test_a_batch_acted_before_the_latest_update_is_stale_in_paced_modes_only() -> None:
     bounded, free = Pacing("bounded", batch_size=4), Pacing("async", batch_size=4)
     for pacing in (bounded, free):
