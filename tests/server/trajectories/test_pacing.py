@@ -68,8 +68,8 @@ async def test_replay_acting_holds_the_replay_ratio_and_never_redoes() -> None:
 
 
 async def test_replay_acting_resumes_a_restored_runs_count_instead_of_starting_over() -> None:
-    """A run stopped at equilibrium (the minimum of 10 and 90 unrolls more inserted, 90 batches trained at one
-    unroll each) may act on only as far as it could before it stopped, not another replay minimum ahead."""
+    """A run stopped with 100 unrolls inserted and 90 batches trained (a minimum of 10, then one unroll per
+    batch) may act on only as far as it could before it stopped, not another replay minimum ahead."""
     resumed, fresh = (Pacing("replay", batch_size=256, credit=1.0, start=10 + 1 + 2) for _ in range(2))
     resumed.resume(completed=100, trained=90)
     assert resumed.allowance == 3  # 13 + 90 x 1 - 100: as before the stop
