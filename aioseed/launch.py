@@ -30,6 +30,7 @@ PresetName = Literal[
     "atari-ppo",
     "catch",
     "football-academy",
+    "football-academy-ppo",
     "football-academy-simple115",
     "football-academy-smm",
     "mujoco-ppo",
@@ -51,6 +52,8 @@ class RunConfig:
     same network on aioseed/Catch-v0; football-academy: V-trace on Google Research Football's
     academy_empty_goal_close from the Super Mini Map with SEED's Football ResNet, on EnvPool's port of the
     engine (no build); football-academy-simple115: the same from the simple115v2 state (MLP) on gfootball;
+    football-academy-ppo: MAPPO-style PPO (synchronous) with 3 controlled players on
+    academy_pass_and_shoot_with_keeper, from simple115v2;
     football-academy-smm: from the stacked Super Mini Map on gfootball, as SEED ran it; mujoco-ppo and mujoco-sac: CleanRL's PPO and SAC
     recipes for continuous control on HalfCheetah-v5 (any MuJoCo id with --learner.env); r2d2-cartpole:
     R2D2 sized for CartPole-v1."""

@@ -93,6 +93,18 @@ def test_version_prints_the_package_version(capsys) -> None:
     assert version("aioseed") == __version__  # the installed metadata reads the same attribute
 
 
+def test_the_football_ppo_preset_trains_every_players_row_once_per_synchronous_batch() -> None:
+    run = parse(["run", "--preset", "football-academy-ppo"])
+    learner = run.learner
+    assert (learner.football.left_players, learner.football.right_players, learner.football.rewards) == (3, 0, "scoring,checkpoints")
+    training, impala = learner.training, learner.impala
+    assert (training.acting, training.unroll_length) == ("synchronous", 64)
+    # Synchronous acting closes a batch once every row has given one unroll: games x players rows.
+    assert training.batch_size == run.num_actors * run.envs_per_actor * learner.football.left_players == 48
+    assert (impala.targets, impala.epochs, impala.minibatches, impala.minibatch, impala.ppo_clip) == ("gae", 10, 4, "transitions", 0.2)
+    assert parse(["run", "--preset", "football-academy-ppo", "--learner.football.left-players", "1"]).learner.football.left_players == 1
+
+
 def test_the_ppo_and_noframeskip_presets_and_the_acting_modes_they_allow() -> None:
     ppo = parse(["run", "--preset", "atari-ppo"])
     assert (ppo.num_actors, ppo.envs_per_actor, ppo.envs_per_message) == (1, 8, 8)
