@@ -113,14 +113,14 @@ def train(bench: LearningCurveBench) -> None:
 
 
 def curve_title(bench: LearningCurveBench) -> str:
-    """The plot's title: agent, env and preset, then what sets the curve apart from the preset's protocol
-    (Atari's sticky actions, Football's controlled players) and the seed, when one is fixed."""
+    """The plot's title: agent, env and preset, then the protocol (Atari's sticky actions, Football's
+    controlled players) and the seed, when one is fixed."""
     learner = bench.resolved_run.learner
     title = f"aioseed {learner.agent} on {learner.env} (preset {bench.preset})"
     if is_atari(learner.env):
         title += f", sticky actions {learner.atari.sticky_action_probability:g}"
     football = learner.football
-    if is_football(learner.env) and (football.left_players, football.right_players) != (1, 0):
+    if is_football(learner.env):  # always: presets differ in their player counts
         title += f", controlled players: {football.left_players} left, {football.right_players} right"
     if learner.seed is not None:
         title += f", seed {learner.seed}"

@@ -81,6 +81,8 @@ def test_the_title_names_the_protocol_and_seed_the_preset_does_not() -> None:
     assert curve_title(sticky) == "aioseed impala on ALE/Pong-v5 (preset atari-ppo), sticky actions 0.25, seed 2"
     catch = parse(["bench", "learning-curve", "--preset", "catch"]).command
     assert curve_title(catch) == "aioseed impala on aioseed/Catch-v0 (preset catch)"
+    one_player = parse(["bench", "learning-curve", "--preset", "football-academy-ppo", "--run.learner.football.left-players", "1"]).command
+    assert curve_title(one_player).endswith("(preset football-academy-ppo), controlled players: 1 left, 0 right")
 
 
 def test_a_football_curve_reports_its_scoring_rate_per_bin_from_every_episode(tmp_path, capsys) -> None:
