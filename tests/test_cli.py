@@ -102,7 +102,6 @@ def test_the_football_ppo_preset_trains_every_players_row_once_per_synchronous_b
     # Synchronous acting closes a batch once every row has given one unroll: games x players rows.
     assert training.batch_size == run.num_actors * run.envs_per_actor * learner.football.left_players == 48
     assert (impala.targets, impala.epochs, impala.minibatches, impala.minibatch, impala.ppo_clip) == ("gae", 10, 4, "transitions", 0.2)
-    assert parse(["run", "--preset", "football-academy-ppo", "--learner.football.left-players", "1"]).learner.football.left_players == 1
 
 
 def test_the_ppo_and_noframeskip_presets_and_the_acting_modes_they_allow() -> None:

@@ -75,7 +75,7 @@ def test_preset_env_and_overrides_on_the_command_line() -> None:
     assert catch.learner.env == "aioseed/Catch-v0"
 
 
-def test_the_title_names_the_protocol_and_seed_the_preset_does_not() -> None:
+def test_the_title_names_the_protocol_and_the_seed() -> None:
     sticky = parse(["bench", "learning-curve", "--preset", "atari-ppo", "--run.learner.atari.sticky-action-probability",
                     "0.25", "--run.learner.seed", "2"]).command
     assert curve_title(sticky) == "aioseed impala on ALE/Pong-v5 (preset atari-ppo), sticky actions 0.25, seed 2"
