@@ -74,7 +74,9 @@ class EvalConfig:
 def evaluate(config: EvalConfig) -> dict[str, Any]:
     from aioseed.algos.agent import zero_state
     from aioseed.envs.atari import is_atari
+    from aioseed.envs.football import is_football
     from aioseed.envs.registry import vector_env_spec
+    from aioseed.results.scoring import GOAL_RETURNS, games_scored
 
     protocol = PROTOCOLS[config.protocol]
     saved = config_file.saved_learner(config.logdir)
@@ -99,7 +101,8 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         returns, lengths = _episodes(env, act, state, spec, dataclasses.replace(config, episodes=episodes), clip)
         right = spec.right_side(rows)
         right_returns = [] if right is None else [r for episode in returns for r, is_right in zip(episode, right) if is_right]
-        returns = [r for episode in returns for i, r in enumerate(episode) if right is None or not right[i]]
+        left = [[r for i, r in enumerate(episode) if right is None or not right[i]] for episode in returns]
+        returns = [r for episode in left for r in episode]
     finally:
         env.close()
         if clip is not None:
@@ -130,6 +133,8 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     if right_returns:  # a return per right-side player and episode, apart from the left side's
         result["right_returns"] = right_returns
         result["right_mean_return"] = float(np.mean(right_returns))
+    if is_football(env_id) and saved.football.rewards in GOAL_RETURNS:  # the figure academy results are read by
+        result["scoring_rate"] = games_scored(left, GOAL_RETURNS[saved.football.rewards])
     if saved.agent == "r2d2":
         result["epsilon"] = saved.r2d2.eval_epsilon
     if clip is not None:
@@ -202,6 +207,7 @@ def table(result: dict[str, Any]) -> str:
         ("episodes", str(result["episodes"])),
         ("return", f"mean {result['mean_return']:.2f}  std {result['std_return']:.2f}  min {result['min_return']:.2f}  max {result['max_return']:.2f}"),
         ("length", f"mean {result['mean_length']:.1f} steps"),
+        *([("scoring", f"{result['scoring_rate']:.0%} of games (the left side scored)")] if "scoring_rate" in result else []),
         *[(key, result[key]) for key in ("video", "export", "onnx", "written") if key in result],
     ]
     return "\n".join(f"{name:<11}{value}" for name, value in rows) + "\n"

@@ -45,6 +45,14 @@ def scoring_bins(episodes: list[tuple[int, float]], goal_return: float, bin_fram
     ]
 
 
+def games_scored(left_returns: list[list[float]], goal_return: float) -> float:
+    """The fraction of games whose left side scored (``left_returns``: per game, a return per left-side
+    controlled player; a goal pays every one of them, so the first decides)."""
+    if not left_returns:
+        raise ValueError("no games to count goals in")
+    return sum(game[0] > goal_return for game in left_returns) / len(left_returns)
+
+
 def write_scoring_csv(bins: list[ScoringBin], path: pathlib.Path) -> None:
     """``frames_from, frames_to, player_episodes, scoring_rate, mean_return`` rows."""
     with path.open("w", newline="") as f:

@@ -61,6 +61,8 @@ async def test_self_play_refreshes_its_opponent_resumes_it_and_evaluates_every_p
     evaluation = json.loads(await process.stdout())
     assert evaluation["players"] == [2, 1]
     assert len(evaluation["returns"]) == 4 and len(evaluation["right_returns"]) == 2  # a return per player and episode
+    # Games, not player rows: the first left player's return of each game says whether the left side scored.
+    assert evaluation["scoring_rate"] == np.mean([r > 0.5 for r in evaluation["returns"][0::2]])
 
 
 async def test_one_policy_per_side_trains_each_on_its_rows_resumes_and_acts_for_each_side(tmp_path) -> None:
