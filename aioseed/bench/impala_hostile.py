@@ -45,6 +45,8 @@ RECOVERED = 0.9
 """The share of its rate before that counts as recovered."""
 WINDOW_S = 2.0
 """The window the recovered rate is taken over."""
+WARM_TRAIN_STEPS = 2
+"""Train steps the learner applies before the first measurement (the first one traces the train step)."""
 OWN_CONNECTION = ("grpc.use_local_subchannel_pool", 1)
 """A channel option: its own connection (channels to one address share one by default)."""
 
@@ -106,6 +108,8 @@ class Rig:
         )  # fmt: skip
         self.samples: list[tuple[float, float, float]] = []
         """(time of the learner's snapshot, its frames, its streams)."""
+        self.train_steps = 0.0
+        """The learner's train steps at its latest snapshot."""
 
     async def start_learner(self) -> float:
         """Starts the learner; returns the time it reported SERVING."""
@@ -133,7 +137,19 @@ class Rig:
                         metrics = await reply.json()
                     if "time" in metrics and (not self.samples or metrics["time"] > self.samples[-1][0]):
                         self.samples.append((metrics["time"], metrics["charts/frames"], metrics["actors/streams"]))
+                        self.train_steps = metrics["learner/train_steps"]
                 await asyncio.sleep(0.25)
+
+    async def warm_up(self, train_steps: int = WARM_TRAIN_STEPS, limit_s: float = 300.0) -> None:
+        """Until the learner has applied ``train_steps`` train steps, then ``seconds`` more: the first steps
+        build (trace) the train function, which holds the GIL for seconds on a small machine, so a rate
+        measured before them is not the steady one the attacks are compared with."""
+        deadline = time.time() + limit_s
+        while self.train_steps < train_steps:
+            if time.time() > deadline:
+                raise RuntimeError(f"the learner did not train {train_steps} steps within {limit_s:.0f} s; see {self.learner.log}")
+            await asyncio.sleep(0.25)
+        await asyncio.sleep(self.bench.seconds)
 
     def rate(self, start: float, end: float) -> float:
         """Frames/s between the samples nearest after ``start`` and before ``end``."""
@@ -326,7 +342,7 @@ async def measure(bench: ImpalaHostileBench) -> list[dict[str, object]]:
             try:
                 await rig.start_learner()
                 await rig.actor.start()
-                await asyncio.sleep(bench.seconds)  # warm-up: the actor builds its policy and pulls
+                await rig.warm_up()
                 rows = [await test(rig) for test in (stalled_pulls, upload_flood, stall, restart)]
             finally:
                 sampler.cancel()
