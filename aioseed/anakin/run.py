@@ -8,7 +8,7 @@ from typing import Any
 
 import structlog
 
-from aioseed.algos.impala.agent import ImpalaAgent
+from aioseed.algos.impala.agent import ENTROPY_COST, ImpalaAgent
 from aioseed.anakin.envs import ENVS, TFEnv
 from aioseed.anakin.loop import Anakin
 from aioseed.devices import place
@@ -57,11 +57,18 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
     return anakin, checkpointer
 
 
-def curve_point(metrics: dict[str, Any], mean_return: float, episodes: int, updates: int) -> dict[str, float]:
+def curve_point(metrics: dict[str, Any], anakin: Anakin, updates: int) -> dict[str, float]:
     """An iteration's TensorBoard scalars, under the learner's names (``aioseed report`` and
     ``bench learning-curve`` read charts/return)."""
     point = {name: float(value) for name, value in metrics.items() if name.startswith(("losses/", "policy/"))}
-    return point | {"charts/return": mean_return, "charts/episodes": float(episodes), "learner/train_steps": float(updates)}
+    agent = anakin.agent
+    return point | {
+        "charts/return": anakin.mean_return(),
+        "charts/episodes": float(anakin.episodes),
+        "learner/train_steps": float(updates),
+        "learner/learning_rate": agent.current_learning_rate,
+        ENTROPY_COST: float(agent.entropy_cost.numpy()),
+    }
 
 
 def train(config: LearnerConfig, envs: int, run: object | None = None) -> dict[str, Any]:
@@ -80,6 +87,7 @@ def train(config: LearnerConfig, envs: int, run: object | None = None) -> dict[s
     logged_frames, reason = frames, None
     history: list[tuple[float, int]] = []
     while reason is None:
+        anakin.agent.set_progress(frames)  # the learning-rate and entropy schedules, as the learner's trainer moves them
         metrics = anakin.iterate()
         frames += anakin.frames_per_iteration
         updates += anakin.updates_per_iteration
@@ -93,7 +101,7 @@ def train(config: LearnerConfig, envs: int, run: object | None = None) -> dict[s
             reason = "time"
         report = reason is not None or now - last_log >= config.log_every_s
         if summaries is not None:  # every iteration: a seed's curve is the same points on every run
-            summaries(curve_point(metrics, mean_return, anakin.episodes, updates), frames, flush=report)
+            summaries(curve_point(metrics, anakin, updates), frames, flush=report)
         if report:
             fps = (frames - logged_frames) / max(now - last_log, 1e-9)
             log.info(

@@ -11,8 +11,9 @@ from aioseed.server.config import LearnerConfig
 
 KEY_HYPERPARAMETERS = {
     "impala": (
-        "learning_rate", "optimizer", "lr_schedule", "discount", "entropy_cost", "baseline_cost", "lambda_",
-        "targets", "epochs", "minibatches", "ppo_clip", "max_grad_norm", "reward_clipping", "hidden_sizes", "lstm_size",
+        "learning_rate", "optimizer", "lr_schedule", "discount", "entropy_cost", "entropy_schedule", "baseline_cost",
+        "lambda_", "targets", "epochs", "minibatches", "ppo_clip", "max_grad_norm", "reward_clipping", "hidden_sizes",
+        "lstm_size",
     ),
     "r2d2": (
         "learning_rate", "discount", "n_steps", "burn_in", "target_update_period", "replay_capacity",

@@ -1,4 +1,4 @@
-"""Optimizer choice and the learning-rate schedule, and how the console's rate combines with it."""
+"""Optimizer choice, the learning-rate and entropy-cost schedules, and how the console's rate combines with them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from aioseed.algos.impala.agent import ImpalaAgent
+from aioseed.algos.impala.agent import ENTROPY_COST, ImpalaAgent
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.schedule import schedule_factor
 from aioseed.spec import EnvSpec
@@ -43,6 +43,38 @@ def test_a_constant_schedule_keeps_the_rate() -> None:
     assert agent.current_learning_rate == pytest.approx(3e-4)
 
 
+def _batch(rng: np.random.Generator, steps: int = 9, size: int = 8) -> dict[str, np.ndarray]:
+    shape = (steps, size)
+    return {
+        "observation": rng.normal(size=(*shape, 4)).astype(np.float32),
+        "action": rng.integers(0, 2, shape, dtype=np.int32),
+        "logits": rng.normal(size=(*shape, 2)).astype(np.float32),
+        "reward": rng.normal(size=shape).astype(np.float32),
+        "done": rng.random(shape) < 0.1,
+        "phantom": np.zeros(shape, bool),
+    }
+
+
+@pytest.mark.parametrize(
+    "reuse",
+    [{}, {"epochs": 2, "minibatches": 2, "ppo_clip": 0.2, "targets": "gae", "minibatch": "transitions"}],
+    ids=["one_pass", "ppo_transitions"],
+)
+def test_the_entropy_cost_follows_its_schedule_into_the_compiled_loss(reuse: dict) -> None:
+    # Rate 0 freezes the network, so each step sees the same losses; only the entropy cost moves.
+    config = ImpalaConfig(
+        learning_rate=0.0, entropy_cost=0.01, entropy_schedule="linear", entropy_frames=1000, entropy_final_fraction=0.1, **reuse
+    )
+    agent, batch = ImpalaAgent(SPEC, config), _batch(np.random.default_rng(0))
+    for frames, cost in ((0, 0.01), (500, 0.0055), (5000, 0.001)):  # past the budget it stays at the end value
+        agent.set_progress(frames)
+        metrics = agent.train_step(batch)
+        assert metrics[ENTROPY_COST] == pytest.approx(cost)
+        # After the first trace the total still weighs the entropy by the cost in effect, not a traced constant.
+        expected = metrics["losses/pg"] + config.baseline_cost * metrics["losses/baseline"] + cost * metrics["losses/entropy"]
+        assert metrics["losses/total"] == pytest.approx(expected, rel=1e-4, abs=1e-6)
+
+
 def test_optimizer_choice_and_its_settings() -> None:
     rmsprop = ImpalaAgent(SPEC, ImpalaConfig(optimizer="rmsprop", rmsprop_decay=0.9, rmsprop_epsilon=0.02, rmsprop_momentum=0.1))
     assert isinstance(rmsprop.optimizer, keras.optimizers.RMSprop)
@@ -52,9 +84,13 @@ def test_optimizer_choice_and_its_settings() -> None:
     assert (adam.optimizer.beta_1, adam.optimizer.beta_2, adam.optimizer.epsilon) == (0.0, 0.99, 3e-7)
 
 
-def test_config_refuses_a_schedule_without_a_budget_and_bad_reuse_settings() -> None:
+def test_config_refuses_schedules_without_a_budget_and_bad_reuse_settings() -> None:
     with pytest.raises(ValueError, match="lr_frames"):
         ImpalaConfig(lr_schedule="cosine")
+    with pytest.raises(ValueError, match="entropy_frames"):
+        ImpalaConfig(entropy_schedule="linear")
+    with pytest.raises(ValueError, match="entropy_final_fraction"):
+        ImpalaConfig(entropy_schedule="linear", entropy_frames=10, entropy_final_fraction=2.0)
     with pytest.raises(ValueError, match="epochs and minibatches"):
         ImpalaConfig(minibatches=0)
     with pytest.raises(ValueError, match="ppo_clip"):

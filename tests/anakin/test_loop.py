@@ -1,5 +1,6 @@
 """Anakin's compiled rollout: the learner's unroll layout, and a truncated episode's last reward
-carries the bootstrap ``discount * V(final observation)`` while a terminated one's does not."""
+carries the bootstrap ``discount * V(final observation)`` while a terminated one's does not; its
+training loop moves the learning-rate and entropy schedules by its frames."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aioseed.algos.impala.agent import ImpalaAgent
+from aioseed.algos.impala.agent import ENTROPY_COST, ImpalaAgent
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.anakin.envs import CartPole, Catch
 from aioseed.anakin.loop import Anakin
+from aioseed.server.config import LearnerConfig
 from aioseed.spec import EnvSpec
 
 SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", action_space=2)
@@ -51,3 +53,27 @@ def test_the_learners_running_statistics_are_refused(option: str) -> None:
     agent = ImpalaAgent(SPEC, ImpalaConfig(hidden_sizes=(16,), **{option: True}), seed=0)
     with pytest.raises(ValueError, match="are for the learner"):
         Anakin(CartPole(), agent, envs=4, unroll_length=3, batch_size=4)
+
+
+def test_the_learning_rate_and_entropy_schedules_follow_anakins_frames(tmp_path) -> None:
+    from aioseed.anakin.run import train
+    from aioseed.results.curves import _session_values
+    from aioseed.server.config import StopConfig, TrainingConfig
+
+    budget = 8 * 16 * 10  # ten iterations of 8 envs x 16 steps
+    impala = ImpalaConfig(
+        hidden_sizes=(16,), learning_rate=1e-3, lr_schedule="linear", lr_frames=budget,
+        entropy_cost=0.01, entropy_schedule="linear", entropy_frames=budget, entropy_final_fraction=0.1,
+    )
+    config = LearnerConfig(
+        logdir=tmp_path, impala=impala, training=TrainingConfig(unroll_length=16, batch_size=8),
+        stop=StopConfig(at_return=None, after_frames=budget),
+    )
+    assert train(config, envs=8)["frames"] == budget
+    (events,) = (tmp_path / "tensorboard").glob("events.out.tfevents.*")
+    scalars = _session_values(events, ("learner/learning_rate", ENTROPY_COST))
+    # Each iteration trains at the schedule's value for the frames before it, logged at the frames after it.
+    steps = [step for _, step, _ in scalars["learner/learning_rate"]]
+    assert steps == list(range(128, budget + 1, 128))
+    np.testing.assert_allclose([v for *_, v in scalars["learner/learning_rate"]], [1e-3 * (1 - (s - 128) / budget) for s in steps], rtol=1e-5)
+    np.testing.assert_allclose([v for *_, v in scalars[ENTROPY_COST]], [0.01 * (1 - 0.9 * (s - 128) / budget) for s in steps], rtol=1e-5)

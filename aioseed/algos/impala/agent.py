@@ -27,6 +27,7 @@ from aioseed.algos.normalization import RewardScaler, RunningNormalizer
 from aioseed.algos.optimizer import LearningRateControl, make_optimizer, minimize
 from aioseed.algos.replicas import Replicas, replica_sum
 from aioseed.algos.rewards import clip_rewards
+from aioseed.algos.schedule import schedule_factor
 from aioseed.spec import EnvSpec
 
 
@@ -48,6 +49,9 @@ def unroll_extras(
     previous = previous * tf.concat([tf.ones_like(keep[:1]), keep[1:]], 0)[..., None]
     return step_extras(previous, rewards * keep)
 
+
+ENTROPY_COST = "losses/entropy_cost"
+"""The metric of the entropy cost in effect (``ImpalaConfig.entropy_schedule``)."""
 
 COLUMNS = ("observation", "action", "logits", "reward", "done", "phantom")
 """The unroll columns a train step reads (time-major ``[T + 1, B, ...]``), besides the state columns."""
@@ -105,6 +109,8 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
                 momentum=config.rmsprop_momentum,
             )
             self.init_learning_rate(config.learning_rate, config.lr_schedule, config.lr_frames, config.lr_final_fraction)
+            # A variable, so that the compiled losses read its scheduled value without retracing.
+            self.entropy_cost = tf.Variable(config.entropy_cost, trainable=False, dtype=tf.float32, name="entropy_cost")
         base = getattr(self.network, "base", self.network)  # an LSTM core wraps the torso
         self._normalizer: RunningNormalizer | None = getattr(base, "normalizer", None)
         self._reward_scaler = RewardScaler(config.discount, config.scaled_reward_clip) if config.scale_rewards else None
@@ -114,6 +120,13 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         self._targets = tf.function(self._compute_targets, **compile_options)
         self._update = tf.function(self._update_step, **compile_options)
         self._update_transitions = tf.function(self._transitions_step, **compile_options)
+
+    def set_progress(self, frames: int) -> None:
+        """Moves the learning rate's and the entropy cost's schedules to ``frames`` of training."""
+        LearningRateControl.set_progress(self, frames)
+        c = self.config
+        fraction = frames / c.entropy_frames if c.entropy_frames > 0 else 0.0
+        self.entropy_cost.assign(c.entropy_cost * schedule_factor(c.entropy_schedule, fraction, c.entropy_final_fraction))
 
     def _clip(self, rewards: np.ndarray | tf.Tensor) -> tf.Tensor:
         return clip_rewards(tf.cast(rewards, tf.float32), self.config.reward_clipping, self.config.reward_clip)
@@ -131,7 +144,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
             metrics = {name: float(value) for name, value in self._train(self._split(columns)).items()}
             if not metrics[SKIPPED]:
                 on_update()
-            return metrics
+            return {**metrics, ENTROPY_COST: float(self.entropy_cost.numpy())}
         rows, proximal_metrics = self._targets(self._split(columns))
         proximal = {name: value.numpy() for name, value in rows.items()}
         if self.config.minibatch == "transitions":
@@ -156,7 +169,8 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
                     totals[name] = totals.get(name, 0.0) + value
         skipped = totals.pop(SKIPPED)
         means = {name: value / updates for name, value in totals.items()}
-        return {**means, **{name: float(value) for name, value in proximal_metrics.items()}, SKIPPED: skipped}
+        proximal_means = {name: float(value) for name, value in proximal_metrics.items()}
+        return {**means, **proximal_means, ENTROPY_COST: float(self.entropy_cost.numpy()), SKIPPED: skipped}
 
     def _split(self, columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
         """Each training replica's share: time-major columns along axis 1, state columns along axis 0."""
@@ -199,7 +213,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
             phantom=inputs["phantom"],
             discount=c.discount,
             baseline_cost=c.baseline_cost,
-            entropy_cost=c.entropy_cost,
+            entropy_cost=self.entropy_cost,
             clip_rho_threshold=c.clip_rho_threshold,
             clip_pg_rho_threshold=c.clip_pg_rho_threshold,
             lambda_=c.lambda_,
@@ -302,7 +316,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
             valid=valid,
             clip_epsilon=c.ppo_clip,
             baseline_cost=c.baseline_cost,
-            entropy_cost=c.entropy_cost,
+            entropy_cost=self.entropy_cost,
             distribution=self.distribution,
         )
         return losses.total, self._loss_metrics(losses), {}

@@ -52,7 +52,13 @@ class ImpalaConfig:
     baseline_cost: float = 0.5
     """Weight of the value loss."""
     entropy_cost: float = 0.01
-    """Weight of the entropy bonus."""
+    """Weight of the entropy bonus (the start of its schedule)."""
+    entropy_schedule: ScheduleKind = "constant"
+    """constant; linear or cosine decay of the entropy cost to ``entropy_final_fraction`` of it at ``entropy_frames``."""
+    entropy_frames: int = 0
+    """The entropy schedule's frame budget (env frames, as the learner counts them); past it the cost stays at the end value."""
+    entropy_final_fraction: float = 0.0
+    """The entropy schedule's end value as a fraction of ``entropy_cost``."""
     clip_rho_threshold: float = 1.0
     """rho-bar: importance weight clip in the V-trace targets."""
     clip_pg_rho_threshold: float = 1.0
@@ -150,6 +156,10 @@ class ImpalaConfig:
             raise ValueError(f"lr_schedule {self.lr_schedule!r} needs the frame budget lr_frames > 0")
         if not 0.0 <= self.lr_final_fraction <= 1.0:
             raise ValueError(f"lr_final_fraction must be in [0, 1], got {self.lr_final_fraction}")
+        if self.entropy_schedule != "constant" and self.entropy_frames <= 0:
+            raise ValueError(f"entropy_schedule {self.entropy_schedule!r} needs the frame budget entropy_frames > 0")
+        if not 0.0 <= self.entropy_final_fraction <= 1.0:
+            raise ValueError(f"entropy_final_fraction must be in [0, 1], got {self.entropy_final_fraction}")
         if self.epochs < 1 or self.minibatches < 1:
             raise ValueError(f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}")
         if self.minibatch == "transitions" and (self.lstm_size or self.previous_action_reward):

@@ -184,7 +184,7 @@ def impala_loss(
     *,
     discount: float,
     baseline_cost: float,
-    entropy_cost: float,
+    entropy_cost: float | tf.Tensor,
     clip_rho_threshold: float = 1.0,
     clip_pg_rho_threshold: float = 1.0,
     lambda_: float = 1.0,
@@ -245,7 +245,7 @@ def clipped_surrogate_loss(
     *,
     clip_epsilon: float | None,
     baseline_cost: float,
-    entropy_cost: float,
+    entropy_cost: float | tf.Tensor,
     distribution: Distribution = CATEGORICAL,
 ) -> SurrogateLosses:
     """PPO's clipped surrogate (Schulman et al. 2017, eq. 7) + baseline loss - entropy bonus.
