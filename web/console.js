@@ -26,6 +26,9 @@ const CHARTS = [
   },
   { title: "unroll queue depth", series: [["queue/depth", "depth"], ["queue/capacity", "capacity"]] },
   { title: "policy lag (updates)", series: [["learner/policy_lag", "mean over updates"], ["learner/policy_lag_max", "max"]] },
+  // The schedules' values in effect: the base rate set below times --impala.lr-schedule; --impala.entropy-schedule.
+  { title: "learning rate in effect", series: [["learner/learning_rate", "learning rate"]] },
+  { title: "entropy cost in effect", when: "losses/entropy_cost", series: [["losses/entropy_cost", "entropy cost"]] },
   // PPO's diagnostics (V-trace: all but the clip fraction); shown once reported.
   {
     title: "policy drift", when: "policy/kl_behaviour",

@@ -76,6 +76,14 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
             await until(lambda: _points_at_least(page, "entropy and gradient norm", 3), "entropy plotted")
             entropy = (await chart(page, "entropy and gradient norm"))[1]
             assert 0.0 < entropy[0] <= math.log(2) + 1e-6  # CartPole's two actions
+            await until(lambda: _last_is(page, "entropy cost in effect", config.impala.entropy_cost), "the entropy cost plotted")
+            assert await page.locator('.chart[data-chart="entropy cost in effect"]').is_visible()
+
+            # Setting the learning rate in the UI changes the rate in effect, and its chart shows it.
+            await page.fill("#learning_rate", "0.0007")
+            await page.click("#apply-lr")
+            await until(lambda: learner.agent.current_learning_rate == pytest.approx(7e-4), "the rate 7e-4 in effect")
+            await until(lambda: _last_is(page, "learning rate in effect", 7e-4), "the chart to show 7e-4")
 
             # Changing the batch size in the UI changes the batches the learner runs.
             await page.fill("#max_batch_size", "4")
@@ -261,6 +269,10 @@ async def _series_reported(page: Page, title: str, series: int) -> bool:
 
 async def _points_at_least(page: Page, title: str, n: int) -> bool:
     return (await chart(page, title))[0] >= n
+
+
+async def _last_is(page: Page, title: str, value: float) -> bool:
+    return (await chart(page, title))[1] == [pytest.approx(value)]
 
 
 async def _changed(page: Page, title: str, first: tuple[int, list]) -> bool:
