@@ -284,6 +284,8 @@ class ImpalaHostileBench:
     """Size of each flood upload (the learner's limit is --server.max-message-bytes, 64 MiB)."""
     stall_s: float = 4.0
     """Seconds the learner process is stopped (SIGSTOP) in the stall test."""
+    recovered_fraction: float = 0.9
+    """The share of the actor's rate before a stall or restart that counts as recovered (over 2 s)."""
     workdir: pathlib.Path | None = None
     """Where the learner's run and the processes' logs go (None: a temporary directory, removed after)."""
     json: bool = False
