@@ -57,14 +57,13 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
     return anakin, checkpointer
 
 
-def curve_point(metrics: dict[str, Any], anakin: Anakin, updates: int) -> dict[str, float]:
+def curve_point(metrics: dict[str, Any], mean_return: float, episodes: int, updates: int, agent: ImpalaAgent) -> dict[str, float]:
     """An iteration's TensorBoard scalars, under the learner's names (``aioseed report`` and
-    ``bench learning-curve`` read charts/return)."""
+    ``bench learning-curve`` read charts/return), with the schedules' values in effect."""
     point = {name: float(value) for name, value in metrics.items() if name.startswith(("losses/", "policy/"))}
-    agent = anakin.agent
     return point | {
-        "charts/return": anakin.mean_return(),
-        "charts/episodes": float(anakin.episodes),
+        "charts/return": mean_return,
+        "charts/episodes": float(episodes),
         "learner/train_steps": float(updates),
         "learner/learning_rate": agent.current_learning_rate,
         ENTROPY_COST: float(agent.entropy_cost.numpy()),
@@ -101,7 +100,7 @@ def train(config: LearnerConfig, envs: int, run: object | None = None) -> dict[s
             reason = "time"
         report = reason is not None or now - last_log >= config.log_every_s
         if summaries is not None:  # every iteration: a seed's curve is the same points on every run
-            summaries(curve_point(metrics, anakin, updates), frames, flush=report)
+            summaries(curve_point(metrics, mean_return, anakin.episodes, updates, anakin.agent), frames, flush=report)
         if report:
             fps = (frames - logged_frames) / max(now - last_log, 1e-9)
             log.info(

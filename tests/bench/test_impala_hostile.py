@@ -18,8 +18,8 @@ async def test_under_each_attack_and_failure_the_actor_goes_on_and_the_learner_h
         flood_streams=2,
         flood_message_bytes=4 * 2**20,
         stall_s=2.0,
-        # That the actor comes back, not how fast: its CartPole rate drifts by 10-20% between 3 s windows as the
-        # policy learns on a loaded 2-core host, so 0.9 of one window can stay out of reach (the bench's figure).
+        # That the actor comes back, not how fast (0.9 is the bench's figure): on a loaded 2-core host one 3 s
+        # window can read well above the next minute (a suite run: 2,609 steps/s before the stall, 2,000-2,290 after).
         recovered_fraction=0.5,
         workdir=tmp_path,
     )
