@@ -286,6 +286,10 @@ class ImpalaHostileBench:
     """Seconds the learner process is stopped (SIGSTOP) in the stall test."""
     recovered_fraction: float = 0.9
     """The share of the actor's rate before a stall or restart that counts as recovered (over 2 s)."""
+    learning_rate: float = 0.0
+    """The learner's learning rate. 0 (the default) freezes the policy while the learner still trains, so the
+    work per env step is the same before and after each test and the baseline is one the actor can return to
+    (a learning CartPole policy moved the actor's rate by 10-20% between 3 s windows)."""
     workdir: pathlib.Path | None = None
     """Where the learner's run and the processes' logs go (None: a temporary directory, removed after)."""
     json: bool = False

@@ -1,7 +1,8 @@
 """``aioseed bench impala-hostile``: IMPALA mode under hostile and failing peers (issue 31's targets),
 through real processes on loopback.
 
-A learner (``aioseed learner --architecture impala``, CartPole with a ~4 MiB MLP) and one healthy
+A learner (``aioseed learner --architecture impala``, CartPole with a ~4 MiB MLP, its policy frozen by
+a learning rate of 0 while it trains, so the work per step is stationary) and one healthy
 ``aioseed actor --architecture impala`` run as child processes; the bench process plays the other
 clients. The actor's env steps/s are read from the learner's own count of uploaded frames
 (``/api/metrics``), sampled every 0.25 s. Four tests, each beside a baseline taken just before it:
@@ -96,7 +97,7 @@ class Rig:
         self.learner = Child(
             ["learner", "--architecture", "impala", "--env", bench.env, "--logdir", str(workdir / "run"),
              "--server.port", str(self.port), "--console.port", str(self.console_port), "--server.shutdown-grace-s", "1", "--metrics-every-s", "0.25",
-             "--impala.hidden-sizes", *hidden],
+             "--impala.learning-rate", str(bench.learning_rate), "--impala.hidden-sizes", *hidden],
             workdir / "learner.log",
         )  # fmt: skip
         self.actor = Child(

@@ -18,9 +18,6 @@ async def test_under_each_attack_and_failure_the_actor_goes_on_and_the_learner_h
         flood_streams=2,
         flood_message_bytes=4 * 2**20,
         stall_s=2.0,
-        # That the actor comes back, not how fast (0.9 is the bench's figure): on a loaded 2-core host one 3 s
-        # window can read well above the next minute (a suite run: 2,609 steps/s before the stall, 2,000-2,290 after).
-        recovered_fraction=0.5,
         workdir=tmp_path,
     )
     pulls, flood, stall, restart = await measure(bench)
@@ -29,7 +26,7 @@ async def test_under_each_attack_and_failure_the_actor_goes_on_and_the_learner_h
     assert flood["uploads_refused"].get("INVALID_ARGUMENT", 0) >= 1 and set(flood["uploads_refused"]) == {"INVALID_ARGUMENT"}
     assert flood["actor_steps_per_s_during"] > 0 and flood["rss_mib_peak"] >= flood["rss_mib_before"]
     for failure in (stall, restart):
-        assert math.isfinite(failure["recovered_s"]), failure  # back to half its rate (within the bench's 60 s)
+        assert math.isfinite(failure["recovered_s"]), failure  # back to 0.9 of its rate within the bench's 60 s
         assert 1 <= failure["max_streams_after"] <= failure["actor_streams"], failure
 
 
