@@ -284,8 +284,6 @@ class ImpalaHostileBench:
     """Size of each flood upload (the learner's limit is --server.max-message-bytes, 64 MiB)."""
     stall_s: float = 4.0
     """Seconds the learner process is stopped (SIGSTOP) in the stall test."""
-    recovered_fraction: float = 0.9
-    """The share of the actor's rate before a stall or restart that counts as recovered (over 2 s)."""
     learning_rate: float = 0.0
     """The learner's learning rate. 0 (the default) freezes the policy while the learner still trains, so the
     work per env step is the same before and after each test and the baseline is one the actor can return to

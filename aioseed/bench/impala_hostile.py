@@ -16,7 +16,7 @@ clients. The actor's env steps/s are read from the learner's own count of upload
 - **stall**: the learner process is stopped (SIGSTOP) for ``stall_s``, then continued.
 - **restart**: the learner is stopped (SIGTERM) and started again on the same port and logdir.
   For these two: seconds from the learner serving again until the actor's rate over the last 2 s is
-  at least ``recovered_fraction`` (0.9) of its rate before, and the most streams the learner held afterwards.
+  at least 0.9 of its rate before, and the most streams the learner held afterwards.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from aioseed.proto import SERVICE_NAME
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 
+RECOVERED = 0.9
+"""The share of its rate before that counts as recovered."""
 WINDOW_S = 2.0
 """The window the recovered rate is taken over."""
 WARM_TRAIN_STEPS = 2
@@ -164,12 +166,12 @@ class Rig:
         return self.rate(start, time.time())
 
     async def recovery(self, since: float, baseline: float, limit_s: float = 60.0) -> tuple[float, int]:
-        """Seconds from ``since`` until the rate over the last WINDOW_S reaches ``recovered_fraction`` x ``baseline``
+        """Seconds from ``since`` until the rate over the last WINDOW_S reaches RECOVERED x ``baseline``
         (nan if not within ``limit_s``), and the most streams the learner held meanwhile."""
         while time.time() < since + limit_s:
             await asyncio.sleep(0.25)
             now = time.time()
-            if now - WINDOW_S >= since and self.rate(now - WINDOW_S, now) >= self.bench.recovered_fraction * baseline:
+            if now - WINDOW_S >= since and self.rate(now - WINDOW_S, now) >= RECOVERED * baseline:
                 return now - since, self.max_streams(since)
         return float("nan"), self.max_streams(since)
 
@@ -324,7 +326,7 @@ async def restart(rig: Rig) -> dict[str, object]:
 def recovered(rig: Rig, seconds: float, streams: int) -> dict[str, object]:
     return {
         "recovered_s": round(seconds, 2),
-        "recovered_to": rig.bench.recovered_fraction,
+        "recovered_to": RECOVERED,
         "max_streams_after": streams,
         "actor_streams": rig.bench.actor_envs // rig.bench.envs_per_message,
         "actor_envs": rig.bench.actor_envs,
