@@ -57,7 +57,8 @@ class R2D2Config:
     min_replay_size: int = 256
     """Unrolls in replay before training starts."""
     replay_ratio: float = 4.0
-    """Average times each inserted unroll is sampled; training waits rather than exceed it."""
+    """Average times each unroll inserted after the first min_replay_size is sampled; training waits rather
+    than exceed it."""
     priority_exponent: float = 0.9
     """alpha: unrolls are sampled with probability p^alpha / sum p^alpha."""
     importance_exponent: float = 0.6

@@ -46,9 +46,9 @@ class SacConfig:
     min_replay_size: int = 5_000
     """Unrolls in replay before training starts (CleanRL's learning_starts, in transitions at unroll_length 1)."""
     replay_ratio: float = 256.0
-    """Average times each inserted unroll is sampled: the lever that trades learning per frame against compute.
-    One update of --training.batch-size 256 unrolls per env step (CleanRL's) is 256; 128 is one update every two
-    steps. With --training.acting replay, acting waits for training so that the ratio holds from both sides."""
+    """Average times each unroll inserted after the first min_replay_size is sampled: the lever that trades
+    learning per frame against compute. One update of --training.batch-size 256 unrolls per env step after
+    learning starts (CleanRL's) is 256; 128 is one update every two steps. With --training.acting replay, acting waits for training so that the ratio holds from both sides."""
     acting_ahead: int = 64
     """With --training.acting replay: unrolls acting may complete beyond what the replay ratio allows, so that
     acting and training overlap instead of taking turns (the ratio then holds within this many unrolls)."""

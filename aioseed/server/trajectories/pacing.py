@@ -97,12 +97,15 @@ class Pacing:
         """Replay mode: carries on the count of a restored run, whose replay kept ``completed`` unrolls inserted
         and ``trained`` train batches sampled from it, as if it had never stopped (otherwise acting would get
         the replay's minimum size again on every restart, and run that far ahead of the replay ratio). The
-        other modes start afresh: their queues are not checkpointed."""
+        other modes start afresh: their queues are not checkpointed.
+
+        Acting always gets at least one train batch's credit: a restored replay trains only after a new unroll
+        has confirmed its layout (``Replay.confirmed``), so a run stopped while acting waited for training would
+        otherwise wait forever. What acting had run ahead beyond that is forgiven."""
         if self.mode != "replay":
             return
-        self._allowance = min(self._start, self._start + trained * self._credit - completed)
-        if self._allowance <= 0:
-            self._open.clear()
+        self._allowance = max(self._credit, min(self._start, self._start + trained * self._credit - completed))
+        self._open.set()
 
     def stale(self, version: int) -> bool:
         """Whether steps acted at ``version`` predate the latest train batch's updates (on-policy paced modes only),

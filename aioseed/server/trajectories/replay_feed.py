@@ -3,8 +3,8 @@
 One task inserts completed unrolls into the replay as they arrive (new unrolls
 get the largest priority seen). ``next_batch`` waits until the replay holds
 ``min_size`` unrolls and sampling one more batch keeps the replay ratio (unrolls
-sampled per unroll inserted) within bounds, then samples and stacks in a
-thread. After each train step, ``update`` writes the new priorities back.
+sampled per unroll inserted after the first ``min_size``) within bounds, then
+samples and stacks in a thread. After each train step, ``update`` writes the new priorities back.
 """
 
 from __future__ import annotations
@@ -58,8 +58,13 @@ class ReplayFeed:
         return self.replay.sampled / self._batch_size
 
     def ready(self) -> bool:
+        """Whether a batch may be sampled now: the replay is confirmed and holds ``min_size`` unrolls, and
+        sampling keeps within the replay ratio of the unrolls inserted since the first ``min_size`` (the fill
+        is no credit: counted in, it would let a learner faster than its actors take ``min_size`` x ratio
+        unrolls, thousands of updates, from the warm-up's unrolls alone, and as many again after any stall)."""
         replay = self.replay
-        within_ratio = replay.sampled + self._batch_size <= self._replay_ratio * replay.inserted
+        earned = self._replay_ratio * max(replay.inserted - self._min_size, 0)  # the first batch is free
+        within_ratio = replay.sampled <= earned
         return replay.confirmed and len(replay) >= self._min_size and within_ratio
 
     async def next_batch(self) -> TrainBatch:

@@ -74,8 +74,11 @@ async def test_replay_acting_resumes_a_restored_runs_count_instead_of_starting_o
     resumed.resume(completed=100, trained=90)
     assert resumed.allowance == 3  # 13 + 90 x 1 - 100: as before the stop
     assert resumed.completed(3) and await _blocks(resumed)
-    resumed.resume(completed=200, trained=90)  # more inserted than the ratio allows: wait for training
-    assert resumed.allowance == -97 and await _blocks(resumed)
+    # Stopped while acting waited for training: acting still gets one batch's credit, or the restored replay,
+    # which trains only once a new unroll has confirmed its layout, would never train (nor acting act).
+    resumed.resume(completed=200, trained=90)
+    assert resumed.allowance == 1 and not await _blocks(resumed)
+    assert resumed.completed(1) and await _blocks(resumed)
     fresh.resume(completed=0, trained=0)  # nothing restored: the minimum fills first
     assert fresh.allowance == 13 and not await _blocks(fresh)
     synchronous = Pacing("synchronous", batch_size=4)

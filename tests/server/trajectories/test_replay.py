@@ -246,3 +246,21 @@ async def test_the_feed_samples_time_major_batches_with_per_unroll_columns_batch
         np.testing.assert_array_equal(batch["observation"][:, i], stored[unroll_id]["observation"])
         np.testing.assert_array_equal(batch["core_h"][i], stored[unroll_id]["core_h"])
     np.testing.assert_array_equal(batch["weights"], np.ones(4, np.float32))  # uniform: no importance correction
+
+
+def test_the_feed_holds_the_replay_ratio_on_unrolls_inserted_after_the_minimum() -> None:
+    """Ratio 8, batches of 4: two batches per unroll inserted after the minimum of 4, and the first batch free.
+    The warm-up fill earns nothing: counted in, it would let a fast learner take 8 batches from it alone."""
+    replay = Replay(16, priority_exponent=0.0, importance_exponent=0.0, seed=0)
+    feed = ReplayFeed(replay, asyncio.Queue(), batch_size=4, min_size=4, replay_ratio=8.0)
+    replay.insert(unrolls(0, 1, 2))
+    assert not feed.ready()  # below the minimum
+    replay.insert(unrolls(3))
+    assert feed.ready()
+    replay.sample(4)
+    assert not feed.ready()  # the fill's one batch is spent
+    replay.insert(unrolls(4))
+    for _ in range(2):
+        assert feed.ready()
+        replay.sample(4)
+    assert not feed.ready() and replay.sampled == 12
