@@ -52,6 +52,11 @@ class Anakin:
             raise ValueError("Anakin adds a truncated episode's bootstrap value to its last reward: reward clipping would clip it")
         if agent.config.normalize_observations or agent.config.scale_rewards:
             raise ValueError("Anakin updates the network in its own loop: normalize_observations and scale_rewards are for the learner")
+        if agent.config.reuses_samples or agent.config.targets != "vtrace":
+            raise ValueError(
+                "Anakin makes one V-trace update per batch: epochs, minibatches, ppo_clip and targets gae "
+                "(PPO-style sample reuse) are for the learner (--architecture seed)"
+            )
         self.env, self.agent = env, agent
         self.envs, self.unroll_length, self.batch_size = envs, unroll_length, batch_size
         self._seed = tf.constant([seed, 0], tf.int64)

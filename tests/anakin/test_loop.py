@@ -55,6 +55,13 @@ def test_the_learners_running_statistics_are_refused(option: str) -> None:
         Anakin(CartPole(), agent, envs=4, unroll_length=3, batch_size=4)
 
 
+@pytest.mark.parametrize("option", [{"epochs": 2}, {"minibatches": 2}, {"ppo_clip": 0.1}, {"targets": "gae"}])
+def test_ppo_style_sample_reuse_is_refused_rather_than_ignored(option: dict) -> None:
+    agent = ImpalaAgent(SPEC, ImpalaConfig(hidden_sizes=(16,), **option), seed=0)
+    with pytest.raises(ValueError, match="one V-trace update per batch"):
+        Anakin(CartPole(), agent, envs=4, unroll_length=3, batch_size=4)
+
+
 def test_the_learning_rate_and_entropy_schedules_follow_anakins_frames(tmp_path) -> None:
     from aioseed.anakin.run import train
     from aioseed.results.curves import _session_values
