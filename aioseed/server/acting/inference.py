@@ -69,7 +69,7 @@ class InferenceLoop:
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._start(started), name="inference-start")
-                group.create_task(self._finish(started), name="inference-finish")
+                group.create_task(self._finish(started, group), name="inference-finish")
         finally:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
@@ -84,8 +84,8 @@ class InferenceLoop:
             if pacing.paced:  # the next batch starts only once this one's unrolls are counted
                 await judged
 
-    async def _finish(self, started: asyncio.Queue[Started]) -> None:
-        loop = asyncio.get_running_loop()
+    async def _finish(self, started: asyncio.Queue[Started], group: asyncio.TaskGroup) -> None:
+        """``group`` also owns the answers deferred until an update (synchronous mode)."""
         while True:
             batch, job, judged = await started.get()
             try:
@@ -108,15 +108,30 @@ class InferenceLoop:
                 if not self._pacing.redoes:  # off-policy: the answer stands, it only had to wait
                     self._answer(batch, result)
                     continue
-                try:
-                    result = await loop.run_in_executor(self._executor, self._acting.redo, result)
-                except Exception as exc:
-                    _fail(batch, exc)
-                    continue
-                self._answer(batch, result)
+                await self._redo(batch, result)
+                continue
+            if count and self._pacing.defers:
+                # Synchronous: these envs' next steps belong to the next train batch, whose policy is the
+                # update's. Their answer waits for it, in a task: the batches that complete this train
+                # batch (other streams') are still to come through here.
+                await self._queue(result)
+                group.create_task(self._redo_after_update(batch, result, self._pacing.updates))
                 continue
             self._answer(batch, result)
             await self._queue(result)
+
+    async def _redo_after_update(self, batch: Batch, result: StepResult, since: int) -> None:
+        await self._pacing.updated(since)
+        await self._redo(batch, result)
+
+    async def _redo(self, batch: Batch, result: StepResult) -> None:
+        """Answers ``batch`` with the actions the updated policy chooses for its rows (``Acting.redo``)."""
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(self._executor, self._acting.redo, result)
+        except Exception as exc:
+            _fail(batch, exc)
+            return
+        self._answer(batch, result)
 
     def _warn_overshoot(self) -> None:
         if self._pacing.redoes and self._pacing.allowance < 0:  # replay pacing overshoots by design: its credit is fractional

@@ -6,7 +6,8 @@
   overlaps training (which suits a GPU learner) and the lag stays at most two batches of updates.
 - ``synchronous``: acting stops from the moment a train batch is complete until its update has
   applied, as in PPO, so every step of a train batch was acted by the policy that computes its
-  targets (the proximal one).
+  targets (the proximal one). An env whose unroll is complete waits too, even while others still
+  act the batch's last steps (``defers``).
 - ``replay`` (off-policy agents that train from replay): each train batch lets acting complete
   ``credit`` more unrolls (batch size / replay ratio) beyond a start of ``start`` (set by the learner
   from the replay's minimum size and how far acting may run ahead), so that updates per env step
@@ -54,6 +55,10 @@ class Pacing:
         self._open.set()
         self._trained_version = 0
         """The parameter version when the latest train batch's updates had applied."""
+        self._updates = 0
+        """Train batches whose updates have applied."""
+        self._updated = asyncio.Event()
+        """Set by each ``trained``, then replaced: ``updated`` waits on it."""
 
     @property
     def paced(self) -> bool:
@@ -64,6 +69,22 @@ class Pacing:
     def redoes(self) -> bool:
         """A batch that waited for an update is acted again by the updated policy (on-policy modes)."""
         return self.mode in ("bounded", "synchronous")
+
+    @property
+    def defers(self) -> bool:
+        """Every batch that completes unrolls waits for the next update, not only the one that completes the
+        train batch (synchronous mode): its envs' next steps belong to the next train batch."""
+        return self.mode == "synchronous"
+
+    @property
+    def updates(self) -> int:
+        """Train batches whose updates have applied (``updated``'s argument)."""
+        return self._updates
+
+    async def updated(self, since: int) -> None:
+        """Returns once more than ``since`` train batches have applied."""
+        while self._updates <= since:
+            await self._updated.wait()
 
     @property
     def allowance(self) -> float:
@@ -92,6 +113,9 @@ class Pacing:
             self._allowance += self._credit
             if self._allowance > 0:
                 self._open.set()
+        self._updates += 1
+        updated, self._updated = self._updated, asyncio.Event()
+        updated.set()
 
     def resume(self, completed: int, trained: float) -> None:
         """Replay mode: carries on the count of a restored run, whose replay kept ``completed`` unrolls inserted

@@ -173,12 +173,14 @@ REUSE = ImpalaConfig(epochs=2, minibatches=2, ppo_clip=0.2)
 UPDATES = REUSE.epochs * REUSE.minibatches
 
 
-async def _train(running_learner, tmp_path, acting: str, steps: int = 12) -> list[dict[str, float]]:
-    """Serves CartPole with one actor whose envs all travel in one message; returns the metric snapshots."""
+async def _train(running_learner, tmp_path, acting: str, steps: int = 12, per_message: int = ENVS) -> list[dict[str, float]]:
+    """Serves CartPole with one actor whose envs travel ``per_message`` to a message, each message an
+    inference batch of its own; returns the metric snapshots."""
     training = TrainingConfig(unroll_length=UNROLL, batch_size=ENVS, queue_capacity=ENVS, acting=acting)
-    config = dataclasses.replace(small_config(tmp_path, training=training, impala=REUSE), metrics_every_s=0.02)
+    config = small_config(tmp_path, training=training, impala=REUSE, batcher={"max_batch_size": per_message})
+    config = dataclasses.replace(config, metrics_every_s=0.02)
     async with running_learner(config) as learner:
-        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=ENVS, envs_per_message=ENVS, seed=0))
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=ENVS, envs_per_message=per_message, seed=0))
         task = asyncio.create_task(actor.run())
         try:
             await until(lambda: learner.train_steps >= steps * UPDATES, f"{steps} train steps", 3000)
@@ -187,8 +189,11 @@ async def _train(running_learner, tmp_path, acting: str, steps: int = 12) -> lis
         return [point for point in learner.series() if not math.isnan(point.get("learner/policy_lag", math.nan))]
 
 
-async def test_synchronous_mode_trains_every_batch_on_the_policy_that_acted(running_learner, tmp_path) -> None:
-    points = await _train(running_learner, tmp_path, "synchronous")
+@pytest.mark.parametrize("per_message", [ENVS, 1])
+async def test_synchronous_mode_trains_every_batch_on_the_policy_that_acted(running_learner, tmp_path, per_message: int) -> None:
+    """With one env a message, a train batch's unrolls complete in several inference batches: each of them
+    waits for the update too, or its envs would act their next steps on the policy before it."""
+    points = await _train(running_learner, tmp_path, "synchronous", per_message=per_message)
     assert len(points) >= 3
     for point in points:
         # Each train step starts at the version that acted every row, the first of each unroll included
