@@ -9,8 +9,9 @@ from typing import Literal
 @dataclasses.dataclass(frozen=True)
 class SacConfig:
     """Soft Actor-Critic with twin Q networks, Polyak-averaged targets and an automatic entropy temperature
-    (Haarnoja et al. 2018, "SAC: Algorithms and Applications"). Defaults are CleanRL's ``sac_continuous_action``;
-    ``--preset mujoco-sac`` (aioseed/presets/mujoco-sac.toml) adds the learner's training shape for MuJoCo."""
+    (Haarnoja et al. 2018, "SAC: Algorithms and Applications"). Defaults are CleanRL's ``sac_continuous_action``
+    but for ``warmup_actions``, ``log_std`` and ``log_prob_epsilon``, each of which names CleanRL's choice (with
+    all three, one Hopper seed scored lower: docs/results/README.md); ``--preset mujoco-sac`` (aioseed/presets/mujoco-sac.toml) adds the learner's training shape for MuJoCo."""
 
     # Optimisation
     learning_rate: float = 3e-4
