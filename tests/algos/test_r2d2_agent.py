@@ -63,3 +63,19 @@ def test_train_step_returns_priorities_and_copies_the_target_every_k_steps() -> 
         assert priorities.shape == (5,) and (priorities >= 0).all() and np.isfinite(list(metrics.values())).all()
         assert same() == (step % 3 == 0)
     assert agent._train.experimental_get_tracing_count() == 1
+
+
+def test_the_loss_learns_from_no_burn_in_step() -> None:
+    """Burn-in only warms the recurrent state up (R2D2, SEED): no gradient reaches its steps, so its
+    observations move nothing, while every step after it does."""
+    import tensorflow as tf
+
+    config = R2D2Config(lstm_size=8, hidden_sizes=(8,), burn_in=3, n_steps=2)
+    agent = R2D2Agent(SPEC, config)
+    inputs = {name: tf.constant(value) for name, value in _batch(np.random.default_rng(2), 3 + 6, 4).items()}
+    with tf.GradientTape() as tape:
+        tape.watch(inputs["observation"])
+        loss, _, _ = agent._loss(inputs)
+    gradient = tape.gradient(loss, inputs["observation"]).numpy()
+    assert np.abs(gradient[:3]).max() == 0.0
+    assert np.abs(gradient[3:]).max() > 0.0

@@ -10,13 +10,13 @@ import numpy as np
 import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED, no_callback, zero_state
-from aioseed.algos.rewards import clip_rewards
 from aioseed.algos.networks import Layers, build_policy_value
 from aioseed.algos.optimizer import LearningRateControl, adam, minimize
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.algos.r2d2.loss import dueling_q, r2d2_loss
 from aioseed.algos.recurrent import RecurrentPolicyValue
 from aioseed.algos.replicas import Replicas
+from aioseed.algos.rewards import clip_rewards
 from aioseed.spec import EnvSpec
 
 
@@ -138,8 +138,8 @@ class R2D2Agent(LearningRateControl):
         state = {name: inputs[name] for name in self.network.state_shapes()}
         starts = done & ~phantom
         online_state, target_state = state, state
-        if burn > 0:  # warm the recurrent state up from the stored one, without gradient
-            online_state = self.network.burn_in(observations[:burn], state, starts[:burn])
+        if burn > 0:  # warm the recurrent state up from the stored one; no gradient reaches the burn-in steps
+            online_state = tf.nest.map_structure(tf.stop_gradient, self.network.burn_in(observations[:burn], state, starts[:burn]))
             target_state = self.target_network.burn_in(observations[:burn], state, starts[:burn])
         learn = slice(burn, None)
         target_q = tf.stop_gradient(self.target_network.q_unroll(observations[learn], target_state, starts[learn]))
