@@ -344,7 +344,7 @@ class Learner:
         seconds = snapshot["time"] - self._tuned_at if self._tuned_at else self.config.metrics_every_s
         self._tuned_at = snapshot["time"]
         counts, self._tuned_counts = self._tuned_counts, self.latency_counts()
-        if not self._auto:
+        if not self._auto or self._trainer.paused:  # paused, acting stalls: no setting's throughput to measure
             return
         decision = self._tuner.observe(
             Observation(

@@ -306,3 +306,14 @@ def test_a_gain_far_over_the_latency_target_does_not_stop_the_scan_from_a_bad_st
     assert trace[10].max_batch_size == 2  # batch 2 was taken on its gain
     reached = next(i for i, s in enumerate(trace) if model(s.max_batch_size, s.deadline_ms)[0] == 4000.0)
     assert reached <= 60 and model(trace[-1].max_batch_size, trace[-1].deadline_ms)[0] == 4000.0
+
+
+def test_a_stall_of_acting_neither_crashes_the_tuner_nor_moves_it_off_the_optimum() -> None:
+    """Acting stalls (a paused learner): every setting measures 0 steps/s, a home scored 0 included, and
+    the search that the drop starts must still compare candidates with it, then find the optimum again."""
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=None, reprobe_s=1e9), BAD_START)
+    run(tuner, peaked(64, 4.0), rows=1024, seconds=300)
+    assert tuner.converged
+    run(tuner, lambda batch, deadline: (0.0, math.nan), rows=1024, seconds=120)
+    trace = run(tuner, peaked(64, 4.0), rows=1024, seconds=400)
+    assert (trace[-1].max_batch_size, trace[-1].deadline_ms) == (64, 4.0) and tuner.converged

@@ -35,3 +35,29 @@ async def test_auto_mode_moves_the_settings_and_a_manual_change_turns_it_off(run
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_paused_learner_holds_the_tuners_setting_and_search(running_learner, tmp_path) -> None:
+    """Paused, acting stalls at the full queue: every setting would measure 0 steps/s, so the tuner
+    measures nothing until training resumes (it used to restart its search, and could divide by a 0 home)."""
+    config = small_config(
+        tmp_path,
+        console={"enabled": False},
+        metrics_every_s=0.2,
+        batcher={"max_batch_size": 1, "deadline_ms": 0.1},
+        batching={"auto": True, "hold_s": 0.6, "settle_s": 0.2, "latency_target_ms": None},
+    )
+    async with running_learner(config) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=1))
+        task = asyncio.create_task(actor.run())
+        try:
+            await until(lambda: learner.settings()["max_batch_size"] > 1, "the tuner to raise the batch size", 3000)
+            learner.pause()
+            held = learner.settings()
+            await asyncio.sleep(3.0)  # 15 tuner intervals, 5 holds: a search would have moved by now
+            assert learner.settings() == held and learner.batching_auto
+            learner.resume()
+            await until(lambda: learner.settings() != held, "the tuner to go on after the pause", 3000)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
