@@ -14,6 +14,11 @@ class CommandRefused(RuntimeError):
     """A command the learner will not carry out in its current state (the console answers 409)."""
 
 
+class CommandFailed(RuntimeError):
+    """A command the learner tried and could not carry out for a reason outside the request, e.g. a full disk
+    (the console answers 500; the learner carries on)."""
+
+
 class Control(Protocol):
     metrics_every_s: float
     """Interval of metric snapshots (the feed pushes each new one)."""

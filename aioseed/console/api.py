@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from aioseed.control import CommandRefused, Control
+from aioseed.control import CommandFailed, CommandRefused, Control
 
 
 CONTROL = web.AppKey("control", Control)
@@ -225,6 +225,8 @@ async def post_checkpoint(request: web.Request) -> web.Response:
         path = await request.app[CONTROL].checkpoint_now()
     except CommandRefused as exc:
         raise web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json") from None
+    except CommandFailed as exc:  # the disk, not the request: the learner carries on
+        raise web.HTTPInternalServerError(text=_dumps({"error": str(exc)}), content_type="application/json") from None
     if path is None:
         raise BadRequest("this learner has no logdir, so it keeps no checkpoints")
     return _json({"path": path})

@@ -27,7 +27,7 @@ from aioseed.server.reporting.reporter import Reporter, Snapshot
 from aioseed.server.reporting.stats import History
 from aioseed.server.run_info import describe
 from aioseed.server.stages import Stages
-from aioseed.server.training.checkpoint import CheckpointRefused
+from aioseed.server.training.checkpoint import CheckpointFailed, CheckpointRefused
 from aioseed.server.training.trainer import Progress
 from aioseed.server.trajectories.replay_feed import ReplayFeed
 from aioseed.server.transport.streams import LocalStream
@@ -232,7 +232,7 @@ class Learner:
 
     async def checkpoint_now(self, final: bool = False) -> str | None:
         """Saves a checkpoint between train steps; returns its path (None without a logdir). Raises
-        CheckpointRefused when the weights are non-finite. ``final``: the one written at shutdown (a
+        CheckpointRefused when the weights are non-finite, CheckpointFailed when writing fails. ``final``: the one written at shutdown (a
         tracker may send only that one)."""
         checkpointer = self._stages.checkpointer
         if checkpointer is None:
@@ -314,7 +314,7 @@ class Learner:
         finally:
             await stages.endpoint.stop()
             if stages.checkpointer is not None:
-                with contextlib.suppress(CheckpointRefused):  # logged; the last good checkpoint stays
+                with contextlib.suppress(CheckpointRefused, CheckpointFailed):  # logged; the last good checkpoint stays
                     await self.checkpoint_now(final=True)
             if stages.tracker is not None:
                 await asyncio.to_thread(stages.tracker.close, completed)
@@ -336,7 +336,7 @@ class Learner:
                 continue  # a checkpoint was taken meanwhile (console, API)
             try:
                 await self.checkpoint_now()
-            except CheckpointRefused:  # logged; tried again after the next interval
+            except (CheckpointRefused, CheckpointFailed):  # logged; tried again after the next interval
                 self._last_checkpoint = time.monotonic()
 
     def _tune(self, snapshot: Snapshot) -> None:

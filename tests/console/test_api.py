@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import pathlib
+import shutil
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
-
 from tests.conftest import small_config
 from tests.waiting import until
 
@@ -102,6 +103,22 @@ async def test_max_batch_size_change_limits_the_batches_run(running_learner, tmp
         assert after and all(s["batcher/batch_size_max"] <= 4 for s in after)
         settings = await (await client.get("/api/settings")).json()
         assert settings["max_batch_size"] == 4
+
+
+async def test_a_checkpoint_that_cannot_be_written_is_a_500_and_the_run_goes_on(running_learner, tmp_path) -> None:
+    """A full disk or a vanished directory: the console gets a JSON 500 naming the failure, the learner trains on
+    (the periodic checkpoints used to end its TaskGroup), and once the directory is back, checkpoints work."""
+    async with console(running_learner, tmp_path, checkpoint_every_s=0.2) as (learner, client):
+        kept = await learner.checkpoint_now()
+        shutil.rmtree(tmp_path / "checkpoints")
+        (tmp_path / "checkpoints").write_text("not a directory")
+        response = await client.post("/api/checkpoint", headers=AUTH)
+        assert response.status == 500 and "writing a checkpoint" in (await response.json())["error"]
+        at = learner.train_steps
+        await until(lambda: learner.train_steps > at + 3, "training to go on, periodic checkpoints failing beside it")
+        (tmp_path / "checkpoints").unlink()
+        path = (await (await client.post("/api/checkpoint", headers=AUTH)).json())["path"]
+        assert path != kept and pathlib.Path(f"{path}.index").exists()
 
 
 async def test_pause_resume_learning_rate_checkpoint_and_disconnect(running_learner, tmp_path) -> None:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from aioseed.control import CommandRefused
+from aioseed.control import CommandFailed, CommandRefused
 from aioseed.errors import InvalidInput, MissingFile
 from aioseed.server.training.trainer import Progress
 
@@ -18,6 +18,11 @@ log = structlog.get_logger()
 
 class CheckpointRefused(CommandRefused):
     """The weights or optimizer state hold NaN or inf: saving them would replace a good checkpoint."""
+
+
+class CheckpointFailed(CommandFailed):
+    """Writing a checkpoint failed (a full disk, a directory gone or not writable); the ones written before
+    are kept, and the run goes on."""
 
 
 def non_finite_variables(objects: dict[str, Any]) -> list[str]:
@@ -152,16 +157,24 @@ class Checkpointer:
         return kept
 
     def save(self, progress: Progress) -> str:
-        """Raises CheckpointRefused, keeping the checkpoints already written, when any variable is non-finite."""
+        """Raises CheckpointRefused, keeping the checkpoints already written, when any variable is non-finite, and
+        CheckpointFailed when writing fails."""
         bad = non_finite_variables(self._objects)
         if bad:
             log.error("checkpoint_refused_nonfinite", variables=bad[:5], count=len(bad), kept=self.latest)
             raise CheckpointRefused(
                 f"{len(bad)} variable(s) hold NaN or inf (e.g. {bad[0]}); kept the last good checkpoint {self.latest}"
             )
+        import tensorflow as tf
+
         self._train_steps.assign(progress.train_steps)
         self._frames.assign(progress.frames)
-        path = self._manager.save(checkpoint_number=progress.train_steps)
+        try:
+            path = self._manager.save(checkpoint_number=progress.train_steps)
+        except (tf.errors.OpError, OSError) as exc:
+            first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+            log.error("checkpoint_failed", directory=str(self._directory), error=first, kept=self.latest)
+            raise CheckpointFailed(f"writing a checkpoint under {self._directory} failed: {first}; kept {self.latest}") from None
         for name, attachment in self._attachments.items():
             try:
                 attachment.save(self._directory / name)
