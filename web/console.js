@@ -163,7 +163,9 @@ function showActors(actors) {
     const cells = [a.stream, a.actor, a.address, a.envs, fmt(a.steps_per_s, 0),
                    new Date(a.connected_since * 1000).toLocaleTimeString(), `${fmt(Date.now() / 1000 - a.last_seen, 1)} s ago`];
     row.innerHTML = cells.map((c) => `<td>${escapeHtml(String(c))}</td>`).join("") + "<td><button>Disconnect</button></td>";
-    row.querySelector("button").onclick = () => control(`/api/actors/${a.stream}/disconnect`);
+    const button = row.querySelector("button");
+    button.onclick = () => control(`/api/actors/${a.stream}/disconnect`);
+    if (a.address === "in-process") [button.disabled, button.title] = [true, "the learner's own actor: it cannot reconnect"];
     return row;
   }));
 }

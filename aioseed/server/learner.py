@@ -254,7 +254,7 @@ class Learner:
         return await self._trainer.run_between_steps(fn)
 
     def disconnect(self, stream_id: int) -> None:
-        """Ends one actor stream (KeyError if there is none)."""
+        """Ends one actor stream (KeyError if there is none, CommandRefused if it is in-process)."""
         self._service.disconnect(stream_id)
 
     def request_stop(self, reason: str = "requested") -> None:

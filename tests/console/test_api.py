@@ -85,7 +85,9 @@ async def test_bad_settings_get_400_saying_what_is_wrong_and_nothing_changes(run
         mixed = await client.post("/api/settings", json={"max_batch_size": 4, "deadline_ms": -1}, headers=AUTH)
         assert mixed.status == 400
         missing = await client.post("/api/actors/999/disconnect", headers=AUTH)
-        assert missing.status == 400 and "999" in (await missing.json())["error"]
+        assert missing.status == 404 and "999" in (await missing.json())["error"]
+        not_an_id = await client.post("/api/actors/abc/disconnect", headers=AUTH)
+        assert not_an_id.status == 400 and "integer" in (await not_an_id.json())["error"]
         assert learner.settings() == before
 
 

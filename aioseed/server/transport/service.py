@@ -15,6 +15,7 @@ import numpy as np
 import structlog
 
 from aioseed.action_space import clip, encode
+from aioseed.control import CommandRefused
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.batching.batcher import InferenceError
@@ -135,10 +136,13 @@ class LearnerService(pb_grpc.LearnerServicer):
         }
 
     def disconnect(self, stream_id: int) -> None:
-        """Ends one stream; its slots are kept for the grace period, and the actor may reconnect."""
+        """Ends one stream; its slots are kept for the grace period, and the actor may reconnect (KeyError: no such
+        stream; CommandRefused: an in-process one)."""
         info = self.streams.get(stream_id)
         if info is None:
             raise KeyError(f"no connected stream {stream_id}")
+        if info.peer == "in-process":  # Sebulba's env threads: a cancelled group would not come back
+            raise CommandRefused(f"stream {stream_id} is the learner's in-process actor {info.actor}, which cannot reconnect")
         log.info("stream_disconnected", stream=stream_id, actor=info.actor)
         if info.task is not None:
             info.task.cancel()

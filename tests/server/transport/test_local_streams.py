@@ -11,6 +11,7 @@ from tests.waiting import until
 
 from aioseed.clients.actor import ActorConfig
 from aioseed.clients.env_group import env_groups
+from aioseed.control import CommandRefused
 from aioseed.server.transport.protocol import SpecMismatch
 
 
@@ -27,6 +28,10 @@ async def test_a_local_stream_gets_actions_and_shows_like_any_stream(tmp_path, r
             group.step(actions)
         await until(lambda: learner.frames >= 100, "the learner to count the in-process frames")
         assert learner.actors()[0]["steps"] == 120
+        # The console cannot disconnect it: a cancelled env group would not come back, unlike a remote actor.
+        with pytest.raises(CommandRefused, match="cannot reconnect"):
+            learner.disconnect(listed["stream"])
+        assert (await stream.act(group.rows(stream.slots))).shape == (4,)
         stream.close()
         stream.close()  # once is enough; twice does no harm
         assert learner.actors() == []
