@@ -193,7 +193,8 @@ def assemble(
     stopping = Stopping(stats, stop.at_return, stop.after_frames, stop.after_seconds)
     batcher = Batcher(config.batcher)
     unrolls: asyncio.Queue[Unroll] = asyncio.Queue(config.training.queue_capacity)
-    source = build_source(config, agent, unrolls)
+    running = asyncio.Event()  # cleared while training is paused
+    source = build_source(config, agent, unrolls, running)
     if checkpointer is not None and isinstance(source, ReplayFeed) and replay_settings(config).checkpoint_replay:
         checkpointer.attach("replay", source.replay)
     server = config.server
@@ -204,7 +205,7 @@ def assemble(
     on_version = None if params is None else params.publish
     if opponent is not None:  # self-play and IMPALA mode never meet (LearnerConfig refuses them together)
         on_version = refreshing(opponent, stats)
-    trainer = Trainer(config.training, agent, source, stats.record_train, lambda: stats.frames, on_version, pacing)
+    trainer = Trainer(config.training, agent, source, stats.record_train, lambda: stats.frames, on_version, pacing, running)
     acting = acting_for(agent, spec, config.training.unroll_length, lambda: trainer.version, stack, opponent, served)
     inference = InferenceLoop(batcher, acting, unrolls, on_batch(stats, stopping, spec.frames_per_step), lanes, pacing)
     limits = StreamLimits(
@@ -266,8 +267,9 @@ def impala_uploads(
     )
 
 
-def build_source(config: LearnerConfig, agent: Agent, unrolls: asyncio.Queue[Unroll]) -> Source:
-    """The agent decides: prioritized replay when it ``uses_replay``, else each unroll once, in order."""
+def build_source(config: LearnerConfig, agent: Agent, unrolls: asyncio.Queue[Unroll], running: asyncio.Event | None = None) -> Source:
+    """The agent decides: prioritized replay when it ``uses_replay``, else each unroll once, in order. ``running``:
+    cleared while training is paused (a replay then stops inserting)."""
     per_unroll = agent.state_columns().keys()
     if not agent.uses_replay:
         return UnrollQueue(unrolls, config.training.batch_size, per_unroll)
@@ -276,7 +278,7 @@ def build_source(config: LearnerConfig, agent: Agent, unrolls: asyncio.Queue[Unr
         replay = Replay(settings.replay_capacity, 0.0, 0.0, seed=config.seed)
     else:
         replay = Replay(settings.replay_capacity, settings.priority_exponent, settings.importance_exponent, seed=config.seed)
-    return ReplayFeed(replay, unrolls, config.training.batch_size, settings.min_replay_size, settings.replay_ratio, per_unroll)
+    return ReplayFeed(replay, unrolls, config.training.batch_size, settings.min_replay_size, settings.replay_ratio, per_unroll, running)
 
 
 def replay_settings(config: LearnerConfig) -> R2D2Config | SacConfig:

@@ -64,11 +64,13 @@ class Trainer:
         frames: Callable[[], int] = lambda: 0,
         on_version: Callable[[int], None] | None = None,
         pacing: Pacing | None = None,
+        running: asyncio.Event | None = None,
     ) -> None:
         """Batches come from ``source`` (V-trace's unroll queue, R2D2's replay), which hears back after
         each train step. ``frames`` reads the learner's frame count, which moves the learning-rate schedule.
         ``on_version`` hears each new version in the train thread, right after its update (IMPALA mode
-        publishes the parameters there). ``pacing`` hears of each train step once its updates have applied."""
+        publishes the parameters there). ``pacing`` hears of each train step once its updates have applied.
+        ``running`` (set) is cleared by ``pause``; the source may share it (a replay holds its inserts)."""
         self._config = config
         self._agent = agent
         self._source = source
@@ -77,7 +79,7 @@ class Trainer:
         self._frames = frames
         self._on_version = on_version
         self._pacing = pacing
-        self._running = asyncio.Event()
+        self._running = running if running is not None else asyncio.Event()
         self._running.set()
         self.version = 0
         """Parameter version: the number of updates applied (several per batch with sample reuse)."""
@@ -92,8 +94,8 @@ class Trainer:
         return not self._running.is_set()
 
     def pause(self) -> None:
-        """Stops after the current train step. V-trace: the queue fills and back-pressure stalls the actors;
-        R2D2: the replay keeps taking (and evicting) unrolls, so the actors carry on."""
+        """Stops after the current train step. The unroll queue fills (a replay stops inserting) and
+        back-pressure stalls the actors."""
         self._running.clear()
 
     def resume(self) -> None:

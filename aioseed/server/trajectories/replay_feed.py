@@ -34,7 +34,10 @@ class ReplayFeed:
         min_size: int,
         replay_ratio: float,
         per_unroll: Collection[str] = (),
+        running: asyncio.Event | None = None,
     ) -> None:
+        """``running``: cleared while training is paused; inserts wait, so that the unroll queue fills and the
+        actors stall, as with V-trace, instead of the replay taking and evicting unrolls no one trains on."""
         self.replay = replay
         self._unrolls = unrolls
         self._batch_size = batch_size
@@ -42,10 +45,13 @@ class ReplayFeed:
         self._replay_ratio = replay_ratio
         self._per_unroll = tuple(per_unroll)
         self._inserted = asyncio.Event()
+        self._running = running
 
     async def run(self) -> None:
         """Inserts completed unrolls as they arrive, up to 256 at a time."""
         while True:
+            if self._running is not None:
+                await self._running.wait()
             batch = [await self._unrolls.get()]
             while not self._unrolls.empty() and len(batch) < 256:
                 batch.append(self._unrolls.get_nowait())

@@ -34,3 +34,27 @@ async def test_paused_training_stalls_actors_and_resume_restarts_them(running_le
         learner.resume()
         await until(lambda: learner.train_steps >= 5 and actor.steps > stalled + 100, "training and actors to resume", 2000)
         task.cancel()
+
+
+async def test_a_paused_replay_stops_inserting_so_its_actors_stall_too(running_learner, tmp_path) -> None:
+    """R2D2: paused, the replay takes no more unrolls (it used to take and evict them with no one training),
+    so the queue fills and the actors stall as with V-trace; resumed, it inserts and trains again."""
+    import dataclasses
+
+    from aioseed.presets import preset
+
+    r2d2 = dataclasses.replace(preset("r2d2-cartpole").learner.r2d2, min_replay_size=8)
+    training = TrainingConfig(unroll_length=UNROLL, batch_size=4, queue_capacity=4)
+    async with running_learner(small_config(tmp_path, agent="r2d2", r2d2=r2d2, training=training, metrics_every_s=0.1)) as learner:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=NUM_ENVS, envs_per_message=NUM_ENVS))
+        task = asyncio.create_task(actor.run())
+        await until(lambda: learner.train_steps >= 2, "R2D2 to train", 3000)
+        learner.pause()
+        await until(lambda: learner.queue_depth == training.queue_capacity, "the unroll queue to fill", 3000)
+        await asyncio.sleep(0.5)
+        stalled, inserted = actor.steps, learner.metrics()["replay/inserted"]
+        await asyncio.sleep(0.5)
+        assert actor.steps == stalled and learner.metrics()["replay/inserted"] == inserted
+        learner.resume()
+        await until(lambda: learner.metrics()["replay/inserted"] > inserted and actor.steps > stalled + 100, "inserts and actors to resume", 3000)
+        task.cancel()
