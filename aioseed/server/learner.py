@@ -318,7 +318,7 @@ class Learner:
                     await self.checkpoint_now(final=True)
             if stages.tracker is not None:
                 await asyncio.to_thread(stages.tracker.close, completed)
-            self._trainer.executor.shutdown(wait=True)
+            await asyncio.to_thread(self._trainer.executor.shutdown, wait=True)  # the step in progress, off the loop
             if self.console is not None:
                 await self.console.stop()
             log.info("learner_stopped", frames=self.frames, train_steps=self.train_steps)
