@@ -94,6 +94,10 @@ class LearningCurveBench:
     """The mean return the curve is judged against (a line on the plot; None: none)."""
     plot_only: bool = False
     """Only rebuild curve.csv and curve.png from the logs already written."""
+    allow_changed_config: bool = False
+    """Go on although the run's config.toml (the previous session's) differs from these flags in more than the
+    stop conditions: a deliberate change of phase, e.g. a lower entropy cost. Without it such a resume is refused,
+    so that one curve never silently mixes two set-ups."""
     scoring_bin_frames: int = 100_000
     """Football: the frames each row of scoring.csv covers (the scoring rate of the episodes that ended in them)."""
 

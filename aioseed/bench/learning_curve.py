@@ -18,13 +18,16 @@ import math
 import pathlib
 import sys
 import textwrap
+from typing import Any
 
 import structlog
 
+from aioseed import config_file
 from aioseed.bench.config import LearningCurveBench
 from aioseed.envs.atari import is_atari
 from aioseed.envs.football import is_football
-from aioseed.results.curves import RETURN_TAG, Point, episode_returns, read_curve
+from aioseed.errors import InvalidInput
+from aioseed.results.curves import RETURN_TAG, Point, episode_returns, over_episodes, read_curve
 from aioseed.results.scoring import GOAL_RETURNS, scoring_bins, write_scoring_csv
 from aioseed.server.config import StopConfig
 
@@ -76,8 +79,11 @@ def write_png(
     plt.close(figure)
 
 
-def summarize(points: list[Point], target_return: float | None) -> dict[str, float | int | None]:
-    reached = None if target_return is None else next((p for p in points if p.mean_return >= target_return), None)
+def summarize(points: list[Point], target_return: float | None, window: int = 1) -> dict[str, float | int | None]:
+    """The last and best points, and the first whose mean over a full ``window`` of episodes reached
+    ``target_return`` (as the learner's stop rule judges it)."""
+    full = [p for p in points if p.episodes is None or p.episodes >= window]
+    reached = None if target_return is None else next((p for p in full if p.mean_return >= target_return), None)
     return {
         "frames": points[-1].frames if points else 0,
         "seconds": round(points[-1].seconds, 1) if points else 0.0,
@@ -127,20 +133,56 @@ def curve_title(bench: LearningCurveBench) -> str:
     return title
 
 
+SESSION_SETTINGS = ("learner.stop.", "console.")
+"""Settings a session may change: the bench sets the stop conditions per session."""
+
+
+def changed_settings(logdir: pathlib.Path, run: object) -> list[str]:
+    """``key: saved -> now`` for each setting of ``run`` that differs from the run's config.toml, if it has one
+    (settings the file does not know, added by a later aioseed, are not compared)."""
+    path = logdir / "config.toml"
+    if not path.exists():
+        return []
+    saved = _flat(config_file.command_table(config_file.read(path), "run", str(path)))
+    now = _flat(config_file.document(run))
+    keys = sorted(saved.keys() & now.keys())
+    return [f"{k}: {saved[k]!r} -> {now[k]!r}" for k in keys if not k.startswith(SESSION_SETTINGS) and saved[k] != now[k]]
+
+
+def _flat(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def main(bench: LearningCurveBench) -> int:
     run = bench.resolved_run
     logdir = run.learner.logdir
     assert logdir is not None  # resolved_run always has one
+    changes = changed_settings(logdir, run)
+    if changes and not bench.allow_changed_config:
+        raise InvalidInput(
+            f"{logdir} was trained with other settings ({'; '.join(changes[:4])}{'; ...' if len(changes) > 4 else ''}): "
+            "give the flags of its first session, or --allow-changed-config to change them from here on"
+        )
+    if changes:
+        log.warning("learning_curve_config_changed", changes=changes)
     points = read_curve(logdir / "tensorboard")
     if not bench.plot_only and (not points or points[-1].frames < bench.target_frames):
         train(bench)
         points = read_curve(logdir / "tensorboard")
+    window = run.learner.return_window
+    points = over_episodes(points, episode_returns(logdir / "tensorboard"), window)
     if not points:
         raise SystemExit(f"no {RETURN_TAG} summaries under {logdir / 'tensorboard'} yet")
     write_csv(points, logdir / "curve.csv")
     title = curve_title(bench)
-    write_png(points, logdir / "curve.png", title, bench.target_return, bench.target_frames, run.learner.return_window)
-    result: dict[str, object] = {**summarize(points, bench.target_return)}
+    write_png(points, logdir / "curve.png", title, bench.target_return, bench.target_frames, window)
+    result: dict[str, object] = {**summarize(points, bench.target_return, window)}
     result.update(csv=str(logdir / "curve.csv"), png=str(logdir / "curve.png"))
     if is_football(run.learner.env):
         result.update(scoring(logdir, GOAL_RETURNS[run.learner.football.rewards], bench.scoring_bin_frames))

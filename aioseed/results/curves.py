@@ -3,7 +3,9 @@ files across every session of the run (a resumed run writes one event file per s
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import math
 import pathlib
 from typing import Any
@@ -21,6 +23,9 @@ class Point:
     """Training seconds since the run's first session started (gaps between sessions excluded)."""
     mean_return: float
     eval_return: float = math.nan
+    episodes: int | None = None
+    """The episodes behind ``mean_return`` when it was taken over the whole run's episodes (``over_episodes``);
+    None: the learner's own mean, whose window starts over at each resumed session."""
 
 
 def _session_values(event_file: pathlib.Path, tags: tuple[str, ...]) -> dict[str, list[tuple[float, int, Any]]]:
@@ -77,3 +82,24 @@ def episode_returns(tensorboard_dir: pathlib.Path) -> list[tuple[int, float]]:
         if session:
             episodes = [e for e in episodes if e[0] < session[0][0]] + session
     return episodes
+
+
+def over_episodes(points: list[Point], episodes: list[tuple[int, float]], window: int) -> list[Point]:
+    """``points`` with each mean return taken again over the last ``window`` episodes of the whole run that had
+    ended by its frames (``episode_returns``), and their number. The learner's own mean starts over at each
+    resumed session (its window is not checkpointed), so a resumed curve would dip to a few episodes' mean.
+    Points before the first episode are dropped; without episodes (runs older than the episode log) the
+    points stay as they are."""
+    if not episodes:
+        return points
+    ordered = sorted(episodes, key=lambda e: e[0])
+    ends = [frames for frames, _ in ordered]
+    sums = [0.0, *itertools.accumulate(r for _, r in ordered)]
+    rolled = []
+    for point in points:
+        count = bisect.bisect_right(ends, point.frames)
+        if count:
+            first = max(0, count - window)
+            mean = (sums[count] - sums[first]) / (count - first)
+            rolled.append(dataclasses.replace(point, mean_return=mean, episodes=count - first))
+    return rolled

@@ -7,6 +7,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
@@ -109,3 +110,48 @@ def test_a_football_curve_reports_its_scoring_rate_per_bin_from_every_episode(tm
     assert result["scoring_rate"] == result["best_scoring_rate"] == 2 / 3
     # The scoring reward alone: a goal returns 1.0, so every episode above 0.5 scored.
     assert [b.scoring_rate for b in scoring_bins([(1, 1.0), (2, 0.0), (3, -1.0), (4, 1.0)], GOAL_RETURNS["scoring"], 10)] == [0.5]
+
+
+def test_the_mean_spans_resumed_sessions_and_the_target_needs_a_full_window(tmp_path, capsys) -> None:
+    """The learner's own mean starts over in a resumed session (here its first episode alone, 9.0); the curve's
+    is taken over the last 3 episodes of the whole run, and the target counts only once 3 episodes are behind it."""
+
+    def session(wall_time: float, rows: list[tuple[int, float, list[list[float]]]]) -> None:
+        writer = EventFileWriter(str(tmp_path / "run" / "tensorboard"))
+        for i, (frames, own_mean, ended) in enumerate(rows):
+            values = [summary_pb2.Summary.Value(tag="charts/return", tensor=tensor_util.make_tensor_proto(np.float32(own_mean)))]
+            if ended:
+                episodes = tensor_util.make_tensor_proto(np.array(ended, np.float64))
+                values.append(summary_pb2.Summary.Value(tag="charts/episode_returns", tensor=episodes))
+            writer.add_event(event_pb2.Event(wall_time=wall_time + i, step=frames, summary=summary_pb2.Summary(value=values)))
+        writer.close()
+
+    session(1000.0, [(100, 6.0, [[90, 6.0]]), (200, 4.0, [[150, 2.0]]), (300, 3.0, [[250, 1.0]])])
+    session(5000.0, [(400, 9.0, [[350, 9.0]]), (500, 6.0, [[450, 3.0]])])  # resumed from a checkpoint at 300
+    command = parse(["bench", "learning-curve", "--preset", "catch", "--plot-only", "--logdir", str(tmp_path / "run"),
+                     "--run.learner.return-window", "3", "--target-return", "4"])
+    assert main(command.command) == 0
+    result = json.loads(capsys.readouterr().out)
+    rows = list(csv.DictReader((tmp_path / "run" / "curve.csv").open()))
+    assert [(r["frames"], r["mean_return"]) for r in rows] == [
+        ("100", "6.000"), ("200", "4.000"), ("300", "3.000"), ("400", "4.000"), ("500", "4.333")
+    ]
+    # 6.0 at 100 frames rests on one episode, 4.0 at 200 on two: the first full window to reach 4 is at 400.
+    assert result["frames_to_target"] == 400 and result["mean_return"] == 13 / 3
+
+
+def test_a_resume_with_other_settings_is_refused_unless_allowed(tmp_path, capsys) -> None:
+    """The first session's config.toml against the flags of the next: a forgotten --return-window 32 would
+    change the curve's window halfway. The stop conditions (set per session) may differ."""
+    from aioseed import config_file
+    from aioseed.errors import InvalidInput
+
+    logdir = tmp_path / "run"
+    flags = ["bench", "learning-curve", "--preset", "catch", "--plot-only", "--logdir", str(logdir)]
+    first = parse([*flags, "--run.learner.return-window", "32", "--minutes", "5"]).command
+    config_file.save(logdir, first.resolved_run, "run")
+    write_session(logdir / "tensorboard", [(1000.0, 100, {"charts/return": 0.5})])
+    assert main(parse([*flags, "--run.learner.return-window", "32", "--minutes", "9", "--target-frames", "5"]).command) == 0
+    with pytest.raises(InvalidInput, match=r"learner.return_window: 32 -> 100"):
+        main(parse(flags).command)
+    assert main(parse([*flags, "--allow-changed-config"]).command) == 0
