@@ -102,8 +102,20 @@ def _message_fields(descriptor: Descriptor) -> tuple[tuple[str, bool], ...]:
     return tuple((field.name, field.is_repeated) for field in descriptor.fields if field.message_type is not None)
 
 
+MAX_ACTOR_NAME = 256
+"""Characters of a hello's actor_name (the learner shows at most 80)."""
+
+
+def hello_bytes(max_envs_per_stream: int) -> int:
+    """The longest hello a stream may send: the spec and the name, and per env a run_id and a previous slot
+    (at most 11 and 6 bytes as varints), with room to spare. Refused before parsing beyond it."""
+    return 65_536 + 4 * MAX_ACTOR_NAME + 24 * max_envs_per_stream
+
+
 def check_hello(hello: pb.Hello, spec: EnvSpec, max_envs_per_stream: int, max_slots: int) -> None:
     """Raises SpecMismatch or ProtocolError for an unacceptable handshake."""
+    if len(hello.actor_name) > MAX_ACTOR_NAME:
+        raise ProtocolError(f"hello.actor_name has {len(hello.actor_name)} characters; at most {MAX_ACTOR_NAME}")
     try:
         theirs = EnvSpec.from_proto(hello.spec)
     except (ValueError, TypeError) as exc:

@@ -27,6 +27,7 @@ from aioseed.server.transport.protocol import (
     SpecMismatch,
     check_hello,
     checked,
+    hello_bytes,
     parse_actor_message,
     shorten,
 )
@@ -309,7 +310,10 @@ class LearnerService(pb_grpc.LearnerServicer):
         self.handshaking += 1
         try:
             async with asyncio.timeout(limits.hello_timeout_s):
-                first = parse_actor_message(await anext(messages))
+                raw = await anext(messages)
+            if len(raw) > (largest := hello_bytes(limits.envs_per_stream)):
+                raise ProtocolError(f"a hello of {len(raw)} bytes is longer than any this learner takes ({largest} bytes)")
+            first, raw = parse_actor_message(raw), b""
         except StopAsyncIteration:  # the actor went away before its hello
             return None
         except TimeoutError:

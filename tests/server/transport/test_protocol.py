@@ -130,6 +130,20 @@ async def test_steps_before_hello_is_invalid(running_learner, tmp_path) -> None:
         await healthy.progressed(healthy.answers)
 
 
+async def test_an_oversized_hello_is_refused_before_it_is_parsed_or_kept(running_learner, tmp_path) -> None:
+    """A stream keeps its hello while it lives: a 4 MiB actor name, or padding, times thousands of streams would
+    exhaust the learner's memory. Names are capped, and a hello longer than any honest one is refused unread."""
+    async with serving(running_learner, tmp_path) as (_, channel, healthy):
+        named = hello(2)
+        named.hello.actor_name = "x" * 4_000_000
+        error = await refused(channel, named)
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "a hello of 400" in error.details()
+        named.hello.actor_name = "x" * 300
+        error = await refused(channel, named)
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "actor_name has 300 characters" in error.details()
+        await healthy.progressed(healthy.answers)
+
+
 async def test_token_is_required_when_configured(running_learner, tmp_path) -> None:
     async with running_learner(small_config(tmp_path, server={"token": "s3cret"})) as learner:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
