@@ -27,6 +27,10 @@ from aioseed.types import Column, Unroll
 BOOL_BYTES = bytes([0, 1])
 MAX_ABS_LOGIT = 1e6
 """Largest |behaviour logit| accepted: beyond, V-trace's log-softmax differences overflow float32."""
+MAX_ABS_STATE = 1e6
+"""Largest |x| of the other float columns, the recurrent state and the previous action's features (an LSTM's
+h stays in [-1, 1], its c grows by at most 1 a step): a finite 1e30 would overflow the network's layers, so
+every train batch holding that unroll would be skipped as non-finite, stalling training for all actors."""
 
 
 @dataclasses.dataclass
@@ -150,7 +154,7 @@ class UnrollParser:
         for name, array in arrays.items():
             if name not in ("reward", "observation") and array.dtype.kind == "f":
                 # A Box's stored action is a Gaussian's pre-squash sample, bounded as its parameters are.
-                bound = MAX_ABS_LOGIT if name in ("logits", "action") else math.inf
+                bound = MAX_ABS_LOGIT if name in ("logits", "action") else MAX_ABS_STATE
                 bad = out_of_bounds(array.reshape(count, -1), bound)
                 if bad is not None:
                     raise ProtocolError(f"unrolls column {name} must be finite with |x| <= {bound:g}; unroll {bad}")

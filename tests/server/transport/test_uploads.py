@@ -140,6 +140,7 @@ CASES = {
     "infinite observation": (lambda u: u["observation"].__setitem__((0, 0, 2), np.inf), None, "observations must be finite"),
     "NaN logit": (lambda u: u["logits"].__setitem__((1, 0, 1), np.nan), None, "logits must be finite"),
     "NaN state": (lambda u: u["core_h"].__setitem__((1, 0), np.nan), None, "core_h must be finite"),
+    "huge state": (lambda u: u["core_h"].__setitem__((1, 0), 1e30), None, "core_h must be finite with |x| <= 1e+06"),
     "action out of range": (lambda u: u["action"].__setitem__((0, 0), 2), None, "actions must lie in [0, 2)"),
     "negative version": (lambda u: u["version"].__setitem__((0, 0), -1), None, "versions must be >= 0"),
     "huge logit": (lambda u: u["logits"].__setitem__((0, 0, 0), 1e30), None, "|x| <= 1e+06"),
