@@ -55,7 +55,8 @@ class ServerConfig:
     max_abs_observation: float = 1e6
     """Rows of float observations with a larger |element| are refused, as for max_abs_reward."""
     slot_grace_s: float = 30.0
-    """A disconnected actor's slots stay reserved this long for its reconnect."""
+    """A disconnected actor's slots stay reserved this long for its reconnect (while other slots are free: with
+    none left, the oldest reservation goes to a new actor)."""
     max_message_bytes: int = 64 * 1024 * 1024
     """Largest gRPC message accepted or sent."""
     params_chunk_bytes: int = 1024 * 1024

@@ -17,7 +17,8 @@ class SlotTable:
     """Verbs: ``acquire`` slots for a stream, ``release`` them when it ends.
 
     A released slot stays reserved for its run_id for ``grace_s`` seconds, so
-    an actor that reconnects quickly gets the same slots back. Free slots are
+    an actor that reconnects quickly gets the same slots back, unless no other
+    slot is left: then the oldest reservation is handed out. Free slots are
     handed out lowest first, which keeps the learner's per-slot arrays small.
     """
 
@@ -92,6 +93,10 @@ class SlotTable:
         if self._next < self._max_slots:
             self._next += 1
             return self._next - 1
+        if self._reserved:  # none free: the oldest reservation goes first (streams that connect and drop over
+            slot = next(iter(self._reserved))  # and over would otherwise hold every slot in reserve)
+            del self._reserved[slot]
+            return slot
         return -1
 
     def _push_free(self, slot: int) -> None:

@@ -42,10 +42,24 @@ def test_reservation_expires_after_the_grace_period() -> None:
     table = SlotTable(max_slots=2, grace_s=5.0, clock=clock)
     slots = table.acquire([1, 2]).tolist()
     table.release(slots)
-    with pytest.raises(SlotsExhausted):
-        table.acquire([3])
+    assert table.reserved == 2
     clock.now = 5.0
-    assert table.acquire([3]).tolist() == [0]
+    assert table.reserved == 0 and table.acquire([3]).tolist() == [0]
+
+
+def test_with_no_slot_free_the_oldest_reservation_is_handed_out() -> None:
+    """Streams that connect with fresh run_ids and drop, over and over, would otherwise keep every slot in
+    reserve for the grace period, and every new actor would be refused."""
+    clock = Clock()
+    table = SlotTable(max_slots=2, grace_s=30.0, clock=clock)
+    table.acquire([1, 2])
+    table.release([0])
+    clock.now = 1.0
+    table.release([1])
+    assert table.acquire([3]).tolist() == [0]  # reserved for run_id 1 since t=0: the oldest
+    assert table.acquire([2], previous=[1]).tolist() == [1]  # the younger reservation still holds
+    with pytest.raises(SlotsExhausted):
+        table.acquire([4])
 
 
 def test_previous_slots_never_handed_out_are_not_granted_by_number() -> None:
