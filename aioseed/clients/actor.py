@@ -51,6 +51,11 @@ class ActorError(RuntimeError):
     """The learner refused this actor for a reason that retrying cannot fix."""
 
 
+def describe_reply(reply: pb.LearnerMessage) -> str:
+    kind = reply.WhichOneof("payload")
+    return f"a welcome of {len(reply.welcome.slots)} slots" if kind == "welcome" else f"a {kind or 'empty'} message"
+
+
 def transient(exc: BaseException) -> bool:
     return isinstance(exc, grpc.aio.AioRpcError) and exc.code() not in FATAL_CODES
 
@@ -156,6 +161,8 @@ class Actor:
                 reply = await call.read()
                 if reply is grpc.aio.EOF:
                     await raise_status(call)
+                if reply.WhichOneof("payload") != "welcome" or len(reply.welcome.slots) != len(group):
+                    raise ActorError(f"the learner answered the hello of {len(group)} envs with {describe_reply(reply)}, not a welcome of as many slots")
                 self.connects += 1
                 self.slots[index] = np.array(reply.welcome.slots, np.int32)
                 return call, reply.welcome

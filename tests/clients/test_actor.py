@@ -14,6 +14,8 @@ from tests.waiting import until
 from tests.wire import Stream, hello
 
 from aioseed.clients.actor import Actor, ActorConfig, ActorError
+from aioseed.proto import aioseed_pb2 as pb
+from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 
 
 def test_run_ids_are_new_per_process_start() -> None:
@@ -80,3 +82,26 @@ async def test_a_refused_row_stops_the_actor_instead_of_retrying(running_learner
             await asyncio.wait_for(actor.run(), 10)
         assert group.group_contains(ActorError, match="INVALID_ARGUMENT.*steps.rewards")
         assert actor.connects == 1
+
+
+class ShortWelcome(pb_grpc.LearnerServicer):
+    """A faulty learner (unit test of the actor alone): it welcomes a hello of N envs with one slot."""
+
+    async def Act(self, request_iterator, context):
+        async for _ in request_iterator:
+            yield pb.LearnerMessage(welcome=pb.Welcome(slots=[0]))
+            return
+
+
+async def test_a_welcome_that_does_not_fit_the_hello_stops_the_actor_with_a_clear_error() -> None:
+    server = grpc.aio.server()
+    pb_grpc.add_LearnerServicer_to_server(ShortWelcome(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        actor = Actor(ActorConfig(learner=f"127.0.0.1:{port}", num_envs=4, envs_per_message=4))
+        with pytest.raises(ExceptionGroup) as group:
+            await asyncio.wait_for(actor.run(), 10)
+        assert group.group_contains(ActorError, match="hello of 4 envs with a welcome of 1 slots")
+    finally:
+        await server.stop(None)
