@@ -162,7 +162,9 @@ class Actor:
                 if reply is grpc.aio.EOF:
                     await raise_status(call)
                 if reply.WhichOneof("payload") != "welcome" or len(reply.welcome.slots) != len(group):
-                    raise ActorError(f"the learner answered the hello of {len(group)} envs with {describe_reply(reply)}, not a welcome of as many slots")
+                    raise ActorError(
+                        f"the learner answered the hello of {len(group)} envs with {describe_reply(reply)}, not a welcome of as many slots"
+                    )
                 self.connects += 1
                 self.slots[index] = np.array(reply.welcome.slots, np.int32)
                 return call, reply.welcome

@@ -239,7 +239,8 @@ async def post_disconnect(request: web.Request) -> web.Response:
     except ValueError:
         raise BadRequest(f"a stream id is an integer, got {_short(raw)}") from None
     except KeyError:
-        raise web.HTTPNotFound(text=_dumps({"error": f"no connected actor stream {_short(raw)}"}), content_type="application/json") from None
+        missing = _dumps({"error": f"no connected actor stream {_short(raw)}"})
+        raise web.HTTPNotFound(text=missing, content_type="application/json") from None
     except CommandRefused as exc:
         raise web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json") from None
     return _json({"disconnected": int(raw)})

@@ -232,8 +232,8 @@ class Learner:
 
     async def checkpoint_now(self, final: bool = False) -> str | None:
         """Saves a checkpoint between train steps; returns its path (None without a logdir). Raises
-        CheckpointRefused when the weights are non-finite, CheckpointFailed when writing fails. ``final``: the one written at shutdown (a
-        tracker may send only that one)."""
+        CheckpointRefused when the weights are non-finite, CheckpointFailed when writing fails. ``final``: the
+        one written at shutdown (a tracker may send only that one)."""
         checkpointer = self._stages.checkpointer
         if checkpointer is None:
             return None

@@ -11,7 +11,8 @@ class SacConfig:
     """Soft Actor-Critic with twin Q networks, Polyak-averaged targets and an automatic entropy temperature
     (Haarnoja et al. 2018, "SAC: Algorithms and Applications"). Defaults are CleanRL's ``sac_continuous_action``
     but for ``warmup_actions``, ``log_std`` and ``log_prob_epsilon``, each of which names CleanRL's choice (with
-    all three, one Hopper seed scored lower: docs/results/README.md); ``--preset mujoco-sac`` (aioseed/presets/mujoco-sac.toml) adds the learner's training shape for MuJoCo."""
+    all three, one Hopper seed scored lower: docs/results/README.md); ``--preset mujoco-sac``
+    (aioseed/presets/mujoco-sac.toml) adds the learner's training shape for MuJoCo."""
 
     # Optimisation
     learning_rate: float = 3e-4
@@ -49,7 +50,8 @@ class SacConfig:
     replay_ratio: float = 256.0
     """Average times each unroll inserted after the first min_replay_size is sampled: the lever that trades
     learning per frame against compute. One update of --training.batch-size 256 unrolls per env step after
-    learning starts (CleanRL's) is 256; 128 is one update every two steps. With --training.acting replay, acting waits for training so that the ratio holds from both sides."""
+    learning starts (CleanRL's) is 256; 128 is one update every two steps. With --training.acting replay, acting
+    waits for training so that the ratio holds from both sides."""
     acting_ahead: int = 64
     """With --training.acting replay: unrolls acting may complete beyond what the replay ratio allows, so that
     acting and training overlap instead of taking turns (the ratio then holds within this many unrolls)."""

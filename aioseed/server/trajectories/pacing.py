@@ -34,8 +34,9 @@ ActingMode = Literal["async", "bounded", "synchronous", "replay"]
 
 
 class Pacing:
-    """Verbs: ``ready`` (wait until acting may go on), ``completed`` unrolls, ``trained`` a batch,
-    ``stale`` (a batch acted before the latest update), ``resume`` (a restored run's counts)."""
+    """Verbs: ``ready`` (wait until acting may go on), ``completed`` unrolls, ``trained`` a batch, ``updated``
+    (wait for the next train batch to apply), ``stale`` (a batch acted before the latest update), ``resume``
+    (a restored run's counts)."""
 
     def __init__(self, mode: ActingMode, batch_size: int, credit: float | None = None, start: float | None = None) -> None:
         """``batch_size``: unrolls per train batch. Replay mode: ``credit`` unrolls more per train batch,

@@ -56,5 +56,9 @@ async def test_a_paused_replay_stops_inserting_so_its_actors_stall_too(running_l
         await asyncio.sleep(0.5)
         assert actor.steps == stalled and learner.metrics()["replay/inserted"] == inserted
         learner.resume()
-        await until(lambda: learner.metrics()["replay/inserted"] > inserted and actor.steps > stalled + 100, "inserts and actors to resume", 3000)
+
+        def resumed() -> bool:
+            return learner.metrics()["replay/inserted"] > inserted and actor.steps > stalled + 100
+
+        await until(resumed, "inserts and actors to resume", 3000)
         task.cancel()
