@@ -82,7 +82,7 @@ def middleware(token: str, reading_needs_token: bool, allowed_hosts: Collection[
         if "*" not in names and host not in names and not is_ip(host):
             raise _error(
                 web.HTTPBadRequest,
-                f"Host {host[:64]!r} is not a name of this console (add it with --learner.console-allowed-hosts)",
+                f"Host {host[:64]!r} is not a name of this console (add it with --console.allowed-hosts, under aioseed run --learner.console.allowed-hosts)",
             )
         changes = request.method not in ("GET", "HEAD", "OPTIONS")
         feed = request.path == FEED

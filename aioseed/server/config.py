@@ -129,11 +129,6 @@ class ConsoleConfig:
     """Host names the console answers to besides IP literals and localhost (others get 400, against DNS
     rebinding); * allows any, e.g. behind a proxy that checks Host itself."""
 
-    @property
-    def actor_token(self) -> str | None:
-        """The token actors must send: token, or the first line of token_file (read now)."""
-        return token_of(self.token, self.token_file, "--server.token-file")
-
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError(f"console port must be in [0, 65535], got {self.port}")
@@ -189,7 +184,7 @@ class LearnerConfig:
     env_kwargs: str = "{}"
     """JSON object of keyword arguments for the env's constructor (gymnasium ids), e.g. '{"size": 8}'."""
     logdir: pathlib.Path | None = pathlib.Path("logs/cartpole")
-    """Checkpoints, TensorBoard summaries and config.json go here (None: keep nothing)."""
+    """Checkpoints, TensorBoard summaries and config.toml go here (None: keep nothing)."""
     devices: str = "auto"
     """Training devices: auto (the first GPU, else the CPU), all (every GPU), cpu, gpu, or a comma list such as
     /GPU:0,/GPU:1. Several train data-parallel (tf.distribute.MirroredStrategy: each takes an equal share of
