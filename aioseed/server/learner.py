@@ -19,6 +19,7 @@ import numpy as np
 import structlog
 
 from aioseed.algos.agent import Agent
+from aioseed.control import CommandRefused
 from aioseed.server.batching.autotune import BatchTuner
 from aioseed.server.batching.batcher import BatcherConfig
 from aioseed.server.batching.tuner_measure import Observation
@@ -255,6 +256,9 @@ class Learner:
 
     def disconnect(self, stream_id: int) -> None:
         """Ends one actor stream (KeyError if there is none, CommandRefused if it is in-process)."""
+        info = self._service.streams.get(stream_id)
+        if info is not None and info.peer == "in-process":  # Sebulba's env threads: a cancelled group would not come back
+            raise CommandRefused(f"stream {stream_id} is the learner's in-process actor {info.actor}, which cannot reconnect")
         self._service.disconnect(stream_id)
 
     def request_stop(self, reason: str = "requested") -> None:

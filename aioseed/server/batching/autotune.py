@@ -288,11 +288,9 @@ class BatchTuner:
         whatever the throughput; among settings that miss it the score goes as steps/s squared
         (Little's law: p99 ~ rows / steps/s), so its noise doubles."""
         home = self._home_score
-        if (score < 0) != (home < 0) or math.isinf(home):
+        if (score < 0) != (home < 0) or math.isinf(home) or home == 0:  # 0: acting stalled; any throughput is a gain
             return (math.inf if score > home else -math.inf), 0.0
         noise = 2 * self._noise.relative_error(count, self._home_count) * (2 if score < 0 else 1)
-        if self._shifted(home) <= 0:  # home measured 0 steps/s (acting stalled): any throughput is a gain
-            return (math.inf if score > home else 0.0), noise
         return self._shifted(score) / self._shifted(home) - 1, noise
 
     def _settle_home(self) -> Decision | None:

@@ -112,6 +112,13 @@ def hello_bytes(max_envs_per_stream: int) -> int:
     return 65_536 + 4 * MAX_ACTOR_NAME + 24 * max_envs_per_stream
 
 
+def parse_hello(raw: bytes, max_envs_per_stream: int) -> pb.ActorMessage:
+    """A stream's first message, refused unparsed (ProtocolError) when longer than any hello can be."""
+    if len(raw) > (largest := hello_bytes(max_envs_per_stream)):
+        raise ProtocolError(f"a hello of {len(raw)} bytes is longer than any this learner takes ({largest} bytes)")
+    return parse_actor_message(raw)
+
+
 def check_hello(hello: pb.Hello, spec: EnvSpec, max_envs_per_stream: int, max_slots: int) -> None:
     """Raises SpecMismatch or ProtocolError for an unacceptable handshake."""
     if len(hello.actor_name) > MAX_ACTOR_NAME:

@@ -15,7 +15,6 @@ import numpy as np
 import structlog
 
 from aioseed.action_space import clip, encode
-from aioseed.control import CommandRefused
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.proto import aioseed_pb2_grpc as pb_grpc
 from aioseed.server.batching.batcher import InferenceError
@@ -27,8 +26,7 @@ from aioseed.server.transport.protocol import (
     SpecMismatch,
     check_hello,
     checked,
-    hello_bytes,
-    parse_actor_message,
+    parse_hello,
     shorten,
 )
 from aioseed.server.transport.refusals import Refusals
@@ -137,13 +135,10 @@ class LearnerService(pb_grpc.LearnerServicer):
         }
 
     def disconnect(self, stream_id: int) -> None:
-        """Ends one stream; its slots are kept for the grace period, and the actor may reconnect (KeyError: no such
-        stream; CommandRefused: an in-process one)."""
+        """Ends one stream; its slots are kept for the grace period, and the actor may reconnect."""
         info = self.streams.get(stream_id)
         if info is None:
             raise KeyError(f"no connected stream {stream_id}")
-        if info.peer == "in-process":  # Sebulba's env threads: a cancelled group would not come back
-            raise CommandRefused(f"stream {stream_id} is the learner's in-process actor {info.actor}, which cannot reconnect")
         log.info("stream_disconnected", stream=stream_id, actor=info.actor)
         if info.task is not None:
             info.task.cancel()
@@ -310,10 +305,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         self.handshaking += 1
         try:
             async with asyncio.timeout(limits.hello_timeout_s):
-                raw = await anext(messages)
-            if len(raw) > (largest := hello_bytes(limits.envs_per_stream)):
-                raise ProtocolError(f"a hello of {len(raw)} bytes is longer than any this learner takes ({largest} bytes)")
-            first, raw = parse_actor_message(raw), b""
+                first = parse_hello(await anext(messages), limits.envs_per_stream)
         except StopAsyncIteration:  # the actor went away before its hello
             return None
         except TimeoutError:
