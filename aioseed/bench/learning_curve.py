@@ -18,7 +18,6 @@ import math
 import pathlib
 import sys
 import textwrap
-from typing import Any
 
 import structlog
 
@@ -30,6 +29,7 @@ from aioseed.errors import InvalidInput
 from aioseed.results.curves import RETURN_TAG, Point, episode_returns, over_episodes, read_curve
 from aioseed.results.scoring import GOAL_RETURNS, scoring_bins, write_scoring_csv
 from aioseed.server.config import StopConfig
+from aioseed.tables import flatten
 
 log = structlog.get_logger()
 
@@ -143,20 +143,10 @@ def changed_settings(logdir: pathlib.Path, run: object) -> list[str]:
     path = logdir / "config.toml"
     if not path.exists():
         return []
-    saved = _flat(config_file.command_table(config_file.read(path), "run", str(path)))
-    now = _flat(config_file.document(run))
+    saved = flatten(config_file.command_table(config_file.read(path), "run", str(path)))
+    now = flatten(config_file.document(run))
     keys = sorted(saved.keys() & now.keys())
     return [f"{k}: {saved[k]!r} -> {now[k]!r}" for k in keys if not k.startswith(SESSION_SETTINGS) and saved[k] != now[k]]
-
-
-def _flat(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in table.items():
-        if isinstance(value, dict):
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def main(bench: LearningCurveBench) -> int:

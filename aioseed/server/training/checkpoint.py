@@ -25,6 +25,12 @@ class CheckpointFailed(CommandFailed):
     are kept, and the run goes on."""
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of TensorFlow's error (at most 300 characters), or its type when it has no message."""
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else type(exc).__name__
+
+
 def non_finite_variables(objects: dict[str, Any]) -> list[str]:
     """Names of the float variables of ``objects`` (models, optimizers, variables) with a NaN or inf."""
     import tensorflow as tf
@@ -115,7 +121,7 @@ class Checkpointer:
         try:
             self._checkpoint.restore(path).assert_existing_objects_matched()
         except (AssertionError, ValueError) as exc:  # TensorFlow's errors for values of another shape or kind
-            first = str(exc).strip().splitlines()[0][:300]
+            first = first_line(exc)
             raise InvalidInput(
                 f"checkpoint {path} does not fit this learner: {first} (were the network or env flags different "
                 "when it was written? Use another --logdir, or the flags of that run)"
@@ -136,7 +142,7 @@ class Checkpointer:
         try:
             tf.train.Checkpoint(**objects).restore(path).expect_partial().assert_existing_objects_matched()
         except (AssertionError, ValueError, tf.errors.OpError) as exc:
-            first = str(exc).strip().splitlines()[0][:300]
+            first = first_line(exc)
             raise InvalidInput(f"init checkpoint {path} does not fit this agent ({', '.join(objects)}): {first}") from None
         log.info("checkpoint_warm_start", path=path, loaded=list(objects))
 
@@ -172,7 +178,7 @@ class Checkpointer:
         try:
             path = self._manager.save(checkpoint_number=progress.train_steps)
         except (tf.errors.OpError, OSError) as exc:
-            first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+            first = first_line(exc)
             log.error("checkpoint_failed", directory=str(self._directory), error=first, kept=self.latest)
             raise CheckpointFailed(f"writing a checkpoint under {self._directory} failed: {first}; kept {self.latest}") from None
         for name, attachment in self._attachments.items():

@@ -106,15 +106,10 @@ MAX_ACTOR_NAME = 256
 """Characters of a hello's actor_name (the learner shows at most 80)."""
 
 
-def hello_bytes(max_envs_per_stream: int) -> int:
-    """The longest hello a stream may send: the spec and the name, and per env a run_id and a previous slot
-    (at most 11 and 6 bytes as varints), with room to spare. Refused before parsing beyond it."""
-    return 65_536 + 4 * MAX_ACTOR_NAME + 24 * max_envs_per_stream
-
-
 def parse_hello(raw: bytes, max_envs_per_stream: int) -> pb.ActorMessage:
-    """A stream's first message, refused unparsed (ProtocolError) when longer than any hello can be."""
-    if len(raw) > (largest := hello_bytes(max_envs_per_stream)):
+    """A stream's first message, refused unparsed (ProtocolError) when longer than any hello can be: the spec
+    and the name, and per env a run_id and a previous slot (at most 11 and 6 bytes as varints), with room to spare."""
+    if len(raw) > (largest := 65_536 + 4 * MAX_ACTOR_NAME + 24 * max_envs_per_stream):
         raise ProtocolError(f"a hello of {len(raw)} bytes is longer than any this learner takes ({largest} bytes)")
     return parse_actor_message(raw)
 
