@@ -85,7 +85,7 @@ class InferenceLoop:
                 await judged
 
     async def _finish(self, started: asyncio.Queue[Started], group: asyncio.TaskGroup) -> None:
-        """``group`` also owns the answers deferred until an update (synchronous mode)."""
+        """``group`` also owns the answers deferred until an update (on-policy paced modes)."""
         while True:
             batch, job, judged = await started.get()
             try:
@@ -110,10 +110,10 @@ class InferenceLoop:
                     continue
                 await self._redo(batch, result)
                 continue
-            if count and self._pacing.defers:
-                # Synchronous: these envs' next steps belong to the next train batch, whose policy is the
-                # update's. Their answer waits for it, in a task: the batches that complete this train
-                # batch (other streams') are still to come through here.
+            if count and self._pacing.defers():
+                # These envs' next steps belong to a train batch whose policy is the next update's. Their
+                # answer waits for it, in a task: the batches that complete this train batch (other
+                # streams') are still to come through here.
                 await self._queue(result)
                 group.create_task(self._redo_after_update(batch, result, self._pacing.updates))
                 continue

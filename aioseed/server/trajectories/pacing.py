@@ -7,7 +7,8 @@
 - ``synchronous``: acting stops from the moment a train batch is complete until its update has
   applied, as in PPO, so every step of a train batch was acted by the policy that computes its
   targets (the proximal one). An env whose unroll is complete waits too, even while others still
-  act the batch's last steps (``defers``).
+  act the batch's last steps (``defers``). So does one in bounded mode whose unroll completes the batch
+  ahead: its next steps belong to the batch after, whose policy is the update of the one training now.
 - ``replay`` (off-policy agents that train from replay): each train batch lets acting complete
   ``credit`` more unrolls (batch size / replay ratio) beyond a start of ``start`` (set by the learner
   from the replay's minimum size and how far acting may run ahead), so that updates per env step
@@ -71,11 +72,11 @@ class Pacing:
         """A batch that waited for an update is acted again by the updated policy (on-policy modes)."""
         return self.mode in ("bounded", "synchronous")
 
-    @property
     def defers(self) -> bool:
-        """Every batch that completes unrolls waits for the next update, not only the one that completes the
-        train batch (synchronous mode): its envs' next steps belong to the next train batch."""
-        return self.mode == "synchronous"
+        """Whether the batch just counted, having completed unrolls, waits for the next update although acting
+        goes on: its envs completed unrolls of the last train batch acting may run to (each one in synchronous
+        mode, the one ahead in bounded mode), so their next steps belong to a batch whose policy is that update's."""
+        return self.redoes and self._allowance < self._batch_size
 
     @property
     def updates(self) -> int:

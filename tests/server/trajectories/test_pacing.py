@@ -38,6 +38,7 @@ async def _blocks(pacing: Pacing) -> bool:
 async def test_synchronous_acting_waits_from_a_complete_batch_until_its_update() -> None:
     pacing = Pacing("synchronous", batch_size=4)
     assert not pacing.completed(3) and not await _blocks(pacing)
+    assert pacing.defers()  # those 3 envs' next steps are the next batch's: they wait for its policy
     assert pacing.completed(1) and await _blocks(pacing)  # the batch is complete
     pacing.trained(version=4)
     assert not await _blocks(pacing) and pacing.allowance == 4
@@ -46,9 +47,11 @@ async def test_synchronous_acting_waits_from_a_complete_batch_until_its_update()
 async def test_bounded_acting_runs_one_batch_ahead() -> None:
     pacing = Pacing("bounded", batch_size=4)
     assert not pacing.completed(4) and not await _blocks(pacing)  # the first batch, then one ahead of it
-    assert pacing.completed(4) and await _blocks(pacing)
+    assert not pacing.defers()  # the first batch's envs act the batch ahead on the first policy
+    assert not pacing.completed(1) and pacing.defers()  # the batch ahead's envs wait for the first update
+    assert pacing.completed(3) and await _blocks(pacing)
     pacing.trained(version=4)
-    assert not await _blocks(pacing)
+    assert not await _blocks(pacing) and not pacing.defers()
 
 
 async def test_replay_acting_holds_the_replay_ratio_and_never_redoes() -> None:
@@ -205,8 +208,10 @@ async def test_synchronous_mode_trains_every_batch_on_the_policy_that_acted(runn
         assert point["policy/rho_below_half"] == 0.0
 
 
-async def test_bounded_mode_keeps_the_lag_within_two_batches_of_updates(running_learner, tmp_path) -> None:
-    points = await _train(running_learner, tmp_path, "bounded")
+@pytest.mark.parametrize("per_message", [ENVS, 1])
+async def test_bounded_mode_keeps_the_lag_within_two_batches_of_updates(running_learner, tmp_path, per_message: int) -> None:
+    """With one env a message, the batch that closes acting is one of several; the others' envs act on."""
+    points = await _train(running_learner, tmp_path, "bounded", per_message=per_message)
     assert len(points) >= 3
     # Batch n + 2 starts on the version batch n's updates reached: lag U at its first update, 2U - 1 at its
     # last (async reached 3U - 1 here before the redo). A batch whose policy ran while batch n's last update
