@@ -147,25 +147,31 @@ class RowParser:
     """Turns one stream's Steps messages into validated row arrays (zero-copy).
 
     Fast paths keep the per-message cost low: slots and run_ids usually repeat
-    byte for byte. Rewards and float observations must be finite and within
-    ``bounds``.
+    byte for byte. Each slot's run_id is the one its Hello gave (a changed one
+    would reset the env's state on the learner mid-stream). Rewards and float
+    observations must be finite and within ``bounds``.
     """
 
     def __init__(
         self,
         spec: EnvSpec,
         slots: np.ndarray,
+        run_ids: np.ndarray,
         evaluation: bool = False,
         bounds: RowBounds = RowBounds(),
     ) -> None:
+        """``slots``: the Welcome's, in Hello order; ``run_ids``: the Hello's."""
         self._spec = spec
         self._max_abs_reward = bounds.max_abs_reward
         self._max_abs_observation = bounds.max_abs_observation
         self._rows = len(slots)
         self._evaluation = np.full(len(slots), evaluation)
-        self._owned = np.sort(slots)
+        order = np.argsort(slots)
+        self._owned = slots[order]
+        self._owned_run_ids = np.asarray(run_ids, np.uint64)[order]
         self._owned_bytes = slots.astype("<i4").tobytes()
-        self._run_ids_bytes = b""
+        self._run_ids_bytes = np.asarray(run_ids, "<u8").tobytes()
+        """The Hello's run_ids, as a Steps message listing the slots in the Welcome's order carries them."""
         self._float_obs = spec.dtype.kind == "f"
         self._obs_nbytes = self._rows * spec.observation_nbytes
         self._obs_shape = (self._rows, *spec.observation_shape)
@@ -193,10 +199,14 @@ class RowParser:
             detail = f"slots {shown} are not owned by this stream" if unowned else "a slot appears twice"
             raise ProtocolError(f"steps.slots must list this stream's {k} slots once each: {detail}")
         run_ids = self._column(raw_run_ids, "<u8", "run_ids")
-        if raw_run_ids != self._run_ids_bytes:
-            if not run_ids.all():
-                raise ProtocolError("steps.run_ids must be non-zero")
-            self._run_ids_bytes = raw_run_ids
+        if raw_slots != self._owned_bytes or raw_run_ids != self._run_ids_bytes:
+            expected = self._owned_run_ids[np.searchsorted(self._owned, slots)]
+            wrong = np.flatnonzero(run_ids != expected)
+            if len(wrong):
+                raise ProtocolError(
+                    f"steps.run_ids must be each slot's run_id from the Hello; slot {int(slots[wrong[0]])} "
+                    f"has {int(run_ids[wrong[0]])}, its Hello gave {int(expected[wrong[0]])}"
+                )
         rewards = self._column(steps.rewards, "<f4", "rewards")
         bad = out_of_bounds(rewards, self._max_abs_reward)
         if bad is not None:

@@ -156,7 +156,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         hello, slots = handshake
         evaluation = hello.evaluation or self._serving
         stream_id, info = self._attach(context.peer(), hello.actor_name, slots, evaluation)
-        parser = RowParser(self._spec, slots, evaluation, self._bounds)
+        parser = RowParser(self._spec, slots, np.asarray(hello.run_ids, np.uint64), evaluation, self._bounds)
         what = f"a Steps message of {len(slots)} rows"
         try:
             yield pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist()))

@@ -64,6 +64,13 @@ def _padded(slots: np.ndarray):
     return message
 
 
+def _reordered(slots: np.ndarray, run_ids: list[int]):
+    """The two slots listed in reverse order, with ``run_ids`` in that order."""
+    message = steps(slots[::-1])
+    message.steps.run_ids = np.array(run_ids, "<u8").tobytes()
+    return message
+
+
 BAD_MESSAGES = {
     "observation bytes": (lambda slots: steps(slots, observations=np.zeros((2, 3), np.float32)), "steps.observations has 24 bytes, expected 32"),
     "row count": (_drop_row, "steps.slots has 4 bytes, expected 8"),
@@ -75,6 +82,8 @@ BAD_MESSAGES = {
         lambda slots: steps(slots, observations=np.array([[0, 0, 0, np.inf], [0, 0, 0, 0]], np.float32)),
         "observations must be finite",
     ),
+    "another run id": (lambda slots: steps(slots, run_id_base=100), "has 100, its Hello gave 1000"),
+    "run ids not following their slots": (lambda slots: _reordered(slots, run_ids=[1000, 1001]), "has 1000, its Hello gave 1001"),
     "unknown flag": (lambda slots: steps(slots, flags=np.array([0, 8])), "flags may only set"),
     "final without an episode end": (lambda slots: steps(slots, flags=np.array([4, 0])), "flags may only set"),
     "life lost without a final termination": (lambda slots: steps(slots, flags=np.array([0, 8 | 1])), "flags may only set"),
@@ -86,8 +95,8 @@ async def test_bad_message_gets_invalid_argument_and_others_carry_on(running_lea
     make, expected = BAD_MESSAGES[case]
     async with serving(running_learner, tmp_path) as (learner, channel, healthy):
         bad = Stream(channel)
-        slots = await bad.handshake(hello(2, run_id_base=100))
-        await bad.step(steps(slots, run_id_base=100))  # a good message first
+        slots = await bad.handshake(hello(2))
+        await bad.step(steps(slots))  # a good message first
         before = healthy.answers
         with pytest.raises(grpc.aio.AioRpcError) as error:
             await bad.step(make(slots))
@@ -96,6 +105,14 @@ async def test_bad_message_gets_invalid_argument_and_others_carry_on(running_lea
         await healthy.progressed(before)
         # The refused stream's slots come back after the grace period.
         assert len(learner.actors()) == 1
+
+
+async def test_a_stream_may_list_its_slots_in_any_order_with_their_hellos_run_ids(running_learner, tmp_path) -> None:
+    async with serving(running_learner, tmp_path) as (learner, channel, healthy):
+        stream = Stream(channel)
+        slots = await stream.handshake(hello(2))
+        for _ in range(3):
+            assert (await stream.step(_reordered(slots, run_ids=[1001, 1000]))).shape == (2,)
 
 
 async def test_a_lost_life_row_is_answered_like_any_final_row(running_learner, tmp_path) -> None:
