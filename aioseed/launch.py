@@ -224,7 +224,7 @@ async def launch_actors(
     if config.architecture == "sebulba":
         from aioseed.clients.threads import ThreadedActor
 
-        actors = [ThreadedActor(actor, learner) for actor in configs]
+        actors = [await asyncio.to_thread(ThreadedActor, actor, learner) for actor in configs]  # makes envs: off the loop
         tasks = [group.create_task(actor.run(), name=actor.name) for actor in actors]
 
         async def stop_threads() -> None:

@@ -4,6 +4,10 @@ inference, unroll store and trainer are the ones the gRPC streams feed.
 
 Each group of ``envs_per_message`` envs has its own thread, so env stepping (NumPy's vector CartPole,
 ale-py's C++ vector env: both release the GIL for their heavy parts) runs beside inference and training.
+
+Their failures stay theirs, as a remote actor's would: a batch the policy failed on reopens the group's
+stream with backoff (a gRPC actor reconnects after INTERNAL), and an env that raises stops its group
+only, never the learner whose task group runs them.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from typing import Protocol
 
 import numpy as np
 import structlog
+import tenacity
 
-from aioseed.clients.actor import ActorConfig
+from aioseed.clients.actor import ActorConfig, Attempt
 from aioseed.clients.env_group import EnvGroup, env_groups
 from aioseed.spec import EnvSpec
 from aioseed.types import Rows
@@ -40,6 +45,10 @@ class LocalPort(Protocol):
     def open_local(self, spec: EnvSpec, run_ids: np.ndarray, actor: str, evaluation: bool = False) -> LocalStream: ...
 
 
+class Unanswered(Exception):
+    """The learner did not answer a group's rows (its policy failed on them); the group opens a new stream."""
+
+
 class ThreadedActor:
     """Verbs: ``run`` until cancelled or ``max_steps``."""
 
@@ -60,17 +69,45 @@ class ThreadedActor:
                 for index, group in enumerate(self.groups):
                     tasks.create_task(self._run_group(index, group, executor))
         finally:
-            executor.shutdown(wait=True, cancel_futures=True)
-            for group in self.groups:
-                group.close()
+            # A step in flight finishes, and the envs close, off the loop: it serves the drain meanwhile.
+            await asyncio.to_thread(self._close, executor)
         log.info("actor_done", actor=self.name, steps=self.steps)
 
+    def _close(self, executor: concurrent.futures.Executor) -> None:
+        executor.shutdown(wait=True, cancel_futures=True)
+        for group in self.groups:
+            group.close()
+
+    def _finished(self) -> bool:
+        return self.config.max_steps is not None and self.steps >= self.config.max_steps
+
     async def _run_group(self, index: int, group: EnvGroup, executor: concurrent.futures.Executor) -> None:
+        """Streams of one group until done. Streams failed one after another without a step in between wait
+        longer each time, with full jitter, as a gRPC actor's reconnects do."""
+        wait = tenacity.wait_random_exponential(multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s)
+        name, lost = f"{self.name}/{index}", 0
+        while not self._finished():
+            progress = group.steps
+            try:
+                await self._stream(name, group, executor)
+            except Unanswered as exc:
+                lost = 1 if group.steps > progress else lost + 1
+                delay = wait(Attempt(lost))
+                log.warning("stream_lost", actor=name, error=str(exc), retry_in_s=round(delay, 3))
+                await asyncio.sleep(delay)
+            except Exception:  # the env raised: this group is done, the others and the learner go on
+                log.exception("env_group_failed", actor=name, steps=group.steps)
+                return
+
+    async def _stream(self, name: str, group: EnvGroup, executor: concurrent.futures.Executor) -> None:
         loop = asyncio.get_running_loop()
-        stream = self._port.open_local(self.spec, group.run_ids, f"{self.name}/{index}", self.config.evaluation)
+        stream = self._port.open_local(self.spec, group.run_ids, name, self.config.evaluation)
         try:
-            while self.config.max_steps is None or self.steps < self.config.max_steps:
-                actions = await stream.act(group.rows(stream.slots, self.config.evaluation))
+            while not self._finished():
+                try:
+                    actions = await stream.act(group.rows(stream.slots, self.config.evaluation))
+                except Exception as exc:  # the learner's InferenceError: what a gRPC stream gets as INTERNAL
+                    raise Unanswered(f"{type(exc).__name__}: {exc}") from exc
                 await loop.run_in_executor(executor, group.step, actions)
         finally:
             stream.close()
