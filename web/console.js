@@ -87,6 +87,8 @@ const charts = CHARTS.map((spec, index) => {
 
 function addPoint(point) {
   for (const chart of charts) {
+    const times = chart.data[0];
+    if (times.length && point.time <= times[times.length - 1]) continue;  // seen already: the x axis only ascends
     if (chart.spec.when && point[chart.spec.when] != null) chart.box.hidden = false;
     chart.data[0].push(point.time);
     chart.spec.series.forEach(([key], i) => chart.data[i + 1].push(point[key] ?? null));
@@ -178,13 +180,29 @@ function escapeHtml(text) {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
+// Clears every chart: a reconnected feed sends the whole history again.
+function clearCharts() {
+  for (const chart of charts) {
+    chart.data = [[], ...chart.spec.series.map(() => [])];
+    chart.plot.setData(chart.data);
+    chart.box.dataset.points = "0";
+  }
+}
+
 async function control(path, body) {
   const message = document.getElementById("message");
-  const response = await fetch(path, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", ...authHeaders },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  let response;
+  try {
+    response = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", ...authHeaders },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (error) {  // the learner is gone or unreachable
+    message.className = "error";
+    message.textContent = `${path}: no answer (${error.message})`;
+    return false;
+  }
   const reply = await response.json().catch(() => ({}));
   message.className = response.ok ? "" : "error";
   message.textContent = response.ok ? `${path}: done` : `${path}: ${response.status} ${reply.error || ""}`;
@@ -202,7 +220,10 @@ document.getElementById("batching").onsubmit = async (event) => {
   });
   if (ok) for (const id of ["max_batch_size", "deadline_ms"]) delete document.getElementById(id).dataset.dirty;
 };
-document.getElementById("auto").onchange = (event) => control("/api/settings", { auto: event.target.checked });
+document.getElementById("auto").onchange = async (event) => {
+  const box = event.target;
+  if (!(await control("/api/settings", { auto: box.checked }))) box.checked = !box.checked;  // refused: as it was
+};
 document.getElementById("optimiser").onsubmit = async (event) => {
   event.preventDefault();
   if (await control("/api/settings", { learning_rate: Number(document.getElementById("learning_rate").value) })) {
@@ -211,14 +232,20 @@ document.getElementById("optimiser").onsubmit = async (event) => {
 };
 document.getElementById("pause").onclick = () => control("/api/pause");
 document.getElementById("resume").onclick = () => control("/api/resume");
-document.getElementById("checkpoint").onclick = async () => {
-  if (await control("/api/checkpoint")) loadRun();
+document.getElementById("checkpoint").onclick = async (event) => {
+  const button = event.target;
+  button.disabled = true;  // one save at a time: each click would queue another between train steps
+  try {
+    if (await control("/api/checkpoint")) loadRun();
+  } finally {
+    button.disabled = false;
+  }
 };
 
 // The run panel: what the run is, its key hyperparameters and the checkpoints kept.
 async function loadRun() {
-  const response = await fetch("/api/run", { headers: authHeaders });
-  if (!response.ok) return;
+  const response = await fetch("/api/run", { headers: authHeaders }).catch(() => null);
+  if (!response || !response.ok) return;  // unreachable or refused: the next poll tries again
   const run = await response.json();
   const info = [
     ["environment", run.env], ["agent", `${run.agent} (${run.architecture})`], ["network", run.network],
@@ -241,8 +268,8 @@ setInterval(loadRun, 30000);
 
 // The newest evaluation clip (evaluation actors record them into LOGDIR/videos).
 async function loadClip() {
-  const response = await fetch("/api/clips", { headers: authHeaders });
-  if (!response.ok) return;
+  const response = await fetch("/api/clips", { headers: authHeaders }).catch(() => null);
+  if (!response || !response.ok) return;
   const [newest] = await response.json();
   const video = document.getElementById("clip-video");
   if (!newest || video.dataset.name === newest.name) return;
@@ -261,7 +288,10 @@ function connect() {
   const ws = new WebSocket(`${scheme}://${location.host}/api/feed${query}`);
   ws.onmessage = (event) => {
     const state = JSON.parse(event.data);
-    if (state.series) state.series.slice(-WINDOW).forEach(addPoint);
+    if (state.series) {
+      clearCharts();
+      state.series.slice(-WINDOW).forEach(addPoint);
+    }
     else if (state.metrics && state.metrics.time) addPoint(state.metrics);
     showState(state);
   };

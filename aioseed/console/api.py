@@ -251,11 +251,11 @@ async def feed(request: web.Request) -> web.WebSocketResponse:
     control = request.app[CONTROL]
     ws = web.WebSocketResponse(heartbeat=10.0)
     await ws.prepare(request)
-    request.app[FEEDS].add(ws)
-    await ws.send_str(_dumps({"series": control.series(), **state(control)}))
+    series = control.series()
+    first = {"series": series, **state(control)}
 
     async def push() -> None:
-        sent = control.metrics().get("time", 0.0)
+        sent = series[-1].get("time", 0.0) if series else 0.0  # a snapshot taken since is pushed next
         while not ws.closed:
             await asyncio.sleep(min(control.metrics_every_s, 1.0) / 2)
             latest = control.metrics().get("time", 0.0)
@@ -263,7 +263,9 @@ async def feed(request: web.Request) -> web.WebSocketResponse:
                 await ws.send_str(_dumps(state(control)))
                 sent = latest
 
-    try:
+    request.app[FEEDS].add(ws)
+    try:  # from here on, the socket leaves FEEDS however it ends: the first send may already fail
+        await ws.send_str(_dumps(first))
         async with asyncio.TaskGroup() as group:
             pusher = group.create_task(push())
             async for _ in ws:  # reading answers pings and the client's close

@@ -9,6 +9,7 @@ import pathlib
 import shutil
 
 import pytest
+from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import small_config
@@ -16,6 +17,7 @@ from tests.waiting import until
 
 from aioseed.clients.actor import Actor, ActorConfig
 from aioseed.console import server as console_server
+from aioseed.console.api import FEEDS
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -170,6 +172,19 @@ async def test_metrics_endpoint_parses_and_the_feed_pushes_updates(running_learn
             for _ in range(2):
                 times.append(json.loads(await ws.receive_str(timeout=5))["metrics"]["time"])
             assert times == sorted(times) and len(set(times)) == 3
+
+
+async def test_a_feed_whose_first_send_fails_is_let_go(running_learner, tmp_path, monkeypatch) -> None:
+    """A client gone while its history is sent: the handler ends and keeps no reference to the socket."""
+
+    async def gone(self, data: str, compress: int | None = None) -> None:
+        raise ConnectionResetError("Cannot write to closing transport")
+
+    async with console(running_learner, tmp_path) as (learner, client):
+        monkeypatch.setattr(web.WebSocketResponse, "send_str", gone)
+        async with client.ws_connect("/api/feed", params={"token": TOKEN}) as ws:
+            assert (await ws.receive(timeout=5)).type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.CLOSING)
+        assert client.server.app[FEEDS] == set()
 
 
 async def test_evaluation_clips_are_listed_newest_first_and_served(running_learner, tmp_path) -> None:

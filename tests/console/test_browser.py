@@ -21,6 +21,7 @@ from tests.waiting import until
 from tests.wire import CARTPOLE, Stream, hello, refused, steps
 
 from aioseed.clients.actor import Actor, ActorConfig
+from aioseed.console.api import FEEDS
 
 CHROMIUM = pathlib.Path("/usr/bin/chromium")
 SCREENSHOTS = pathlib.Path(__file__).resolve().parents[2] / "test-output"
@@ -70,6 +71,13 @@ async def test_console_charts_update_and_controls_steer_the_learner(running_lear
             await until(lambda: _points_at_least(page, "frames/s", 3), "three points on the frames/s chart")
             first = await chart(page, "frames/s")
             await until(lambda: _changed(page, "frames/s", first), "the frames/s chart to change")
+            # A reconnected feed sends the whole history again: it replaces the charts' points, not adds to them.
+            for ws in list(learner.console._runner.app[FEEDS]):
+                await ws.close()
+            await until(_text_contains(page, "#status", "disconnected"), "the page to see the feed go")
+            await until(lambda: len(learner.console._runner.app[FEEDS]) == 1, "the page to reconnect", 1000)
+            await until(lambda: _points_at_least(page, "frames/s", 3), "the history plotted again")
+            assert (await chart(page, "frames/s"))[0] <= len(learner.series()) + 1
             await until(lambda: _points_at_least(page, "losses", 3), "losses plotted")
             # The policy diagnostics appear once the learner reports them (V-trace does, every train step).
             await until(page.locator('.chart[data-chart="policy drift"]').is_visible, "the policy drift chart")
