@@ -77,9 +77,21 @@ def test_impala_mode_from_the_command_line_and_the_combinations_it_refuses() -> 
         ["run", "--architecture", "impala", "--evaluation-envs", "2"],
         ["run", "--architecture", "impala", "--launcher", "ray"],
         ["actors", "--actor.architecture", "impala"],
+        ["learner", "--architecture", "impala", "--env", "football:academy_3_vs_1_with_keeper", "--football.right-players", "1"],
+        ["learner", "--architecture", "impala", "--env", "ALE/Pong-v5", "--atari.episodic-life"],
+        ["actor", "--architecture", "impala", "--env", "ALE/Pong-v5", "--atari.episodic-life"],
     ):
         with pytest.raises((ValueError, SystemExit)):
             parse(bad)
+    # Uploads say neither which side a row plays nor where a life was lost: the learner's returns would be wrong.
+    from aioseed.envs.atari import AtariConfig
+    from aioseed.envs.football import FootballConfig
+
+    with pytest.raises(ValueError, match="keeps no sides"):
+        LearnerConfig(architecture="impala", env="football:academy_3_vs_1_with_keeper", football=FootballConfig(right_players=1))
+    for config in (LearnerConfig, ActorConfig):
+        with pytest.raises(ValueError, match="carry no lost lives"):
+            config(architecture="impala", env="ALE/Pong-v5", atari=AtariConfig(episodic_life=True))
 
 
 def test_version_prints_the_package_version(capsys) -> None:

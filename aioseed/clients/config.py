@@ -8,6 +8,7 @@ from typing import Literal
 
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig
+from aioseed.envs.life_loss import NOT_IN_IMPALA_MODE
 from aioseed.envs.registry import EnvBackend, env_kwargs
 from aioseed.tokens import token_of
 
@@ -85,6 +86,8 @@ class ActorConfig:
             raise ValueError("num_envs and envs_per_message must be >= 1")
         if self.architecture == "impala" and self.evaluation:
             raise ValueError("IMPALA-mode actors cannot run evaluation envs; evaluate with aioseed eval")
+        if self.architecture == "impala" and self.atari.episodic_life:
+            raise ValueError(NOT_IN_IMPALA_MODE)
         if self.video_dir is not None and not self.evaluation:
             raise ValueError("video_dir records evaluation actors' episodes: add --evaluation")
         if self.video_every < 1:

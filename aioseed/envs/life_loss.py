@@ -19,6 +19,12 @@ import numpy as np
 LIFE_LOST_INFO = "life_lost"
 """The step infos' <bool>[K]: the env lost a life in this step and its game goes on."""
 
+NOT_IN_IMPALA_MODE = (
+    "IMPALA-mode unrolls carry no lost lives, so the learner would report a return per life; "
+    "train --atari.episodic-life with architecture seed"
+)
+"""Why ``--atari.episodic-life`` and ``--architecture impala`` are refused together, by learner and actor."""
+
 
 class LifeLoss(gym.vector.VectorWrapper):
     """Marks lost lives in the step infos and relaunches each such env with ``relaunch_action`` on its next step,

@@ -11,6 +11,7 @@ from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.algos.sac.config import SacConfig
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig, is_football
+from aioseed.envs.life_loss import NOT_IN_IMPALA_MODE
 from aioseed.envs.registry import env_kwargs
 from aioseed.server.batching.autotune import BatchingConfig
 from aioseed.server.batching.batcher import BatcherConfig
@@ -262,6 +263,13 @@ class LearnerConfig:
             raise ValueError("init_checkpoint needs a logdir (the warm-started run keeps its own checkpoints)")
         if self.architecture == "impala" and (self.agent != "impala" or self.learner_frame_stack != 1):
             raise ValueError("architecture impala trains V-trace (agent impala) on the actors' observations (learner_frame_stack 1)")
+        if self.architecture == "impala" and is_football(self.env) and self.football.right_players > 0:
+            raise ValueError(
+                "architecture impala keeps no sides: the right players' returns would count in the mean return; "
+                "play --football.right-players with architecture seed"
+            )
+        if self.architecture == "impala" and self.atari.episodic_life:
+            raise ValueError(NOT_IN_IMPALA_MODE)
         acting = self.training.acting
         if acting == "replay" and self.agent != "sac":
             raise ValueError("training.acting replay paces acting against SAC's replay ratio (agent sac)")

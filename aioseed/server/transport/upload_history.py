@@ -68,7 +68,8 @@ class UploadHistory:
         reward, done, phantom = arrays["reward"], arrays["done"], arrays["phantom"]
         for i, slot in enumerate(slots.tolist()):
             self._last[slot] = {name: array[i, -1].copy() for name, array in arrays.items() if name not in self._per_unroll}
-            running = self._running.setdefault(slot, _Running(whole=bool(phantom[i, 0])))
+            # A first step that ends an episode (final, or done) means the next one is seen from its start.
+            running = self._running.setdefault(slot, _Running(whole=bool(phantom[i, 0] or done[i, 0])))
             counted = ~phantom[i, :-1]
             rewards = np.where(counted, reward[i, 1:], 0.0).astype(np.float64)
             start = 0

@@ -96,6 +96,18 @@ def test_the_learner_sums_episodes_from_the_steps_across_unrolls_and_ignores_the
     assert upload.episode_lengths.tolist() == [6]  # steps 1..3 twice (the final row counts, as in SEED mode)
 
 
+def test_an_episode_starting_at_a_streams_first_step_is_reported_whole() -> None:
+    """Step 0 done (a reset row, or a terminated row carrying the next episode's first observation): the
+    episode from there on was seen from its start."""
+    sent = unrolls()
+    sent["phantom"][:] = sent["done"][:] = False
+    sent["done"][0, 0] = True
+    sent["done"][0, 3] = sent["phantom"][0, 3] = True
+    sent["reward"][0] = [0.0, 1.0, 2.0, 4.0]
+    upload = parser().parse(upload_message(sent, SLOTS, [], []), newest_version=3)
+    assert upload.episode_returns.tolist() == [7.0] and upload.episode_lengths.tolist() == [3]
+
+
 def test_unrolls_that_do_not_follow_on_or_flags_that_disagree_are_refused() -> None:
     stream = parser()
     first = unrolls()
