@@ -94,6 +94,24 @@ def test_a_diverging_critic_skips_its_update_and_keeps_its_weights() -> None:
         np.testing.assert_array_equal(w.numpy(), kept)
 
 
+def test_a_skipped_critic_update_keeps_the_policys_rhythm_and_a_policy_update_counts_as_one() -> None:
+    """Frequency 2: the policy updates twice after critic updates 0 and 2, whether or not critic update 0 was
+    skipped; the policy that acts changed at update 0, so it is a new version although the critics' was skipped."""
+    agent = SacAgent(SPEC, SacConfig(hidden_sizes=(8,), policy_frequency=2))
+    rng = np.random.default_rng(0)
+    diverging = _batch(rng)
+    diverging["reward"][1, 0] = np.inf  # the critics' targets only: the policy's loss never reads rewards
+    versions, policy_steps = [], []
+    for batch in (diverging, _batch(rng), _batch(rng), _batch(rng)):
+        before, updates = int(agent.actor_optimizer.iterations.numpy()), []
+        metrics = agent.train_step(batch, on_update=lambda: updates.append(1))
+        policy_steps.append(int(agent.actor_optimizer.iterations.numpy()) - before)
+        versions.append(len(updates))
+    assert metrics["skipped_nonfinite"] == 0 and int(agent.critic_optimizer.iterations.numpy()) == 3
+    assert policy_steps == [2, 0, 2, 0]  # before: [2, 2, 0, 2], the delayed update repeated at once
+    assert versions == [1, 1, 1, 1]  # before: [0, 1, 1, 1]
+
+
 def test_sac_needs_a_box() -> None:
     with pytest.raises(ValueError, match="SAC acts in a Box action space; this env has 3 actions"):
         SacAgent(EnvSpec((3,), "float32", 3), SacConfig())

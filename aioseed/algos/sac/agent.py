@@ -76,6 +76,9 @@ class SacAgent:
         self._train_critics = tf.function(self._critic_update, reduce_retracing=True)
         self._train_policy = tf.function(self._policy_update, reduce_retracing=True)
         self._policy_metrics: dict[str, float] = {}
+        self._critic_steps: int | None = None
+        """Critic updates tried, applied or skipped (from the optimizer's count at the first step): the delayed
+        policy updates keep their rhythm across a skipped critic update."""
 
     def output_columns(self) -> Mapping[str, Column]:
         return {"action": self.distribution.action_column()}
@@ -120,17 +123,22 @@ class SacAgent:
         ``priorities`` (ones: the replay samples uniformly)."""
         inputs = {name: batch[name] for name in COLUMNS}
         frequency = self.config.policy_frequency
-        due = int(self.critic_optimizer.iterations.numpy()) % frequency == 0 or not self._policy_metrics
+        if self._critic_steps is None:
+            self._critic_steps = int(self.critic_optimizer.iterations.numpy())
+        due = self._critic_steps % frequency == 0 or not self._policy_metrics
+        self._critic_steps += 1
         metrics: dict[str, Any] = {name: float(value) for name, value in self._train_critics(inputs).items()}
         skipped = metrics[SKIPPED]
+        applied = not skipped
         if due:
             for _ in range(frequency):
                 self._policy_metrics = {name: float(value) for name, value in self._train_policy(inputs).items()}
-                skipped = max(skipped, self._policy_metrics.pop(SKIPPED))
+                policy_skipped = self._policy_metrics.pop(SKIPPED)
+                skipped, applied = max(skipped, policy_skipped), applied or not policy_skipped
         metrics.update(self._policy_metrics)
         metrics[SKIPPED] = skipped
         metrics["losses/total"] = metrics["losses/critic"] + metrics["losses/actor"]
-        if not skipped:
+        if applied:  # the policy that acts, or the critics that train it, changed: a new version
             on_update()
         metrics["priorities"] = np.ones(batch["action"].shape[1], np.float32)
         return metrics
