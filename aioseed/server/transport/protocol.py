@@ -74,11 +74,15 @@ parse_actor_message = strict_parser(pb.ActorMessage)
 async def checked(messages: AsyncIterator[bytes], largest: int, what: str) -> AsyncIterator[tuple[pb.ActorMessage, int]]:
     """Each of a stream's messages, parsed strictly, with its size in bytes. One longer than ``largest``,
     the most ``what`` can take, is refused (ProtocolError) before protobuf copies it. The bytes live in
-    this generator's frame only, never in the handler's (see ``LearnerService.Learn``)."""
+    this generator's frame only, never in the handler's (see ``LearnerService.Learn``), and only while
+    it is parsed: an idle stream keeps no message alive (thousands of them would hold a message each)."""
     async for raw in messages:
-        if len(raw) > largest:
-            raise ProtocolError(f"a message of {len(raw)} bytes is longer than {what} can be ({largest} bytes)")
-        yield parse_actor_message(raw), len(raw)
+        size = len(raw)
+        if size > largest:
+            raise ProtocolError(f"a message of {size} bytes is longer than {what} can be ({largest} bytes)")
+        message, raw = parse_actor_message(raw), None
+        yield message, size
+        message = None
 
 
 def unknown_fields_in(message: Message, path: str = "") -> str | None:

@@ -217,6 +217,7 @@ class LearnerService(pb_grpc.LearnerServicer):
                         self._upload_bytes -= size
                     info.last_seen = time.time()
                     info.steps += upload.env_steps
+                    message = upload = None  # queued: the stream may idle now without holding them
                     yield pb.LearnerMessage(accepted=pb.Accepted(params_version=uploads.version))
                     info.awaiting_since = time.monotonic()
             except ProtocolError as exc:

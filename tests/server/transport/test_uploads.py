@@ -3,7 +3,9 @@ parameter chunks are checked against the actor's network."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import weakref
 from collections.abc import AsyncIterator, Callable
 
 import numpy as np
@@ -14,7 +16,7 @@ from aioseed.impala_actor.actor import upload_message
 from aioseed.impala_actor.params import ParamsError, receive_params
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.server.transport.params import ParamsPublisher
-from aioseed.server.transport.protocol import ProtocolError, RowBounds
+from aioseed.server.transport.protocol import ProtocolError, RowBounds, checked
 from aioseed.server.transport.uploads import UnrollParser
 from aioseed.types import step_columns
 
@@ -238,3 +240,41 @@ async def test_params_round_trip_and_a_mismatched_or_short_answer_is_refused() -
         await receive_params(answer(chunks[:-1]), specs)
     with pytest.raises(ParamsError, match="do not add up"):
         await receive_params(answer([*chunks, chunks[-1]]), specs)
+
+
+class Watched(bytearray):
+    """Bytes a weak reference can watch (gRPC hands over bytes, which cannot be watched)."""
+
+
+class OneMessage:
+    """A stream's requests: one message, then a wait (the actor is idle) until ``end`` is set."""
+
+    def __init__(self, raw: bytes) -> None:
+        self._raw, self.end = raw, asyncio.Event()
+
+    def __aiter__(self) -> OneMessage:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._raw is None:
+            await self.end.wait()
+            raise StopAsyncIteration
+        raw, self._raw = self._raw, None
+        return raw
+
+
+async def test_a_stream_waiting_for_its_next_message_keeps_no_earlier_one() -> None:
+    """An idle IMPALA stream held its last upload's bytes until its next: thousands of idle streams, as many uploads."""
+    raw = Watched(upload_message(unrolls(), SLOTS, [], []).SerializeToString())
+    watch, requests = weakref.ref(raw), OneMessage(raw)
+    del raw
+    messages = checked(requests, 1 << 30, "an upload")
+    message, size = await anext(messages)
+    assert message.WhichOneof("payload") == "unrolls" and size == len(message.SerializeToString())
+    del message
+    waiting = asyncio.ensure_future(anext(messages))
+    await asyncio.sleep(0)  # the generator now waits for the next message
+    assert watch() is None
+    requests.end.set()
+    with pytest.raises(StopAsyncIteration):
+        await waiting
