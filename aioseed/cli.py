@@ -13,7 +13,7 @@ from aioseed import log as logging_setup
 from aioseed.bench.config import BENCHES, Bench, LearningCurveBench
 from aioseed.clients.actor import ActorConfig
 from aioseed.clients.fleet import FleetConfig
-from aioseed.errors import UserError
+from aioseed.errors import InvalidInput, UserError
 from aioseed.evaluate import EvalConfig
 from aioseed.launch import RunConfig
 from aioseed.results.report import ReportConfig
@@ -151,7 +151,7 @@ def _take_file_flags(argv: list[str]) -> tuple[list[str], list[str], list[pathli
             continue
         value = value if eq else next(args, None)
         if not value:
-            raise SystemExit(f"aioseed: {flag} needs a value")
+            raise InvalidInput(f"{flag} needs a value")
         if flag == "--preset":
             presets.append(value)
         else:
@@ -168,7 +168,7 @@ def _preset_flags(config_class: type, name: str) -> list[str]:
         return preset_flags(name, command="learner")
     if config_class is LearningCurveBench:
         return [*preset_flags(name, prefix="run."), "--preset", name]
-    raise SystemExit("aioseed: --preset applies to run, learner and bench learning-curve")
+    raise InvalidInput("--preset applies to run, learner and bench learning-curve")
 
 
 def missing_extra(extra: str, *modules: str) -> int:

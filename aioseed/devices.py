@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from aioseed.errors import InvalidInput
+
 if TYPE_CHECKING:
     from aioseed.algos.replicas import Replicas
 
@@ -20,7 +22,7 @@ log = structlog.get_logger()
 
 
 def parse_names(flag: str) -> tuple[str, ...]:
-    """``/gpu:0, GPU:1`` -> ``("/GPU:0", "/GPU:1")``; raises ValueError for anything but CPU or GPU names."""
+    """``/gpu:0, GPU:1`` -> ``("/GPU:0", "/GPU:1")``; raises InvalidInput (a ValueError) for anything but CPU or GPU names."""
     import tensorflow as tf
 
     names = []
@@ -31,14 +33,14 @@ def parse_names(flag: str) -> tuple[str, ...]:
         try:
             spec = tf.DeviceSpec.from_string(part if part.startswith("/") else "/" + part)
         except ValueError as exc:
-            raise ValueError(f"cannot read device {part!r}: {exc}") from None
+            raise InvalidInput(f"cannot read device {part!r}: {exc}") from None
         if spec.device_type not in ("CPU", "GPU"):
-            raise ValueError(f"device {part!r}: expected a name like /CPU:0 or /GPU:1")
+            raise InvalidInput(f"device {part!r}: expected a name like /CPU:0 or /GPU:1")
         names.append(f"/{spec.device_type}:{spec.device_index or 0}")
     if not names:
-        raise ValueError(f"no device named in {flag!r}")
+        raise InvalidInput(f"no device named in {flag!r}")
     if len(set(names)) != len(names):
-        raise ValueError(f"devices repeat in {flag!r}")
+        raise InvalidInput(f"devices repeat in {flag!r}")
     return tuple(names)
 
 
@@ -56,7 +58,7 @@ def training_devices(flag: str) -> tuple[str, ...]:
             return ("/CPU:0",)
         case "gpu":
             if not gpus:
-                raise ValueError("--devices gpu: TensorFlow sees no GPU")
+                raise InvalidInput("--devices gpu: TensorFlow sees no GPU")
             return ("/GPU:0",)
     return parse_names(flag)
 
@@ -84,7 +86,7 @@ def place(devices: str = "auto", inference: str = "same") -> Replicas:
     gpus = len(tf.config.list_physical_devices("GPU"))
     for name in named:
         if name.startswith("/GPU") and int(name.split(":")[1]) >= gpus:
-            raise ValueError(f"{name}: TensorFlow sees {gpus} GPU(s)")
+            raise InvalidInput(f"{name}: TensorFlow sees {gpus} GPU(s)")
     log.info("devices_placed", training=list(training), inference=list(serving))
     return Replicas(training, serving)
 
@@ -103,7 +105,7 @@ def split_cpu(count: int) -> None:
         have = len(tf.config.list_logical_devices("CPU"))
         if have >= count:
             return
-        raise ValueError(
+        raise InvalidInput(
             f"/CPU:{count - 1} needs the CPU split into {count} logical devices, but TensorFlow already "
             f"started with {have}; name the devices before anything else runs TensorFlow in this process"
         ) from None

@@ -92,6 +92,8 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     agent, progress = restored_agent(saved, spec, config.logdir, device=config.device)
     clip = None
     try:
+        if config.export is not None or config.onnx is not None:  # refused now, not after the episodes
+            export.check(agent, onnx=config.onnx is not None)
         if config.video is not None:
             from aioseed.envs.video import Clip
 
@@ -140,25 +142,33 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     if clip is not None:
         result["video"] = str(config.video)
         log.info("video_written", path=str(config.video), frames=clip.frames)
-    if config.export is not None:
-        result["export"] = str(export.saved_model(agent, config.export))
-    if config.onnx is not None:
-        result["onnx"] = str(export.onnx(agent, config.onnx, config.export))
-    try:
-        result["written"] = str(_keep(config.logdir, result, config.greedy))
-    except OSError as exc:  # a read-only logdir: the result still prints
-        log.warning("evaluation_not_kept", logdir=str(config.logdir), error=str(exc))
+    _keep(config, result)  # before the exports: a failed conversion loses no episodes
+    if config.export is not None or config.onnx is not None:
+        if config.export is not None:
+            result["export"] = str(export.saved_model(agent, config.export))
+        if config.onnx is not None:
+            result["onnx"] = str(export.onnx(agent, config.onnx, config.export))
+        _keep(config, result)
     return result
 
 
-def _keep(logdir: pathlib.Path, result: dict[str, Any], greedy: bool) -> pathlib.Path:
-    """Writes ``result`` to LOGDIR/evaluations/ENV_PROTOCOL_FRAMES[_greedy].json (``aioseed report`` reads
-    them); an evaluation repeated the same way replaces its file."""
+def _keep(config: EvalConfig, result: dict[str, Any]) -> None:
+    """Writes ``result`` to LOGDIR/evaluations/ENV_PROTOCOL_FRAMES[_greedy].json (``aioseed report`` reads them)
+    and notes the path in it as ``written``; an evaluation repeated the same way replaces its file, whole (a
+    report never reads half a file). A read-only logdir is logged: the result still prints."""
     slug = result["env"].replace("/", "-").replace(":", "-")
-    path = logdir / "evaluations" / f"{slug}_{result['protocol']['name']}_{result['frames']}{'_greedy' if greedy else ''}.json"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps(result, indent=1) + "\n")
-    return path
+    name = f"{slug}_{result['protocol']['name']}_{result['frames']}{'_greedy' if config.greedy else ''}.json"
+    path = config.logdir / "evaluations" / name
+    try:
+        path.parent.mkdir(exist_ok=True)
+        partial = path.with_suffix(".partial")
+        kept = {name: value for name, value in result.items() if name != "written"}
+        partial.write_text(json.dumps(kept, indent=1) + "\n")
+        partial.replace(path)
+    except OSError as exc:
+        log.warning("evaluation_not_kept", logdir=str(config.logdir), error=str(exc))
+        return
+    result["written"] = str(path)
 
 
 def _episodes(

@@ -23,12 +23,19 @@ ONNX_SIGNATURE = "greedy"
 """The SavedModel signature ONNX gets: the most likely action, with the logits (to sample from) and the value."""
 
 
+def check(agent: Agent, onnx: bool) -> None:
+    """Refuses what cannot be exported (InvalidInput): an evaluation calls it before it runs its episodes."""
+    if agent.uses_replay:
+        raise InvalidInput("--export and --onnx write V-trace policies; R2D2's and SAC's networks are not exported yet")
+    if onnx and importlib.util.find_spec("tf2onnx") is None:
+        raise InvalidInput("--onnx needs tf2onnx: pip install 'aioseed[onnx]'")
+
+
 def saved_model(agent: Agent, path: pathlib.Path) -> pathlib.Path:
     """Writes the policy with signatures ``serving_default`` (sampled actions) and ``greedy``."""
     import tensorflow as tf
 
-    if agent.uses_replay:
-        raise InvalidInput("--export and --onnx write V-trace policies; R2D2's and SAC's networks are not exported yet")
+    check(agent, onnx=False)
     tf.saved_model.save(agent.policy, str(path), signatures={"serving_default": agent.policy.act, "greedy": agent.policy.greedy})
     log.info("policy_exported", path=str(path))
     return path
@@ -37,8 +44,7 @@ def saved_model(agent: Agent, path: pathlib.Path) -> pathlib.Path:
 def onnx(agent: Agent, path: pathlib.Path, saved: pathlib.Path | None = None) -> pathlib.Path:
     """Writes the greedy policy as ONNX (inputs: observations, then the recurrent state if any; outputs: action,
     logits, value, next state), from the SavedModel at ``saved`` or from one written to a temporary directory."""
-    if importlib.util.find_spec("tf2onnx") is None:
-        raise InvalidInput("--onnx needs tf2onnx: pip install 'aioseed[onnx]'")
+    check(agent, onnx=True)
     with tempfile.TemporaryDirectory() as scratch:
         source = saved or saved_model(agent, pathlib.Path(scratch) / "policy")
         # In its own process: tf2onnx loads the SavedModel with its own graph settings.

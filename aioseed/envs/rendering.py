@@ -14,6 +14,7 @@ import gymnasium as gym
 from aioseed.envs.atari import AtariConfig, is_atari, with_life_loss
 from aioseed.envs.football import is_football
 from aioseed.envs.registry import flattened, registered_id
+from aioseed.errors import InvalidInput
 
 
 def rendering_vector_env(
@@ -33,7 +34,7 @@ def rendering_vector_env(
     autoreset = gym.vector.AutoresetMode.NEXT_STEP
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array frames need no display (pygame probes one)
     if is_football(env_id):
-        raise ValueError(f"{env_id}: recording needs a gymnasium or ALE id (gfootball renders through OpenGL)")
+        raise InvalidInput(f"{env_id}: recording needs a gymnasium or ALE id (gfootball renders through OpenGL)")
     if is_atari(env_id):
         from aioseed.envs.atari_frames import AtariFrames
 

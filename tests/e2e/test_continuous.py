@@ -82,6 +82,12 @@ async def test_run_learns_pendulum_with_sac_then_evaluates_the_mean_action(tmp_p
     result = json.loads(await evaluation.stdout())
     assert result["agent"] == "sac" and result["policy"] == "greedy"
     assert result["mean_return"] >= -400.0, result
+    # SAC's networks are not exported: refused before any episode runs, so no clip is started either.
+    video = tmp_path / "never.mp4"
+    refused = await Process(["eval", "--logdir", str(logdir), "--episodes", "1", "--video", str(video),
+                             "--export", str(tmp_path / "sac-policy")]).start()
+    assert await refused.wait(timeout_s=120) == 2, refused.log
+    assert "networks are not exported yet" in refused.log and not video.exists()
 
 
 async def test_a_mujoco_policy_records_an_offscreen_video_headless(tmp_path) -> None:

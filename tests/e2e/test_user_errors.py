@@ -43,6 +43,8 @@ def test_an_unknown_env_id_names_the_close_matches() -> None:
 
 def test_an_unknown_preset_and_a_renamed_config_key_name_what_to_use(tmp_path) -> None:
     assert "unknown preset 'atari-pp'; did you mean atari-ppo" in only_line(aioseed("run", "--preset", "atari-pp"))
+    assert "--preset applies to run, learner and bench learning-curve" in only_line(aioseed("eval", "--preset", "atari"))
+    assert "--config needs a value" in only_line(aioseed("run", "--config"))
     old = tmp_path / "old.toml"
     old.write_text("[learner]\nstop-after-seconds = 10\n")
     line = only_line(aioseed("run", "--config", str(old)))
@@ -66,6 +68,8 @@ def test_a_missing_or_incompatible_checkpoint_and_the_run_it_belongs_to_is_left_
     assert (logdir / "config.toml").read_text() == saved  # the run's own config is not overwritten
     line = only_line(aioseed("eval", "--logdir", str(logdir), "--protocol", "seed"))
     assert "--protocol seed evaluates Atari (ALE/ ids); CartPole-v1 is not one: use --protocol none" in line
+    line = one_error_line(aioseed("eval", "--logdir", str(logdir), "--device", "/XPU:0"))
+    assert "cannot read device '/XPU:0'" in line
 
 
 def test_runs_a_report_cannot_compare_or_group_say_why(tmp_path) -> None:
