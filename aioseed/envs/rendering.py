@@ -40,7 +40,8 @@ def rendering_vector_env(
 
         make = functools.partial(AtariFrames, env_id, atari)
     else:
-        make = functools.partial(_rendering_env, registered_id(env_id), dict(kwargs or {}))
+        registered_id(env_id)  # an unknown id is refused here, in the caller's process
+        make = functools.partial(_rendering_env, env_id, dict(kwargs or {}))
     if in_subprocess:
         envs: gym.vector.VectorEnv = gym.vector.AsyncVectorEnv([make] * num_envs, context="spawn", autoreset_mode=autoreset)
     else:
@@ -58,10 +59,11 @@ def headless_mujoco() -> None:
         os.environ.setdefault("PYOPENGL_PLATFORM", "osmesa")
 
 
-def _rendering_env(name: str, kwargs: dict[str, Any]) -> gym.Env:
+def _rendering_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
+    """``env_id`` as given: a spawned process imports a ``module:`` id's module itself, to register its env."""
     if multiprocessing.parent_process() is not None:  # a rendering subprocess (the parent only reads the spaces)
         headless_mujoco()
-    return gym.make(name, render_mode="rgb_array", **kwargs)
+    return gym.make(registered_id(env_id), render_mode="rgb_array", **kwargs)
 
 
 def first_frame(envs: gym.vector.VectorEnv) -> Any:

@@ -9,6 +9,7 @@ from tests.processes import Process, run_to_return
 
 from aioseed.action_space import MultiDiscrete
 from aioseed.envs.registry import env_spec, make_vector_env
+from aioseed.envs.rendering import first_frame, rendering_vector_env
 
 CORRIDOR = "tests.envs.corridor:Corridor-v0"
 TWINS = "tests.envs.corridor:TwinCorridors-v0"
@@ -24,6 +25,16 @@ def test_module_id_imports_the_module_and_kwargs_reach_the_constructor() -> None
     envs.close()
     spec = env_spec(CORRIDOR, kwargs={"length": 5})
     assert (spec.observation_shape, spec.observation_dtype, spec.num_actions) == ((5,), "float32", 2)
+
+
+def test_a_module_id_renders_in_a_spawned_process_that_imports_its_module() -> None:
+    """``aioseed eval --video`` steps the envs in a fresh process when TensorFlow is loaded: it must register the id too."""
+    envs = rendering_vector_env(TWINS, 1, in_subprocess=True)
+    try:
+        envs.reset(seed=0)
+        assert first_frame(envs).ndim == 3  # before: the spawned process knew no TwinCorridors-v0 and died
+    finally:
+        envs.close()
 
 
 def test_spaces_aioseed_cannot_serve_are_named() -> None:
