@@ -28,7 +28,7 @@ class AtariConfig:
     sticky_action_probability: float = 0.25
     """Probability that the emulator repeats the previous action (v5)."""
     episodic_life: bool = False
-    """A lost life ends the training episode (terminated: no bootstrap; the learner's frame stack restarts) while the
+    """A lost life ends the training episode (terminated: no bootstrap; the frame stack restarts) while the
     game plays on, FIRE (NOOP in games without it) running in place of the next action; returns still count whole
     games. CleanRL's EpisodicLifeEnv with FireResetEnv (``aioseed.envs.life_loss``)."""
     fire_reset: bool = True
@@ -92,4 +92,4 @@ def with_life_loss(envs: gym.vector.VectorEnv, env_id: str, config: AtariConfig)
         return envs
     from aioseed.envs.life_loss import LifeLoss
 
-    return LifeLoss(envs, relaunch_action(env_id, config))
+    return LifeLoss(envs, relaunch_action(env_id, config), config.stack)

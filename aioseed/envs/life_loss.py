@@ -28,24 +28,38 @@ NOT_IN_IMPALA_MODE = (
 
 class LifeLoss(gym.vector.VectorWrapper):
     """Marks lost lives in the step infos and relaunches each such env with ``relaunch_action`` on its next step,
-    whatever action it is given. Terminations and truncations pass through unchanged: they end whole games."""
+    whatever action it is given. Terminations and truncations pass through unchanged: they end whole games.
 
-    def __init__(self, env: gym.vector.VectorEnv, relaunch_action: int) -> None:
+    With ``stack`` > 1 (observations of [K, stack, ...] stacked by the env), the stack restarts with the new
+    training episode, as the learner's ``FrameStacker`` and CleanRL's FrameStack do: the frames from before the
+    relaunch are zeros, the first ``stack - 1`` steps of it."""
+
+    def __init__(self, env: gym.vector.VectorEnv, relaunch_action: int, stack: int = 1) -> None:
         super().__init__(env)
         self.relaunch_action = relaunch_action
+        self._stack = stack
         self._lives = np.zeros(self.num_envs, np.int64)
         self._relaunch = np.zeros(self.num_envs, bool)
+        self._since = np.full(self.num_envs, stack, np.int64)
+        """Steps since each env's relaunch (its newest frames of the new life)."""
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observations, infos = self.env.reset(seed=seed, options=options)
         self._lives = _lives(infos, self.num_envs)
         self._relaunch[:] = False
+        self._since[:] = self._stack
         return observations, infos
 
     def step(self, actions: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if self._relaunch.any():
             actions = np.where(self._relaunch, self.relaunch_action, np.asarray(actions))
         observations, rewards, terminated, truncated, infos = self.env.step(actions)
+        self._since = np.where(self._relaunch, 1, self._since + 1)
+        stale = self._stack - self._since  # frames of the stack from before the relaunch
+        if (stale > 0).any():
+            observations = np.array(observations)  # the env's own buffer may be read-only or reused
+            for env in np.flatnonzero(stale > 0):
+                observations[env, : stale[env]] = 0
         lives = _lives(infos, self.num_envs)
         # A reset row's lives go back up; a game that ends reports its last life lost as the termination.
         lost = (lives < self._lives) & ~np.asarray(terminated, bool) & ~np.asarray(truncated, bool)

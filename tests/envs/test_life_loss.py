@@ -12,6 +12,7 @@ import pytest
 from aioseed.clients.env_group import EnvGroup
 from aioseed.envs.atari import AtariConfig, make_atari_vector_env, relaunch_action
 from aioseed.envs.envpool_backend import make_envpool_vector_env
+from aioseed.envs.life_loss import LIFE_LOST_INFO
 from aioseed.envs.registry import env_spec
 from aioseed.envs.rendering import rendering_vector_env
 from aioseed.server.acting.env_table import EnvTable
@@ -72,6 +73,26 @@ def test_games_play_on_across_lost_lives_and_the_learner_counts_whole_games(back
         assert lost_before_end == LIVES - 1  # the fifth life's loss is the game's own termination
         assert episode_return == rewards_seen  # the whole game's return, across its lives
     group.close()
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_the_envs_own_frame_stack_restarts_after_a_lost_life(backend: str) -> None:
+    """With the env stacking (actor side), the first observation of a new life holds that life's frame alone, as
+    the learner's FrameStacker has it: before, it held the three frames before the life was lost."""
+    envs = BACKENDS[backend](AtariConfig(noop_max=0, sticky_action_probability=0.0, stack=4, episodic_life=True))
+    envs.reset(seed=3)
+    for _ in range(STEPS):
+        observations, _, _, _, infos = envs.step(np.zeros(2, np.int32))
+        if infos[LIFE_LOST_INFO][0]:
+            break
+    assert infos[LIFE_LOST_INFO][0], f"no life lost in {STEPS} NOOP steps"
+    assert observations[0, :-1].any()  # the final row of the lost life keeps its stack
+    for kept in (1, 2, 3, 4):  # the relaunch, then each step brings back one more frame of the new life
+        observations, _, terminated, truncated, _ = envs.step(np.zeros(2, np.int32))
+        assert not (terminated[0] or truncated[0])
+        assert not observations[0, : 4 - kept].any(), kept
+        assert all(observations[0, frame].any() for frame in range(4 - kept, 4)), kept
+    envs.close()
 
 
 def test_without_episodic_life_a_lost_ball_stays_lost() -> None:
