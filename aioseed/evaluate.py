@@ -184,6 +184,7 @@ def _episodes(
     then one per step."""
     rows = env.num_envs
     right, dtype = spec.right_side(rows), spec.dtype
+    from aioseed.envs.life_loss import LIFE_LOST_INFO
     from aioseed.envs.rendering import first_frame
 
     returns, lengths = [], []
@@ -192,19 +193,30 @@ def _episodes(
         observations, _ = env.reset(seed=None if config.seed is None else config.seed + episode)
         state, reward = initial_state, np.zeros(rows, np.float32)
         total, steps, finished = np.zeros(rows), 0, False
+        lost, starts = np.zeros(rows, bool), np.zeros(rows, bool)
         if recording is not None:
             recording.add(first_frame(env))
         while not finished:
+            if starts.any():  # a new life's first row starts a training episode: the learner's EnvTable resets here
+                state = {name: np.where(_rows(starts, value), initial_state[name], value) for name, value in state.items()}
+                reward = np.where(starts, 0.0, reward).astype(np.float32)
             actions, state = act(observations.astype(dtype), state, reward, right)
-            observations, reward, terminated, truncated, _ = env.step(actions)
+            observations, reward, terminated, truncated, infos = env.step(actions)
             reward = reward.astype(np.float32)
             total, steps = total + reward, steps + 1
             finished = bool(terminated[0] or truncated[0])
+            # --atari.episodic-life: the row after a lost life's (whose action the env ignores) starts anew.
+            starts, lost = lost, np.asarray(infos.get(LIFE_LOST_INFO, np.zeros(rows, bool)), bool)
             if recording is not None:
                 recording.add(first_frame(env))
         returns.append(total.tolist())
         lengths.append(steps)
     return returns, lengths
+
+
+def _rows(mask: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """<bool>[B] ``mask`` shaped to broadcast over ``like``'s rows ([B, ...])."""
+    return mask.reshape(-1, *[1] * (like.ndim - 1))
 
 
 def table(result: dict[str, Any]) -> str:
