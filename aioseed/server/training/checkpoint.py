@@ -118,9 +118,15 @@ class Checkpointer:
             if self._restored is not None:
                 self._restored()
             return None
+        variables = self._variables()
+        kept = [variable.numpy() for variable in variables]
         try:
             self._checkpoint.restore(path).assert_existing_objects_matched()
         except (AssertionError, ValueError) as exc:  # TensorFlow's errors for values of another shape or kind
+            # All or nothing: TensorFlow has assigned the variables that fit before it met one that does not
+            # (serve --watch goes on serving these weights).
+            for variable, value in zip(variables, kept):
+                variable.assign(value)
             first = first_line(exc)
             raise InvalidInput(
                 f"checkpoint {path} does not fit this learner: {first} (were the network or env flags different "
@@ -133,6 +139,15 @@ class Checkpointer:
         if self._restored is not None:
             self._restored()
         return progress
+
+    def _variables(self) -> list[Any]:
+        """The variables a restore may assign: the counters', and those of the objects (models, optimizers)."""
+        import tensorflow as tf
+
+        found = [self._train_steps, self._frames]
+        for trackable in self._objects.values():
+            found += [trackable] if isinstance(trackable, tf.Variable) else list(getattr(trackable, "variables", []))
+        return found
 
     def _load_warm_start(self, warm: WarmStart) -> None:
         import tensorflow as tf

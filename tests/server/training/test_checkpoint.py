@@ -149,3 +149,26 @@ async def test_a_restored_sac_replay_keeps_acting_within_the_replay_ratio(runnin
             await until(lambda: learner.metrics()["replay/sampled"] >= sampled + 40 * 16, "40 train batches", 3000)
             assert ahead(learner.metrics()) <= start + 3
             task.cancel()
+
+
+def test_a_checkpoint_that_does_not_fit_leaves_every_weight_as_it_was(tmp_path) -> None:
+    """TensorFlow assigns the variables that fit before it meets one that does not: a refused restore puts them
+    back, so serve --watch goes on serving the weights it had, not a mix of two runs'."""
+    import tensorflow as tf
+
+    from aioseed.errors import InvalidInput
+    from aioseed.server.training.checkpoint import Checkpointer
+    from aioseed.server.training.trainer import Progress
+
+    def network(actions: int) -> tf.keras.Model:  # the same torso, heads of another size
+        model = tf.keras.Sequential([tf.keras.layers.Dense(8), tf.keras.layers.Dense(actions)])
+        model(np.zeros((1, 4), np.float32))
+        return model
+
+    path = Checkpointer(tmp_path, {"network": network(3)}).save(Progress(train_steps=7, frames=70))
+    served = network(2)
+    before = [w.numpy() for w in served.weights]
+    with pytest.raises(InvalidInput, match="does not fit this learner"):
+        Checkpointer(tmp_path, {"network": served}).restore(path)
+    for weight, kept in zip(served.weights, before, strict=True):
+        np.testing.assert_array_equal(weight.numpy(), kept)  # before: the torso held the other run's weights
