@@ -74,6 +74,8 @@ def serving_settings(saved: LearnerConfig, config: ServeConfig) -> LearnerConfig
 
 def build(config: ServeConfig) -> tuple[Learner, ServedPolicy, pathlib.Path]:
     """The served learner, its policy and the checkpoint directory --watch looks at."""
+    import tensorflow as tf
+
     from aioseed.app import assemble, learner_specs
     from aioseed.server.acting.served import ServedPolicy
     from aioseed.server.training.checkpoint import Checkpointer
@@ -82,9 +84,10 @@ def build(config: ServeConfig) -> tuple[Learner, ServedPolicy, pathlib.Path]:
     logdir, checkpoint = locate(config.checkpoint)
     saved = acting_settings(config_file.saved_learner(logdir), config.greedy, config.epsilon)
     spec, seen = learner_specs(saved)
-    agent, progress = restored_agent(saved, seen, logdir, checkpoint, config.device)
     directory = logdir / "checkpoints"
-    path = checkpoint or Checkpointer(directory, agent.checkpoint_objects()).latest or ""
+    # Read once, before the restore: a checkpoint written meanwhile is --watch's to load, not a label for these weights.
+    path = checkpoint or tf.train.latest_checkpoint(str(directory))
+    agent, progress = restored_agent(saved, seen, logdir, path, config.device)
 
     def restore(path: str) -> Progress | None:
         return Checkpointer(directory, agent.checkpoint_objects()).restore(path)
