@@ -24,6 +24,7 @@ import numpy as np
 
 from aioseed.envs.atari import AtariConfig, is_atari, with_life_loss
 from aioseed.envs.football import FootballConfig, is_football, scenario_name
+from aioseed.envs.stack_start import since_start, zero_before_start
 
 
 def envpool_task(env_id: str) -> str:
@@ -68,7 +69,8 @@ def envpool_settings(env_id: str, atari: AtariConfig, football: FootballConfig) 
 
 class EnvPoolVectorEnv(gym.vector.VectorEnv):
     """An EnvPool pool as a gymnasium vector env. The pool is built on the first ``reset``, whose seed
-    seeds it (EnvPool seeds env i with seed + i)."""
+    seeds it (EnvPool seeds env i with seed + i). EnvPool fills a new Atari episode's frame stack with its
+    first frame; here the earlier slots are zeros, as ale-py's are (and ``aioseed eval``'s, which is ale-py)."""
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
@@ -84,6 +86,9 @@ class EnvPoolVectorEnv(gym.vector.VectorEnv):
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
         self._pool: Any = None
+        self._stack = int(settings.get("stack_num", 1))
+        self._since = np.ones(num_envs, np.int64)
+        self._ended = np.zeros(num_envs, bool)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         import envpool
@@ -94,12 +99,16 @@ class EnvPoolVectorEnv(gym.vector.VectorEnv):
             seed = int(np.random.SeedSequence().generate_state(1)[0] >> 1) if seed is None else seed
             self._pool = envpool.make_gymnasium(self._task, num_envs=self.num_envs, seed=seed, **self._settings)
         observations, info = self._pool.reset()
-        return observations, info
+        self._since[:], self._ended[:] = 1, False
+        return zero_before_start(observations, self._since, self._stack), info
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if isinstance(self.single_action_space, gym.spaces.Box):
             actions = np.asarray(actions, self._pool.action_space.dtype)
         observations, rewards, terminated, truncated, info = self._pool.step(actions)
+        self._since = since_start(self._since, self._ended)  # next-step autoreset: the row after an end starts
+        self._ended = np.asarray(terminated, bool) | np.asarray(truncated, bool)
+        observations = zero_before_start(observations, self._since, self._stack)
         return observations, rewards.astype(np.float32), terminated, truncated, info
 
     def close_extras(self, **kwargs: Any) -> None:

@@ -16,6 +16,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from aioseed.envs.stack_start import since_start, zero_before_start
+
 LIFE_LOST_INFO = "life_lost"
 """The step infos' <bool>[K]: the env lost a life in this step and its game goes on."""
 
@@ -54,12 +56,8 @@ class LifeLoss(gym.vector.VectorWrapper):
         if self._relaunch.any():
             actions = np.where(self._relaunch, self.relaunch_action, np.asarray(actions))
         observations, rewards, terminated, truncated, infos = self.env.step(actions)
-        self._since = np.where(self._relaunch, 1, self._since + 1)
-        stale = self._stack - self._since  # frames of the stack from before the relaunch
-        if (stale > 0).any():
-            observations = np.array(observations)  # the env's own buffer may be read-only or reused
-            for env in np.flatnonzero(stale > 0):
-                observations[env, : stale[env]] = 0
+        self._since = since_start(self._since, self._relaunch)
+        observations = zero_before_start(observations, self._since, self._stack)
         lives = _lives(infos, self.num_envs)
         # A reset row's lives go back up; a game that ends reports its last life lost as the termination.
         lost = (lives < self._lives) & ~np.asarray(terminated, bool) & ~np.asarray(truncated, bool)

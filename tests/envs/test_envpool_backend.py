@@ -3,11 +3,13 @@ spec as the default backend, and next-step autoreset (the done convention)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
-from aioseed.envs.atari import AtariConfig
-from aioseed.envs.envpool_backend import envpool_settings, envpool_task
+from aioseed.envs.atari import AtariConfig, make_atari_vector_env
+from aioseed.envs.envpool_backend import envpool_settings, envpool_task, make_envpool_vector_env
 from aioseed.envs.football import FootballConfig
 from aioseed.envs.registry import make_vector_env, vector_env_spec
 
@@ -65,6 +67,28 @@ def test_the_step_after_an_episode_ends_starts_the_next_with_reward_0() -> None:
         assert (np.abs(observations[ended]) <= 0.05).all()  # a fresh CartPole state
     finally:
         envs.close()
+
+
+def test_a_new_episodes_stack_starts_with_zeros_as_ale_pys_does() -> None:
+    """EnvPool fills a new stack with its first frame; ale-py (and eval, and the learner's stacker) with zeros:
+    the frames each backend's policy trained on must be the same. A cap of 10 steps ends the first episode."""
+    config = AtariConfig(noop_max=0, sticky_action_probability=0.0, max_episode_frames=40)
+
+    def filled(make: Callable) -> list[list[bool]]:
+        envs = make("ALE/Pong-v5", 1, config)
+        try:
+            observations, _ = envs.reset(seed=1)
+            seen = [observations]
+            for _ in range(13):
+                seen.append(envs.step(np.zeros(1, np.int32))[0])
+            return [[bool(o[0, frame].any()) for frame in range(4)] for o in seen]
+        finally:
+            envs.close()
+
+    envpool = filled(make_envpool_vector_env)
+    assert envpool == filled(make_atari_vector_env)
+    fresh = [[False, False, False, True], [False, False, True, True], [False, True, True, True], [True] * 4]
+    assert envpool[:4] == fresh and envpool[11:] == fresh[:3]  # the reset, then the row after the truncation
 
 
 def test_a_seed_makes_the_same_episodes_and_another_seed_others() -> None:
