@@ -20,6 +20,7 @@ were pulled towards 0 at random times). The returns reported are the env's.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import numpy as np
@@ -39,11 +40,12 @@ class Anakin:
         envs: int,
         unroll_length: int,
         batch_size: int,
-        seed: int = 0,
+        seed: int | None = None,
         window: int = 100,
     ) -> None:
         """Each iteration steps ``envs`` envs ``unroll_length`` times, then updates on ``batch_size`` envs'
-        unrolls at a time (``envs / batch_size`` updates, in order, as the learner's batches are)."""
+        unrolls at a time (``envs / batch_size`` updates, in order, as the learner's batches are). ``seed``:
+        of the actions' and the envs' random streams (None: drawn, so that unseeded runs differ)."""
         if envs % batch_size:
             raise ValueError(f"envs = {envs} must be a multiple of training.batch_size = {batch_size}")
         if agent.state_columns():
@@ -59,7 +61,9 @@ class Anakin:
             )
         self.env, self.agent = env, agent
         self.envs, self.unroll_length, self.batch_size = envs, unroll_length, batch_size
+        seed = secrets.randbits(31) if seed is None else seed
         self._seed = tf.constant([seed, 0], tf.int64)
+        """Step n's actions draw from [seed, n], its envs from [seed, -n]: no stream repeats another's, nor another seed's."""
         self._counter = tf.Variable(1, dtype=tf.int64, trainable=False)
         state = env.reset(envs, self._next_seed_eager())
         self._state = {name: tf.Variable(value, trainable=False) for name, value in state.items()}
@@ -123,7 +127,7 @@ class Anakin:
             observation = env.observe(state)
             logits, _, _ = self.agent.network.step(observation, {}, None)
             action = tf.random.stateless_categorical(logits, 1, seed, dtype=tf.int32)[:, 0]
-            state, reward, terminated, truncated, final = step(env, state, action, seed + [1, 0])
+            state, reward, terminated, truncated, final = step(env, state, action, seed * [1, -1])
             ended = terminated | truncated
             episode_return += reward
             reward += self._bootstrap(final, truncated)

@@ -44,7 +44,7 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
     spec = EnvSpec(observation_shape=env.observation_shape, observation_dtype=env.observation_dtype, action_space=env.num_actions)
     agent = ImpalaAgent(spec, config.impala, replicas, seed=config.seed)
     anakin = Anakin(
-        env, agent, envs, config.training.unroll_length, config.training.batch_size, seed=config.seed or 0, window=config.return_window
+        env, agent, envs, config.training.unroll_length, config.training.batch_size, seed=config.seed, window=config.return_window
     )
     checkpointer = None
     if config.logdir is not None:

@@ -84,3 +84,14 @@ def test_the_learning_rate_and_entropy_schedules_follow_anakins_frames(tmp_path)
     assert steps == list(range(128, budget + 1, 128))
     np.testing.assert_allclose([v for *_, v in scalars["learner/learning_rate"]], [1e-3 * (1 - (s - 128) / budget) for s in steps], rtol=1e-5)
     np.testing.assert_allclose([v for *_, v in scalars[ENTROPY_COST]], [0.01 * (1 - 0.9 * (s - 128) / budget) for s in steps], rtol=1e-5)
+
+
+def test_unseeded_runs_draw_their_own_streams_and_a_seed_repeats_its_own() -> None:
+    """Unseeded runs all took seed 0, and so the same env resets and action samples."""
+    agent = ImpalaAgent(SPEC, ImpalaConfig(hidden_sizes=(8,)), seed=0)
+
+    def first_states(seed: int | None) -> np.ndarray:
+        return Anakin(CartPole(), agent, envs=4, unroll_length=3, batch_size=4, seed=seed)._state["physics"].numpy()
+
+    assert not np.array_equal(first_states(None), first_states(None))
+    np.testing.assert_array_equal(first_states(3), first_states(3))
