@@ -153,11 +153,13 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
 
 
 def _keep(config: EvalConfig, result: dict[str, Any]) -> None:
-    """Writes ``result`` to LOGDIR/evaluations/ENV_PROTOCOL_FRAMES[_greedy].json (``aioseed report`` reads them)
-    and notes the path in it as ``written``; an evaluation repeated the same way replaces its file, whole (a
-    report never reads half a file). A read-only logdir is logged: the result still prints."""
+    """Writes ``result`` to LOGDIR/evaluations/ENV_PROTOCOL_FRAMES_EPISODESep[_greedy].json (``aioseed report``
+    reads them) and notes the path in it as ``written``; an evaluation repeated the same way replaces its file,
+    whole (a report never reads half a file), and a shorter one never replaces a longer one. A read-only logdir
+    is logged: the result still prints."""
     slug = result["env"].replace("/", "-").replace(":", "-")
-    name = f"{slug}_{result['protocol']['name']}_{result['frames']}{'_greedy' if config.greedy else ''}.json"
+    greedy = "_greedy" if config.greedy else ""
+    name = f"{slug}_{result['protocol']['name']}_{result['frames']}_{result['episodes']}ep{greedy}.json"
     path = config.logdir / "evaluations" / name
     try:
         path.parent.mkdir(exist_ok=True)

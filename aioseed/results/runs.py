@@ -78,13 +78,14 @@ def _seed(value: Any) -> int | None:
 
 
 def _newest_evaluation(logdir: pathlib.Path, protocol: str | None) -> dict[str, Any] | None:
-    """The kept evaluation of the most frames (of ``protocol``, if given); ties go to the newest file."""
+    """The kept evaluation of the most frames (of ``protocol``, if given); of those, the one of the most episodes,
+    and the newest file of those."""
     kept = []
     for path in (logdir / "evaluations").glob("*.json"):
         result = json.loads(path.read_text())
         if protocol is None or result.get("protocol", {}).get("name") == protocol:
-            kept.append((result["frames"], path.stat().st_mtime, result))
-    return max(kept, key=lambda k: k[:2])[2] if kept else None
+            kept.append((result["frames"], result.get("episodes", 0), path.stat().st_mtime, result))
+    return max(kept, key=lambda k: k[:3])[3] if kept else None
 
 
 def group(runs: Sequence[Run], by: Sequence[str] = ()) -> dict[str, list[Run]]:

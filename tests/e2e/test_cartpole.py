@@ -44,7 +44,7 @@ async def test_run_learns_cartpole_then_eval_and_export(tmp_path) -> None:
     assert result["train_steps"] > 0
     assert result["min_return"] <= result["mean_return"] <= result["max_return"] and result["policy"] == "greedy"
     assert result["protocol"]["name"] == "none" and len(result["returns"]) == 10
-    kept = logdir / "evaluations" / f"CartPole-v1_none_{result['frames']}_greedy.json"
+    kept = logdir / "evaluations" / f"CartPole-v1_none_{result['frames']}_10ep_greedy.json"
     assert result.pop("written") == str(kept) and json.loads(kept.read_text()) == result
     with pytest.raises(ValueError, match="--protocol seed evaluates Atari .* CartPole-v1 is not one"):
         evaluate(EvalConfig(logdir=logdir, protocol="seed"))

@@ -84,3 +84,21 @@ def test_raw_returns_of_different_envs_are_refused_and_so_is_a_missing_task(tmp_
         report(ReportConfig(runs=(tmp_path / "gap",), out=None))
     with pytest.raises(FileNotFoundError, match="holds no run"):
         report(ReportConfig(runs=(tmp_path / "nothing-here",), out=None))
+
+
+def test_a_runs_score_is_its_longest_evaluation_of_the_latest_checkpoint(tmp_path) -> None:
+    """A quick check after a full evaluation of the same checkpoint does not become the run's score."""
+    import os
+
+    from aioseed.results.runs import read_run
+
+    logdir = a_run(tmp_path, "run", "aioseed/Catch-v0", 0, 1e-3, [0.5] * 30, frames=1000)
+    quick = {"env": "aioseed/Catch-v0", "frames": 1000, "episodes": 1, "policy": "sampled", "returns": [-1.0],
+             "mean_return": -1.0, "protocol": {"name": "seed"}}
+    (logdir / "evaluations" / "x_seed_1000_1ep.json").write_text(json.dumps(quick))
+    os.utime(logdir / "evaluations" / "x_seed_1000_1ep.json", (2e9, 2e9))  # the newer file
+    run = read_run(logdir)
+    assert run.score == 0.5 and run.source == "eval seed (30 episodes, sampled)"  # before: -1.0, the newest
+    later = {**quick, "frames": 2000}  # a later checkpoint's evaluation wins, however short
+    (logdir / "evaluations" / "x_seed_2000_1ep.json").write_text(json.dumps(later))
+    assert read_run(logdir).score == -1.0
