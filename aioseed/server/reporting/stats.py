@@ -126,11 +126,15 @@ class Stats:
         return float(np.mean(self.returns)) if self.returns else math.nan
 
     def take(self, extra: dict[str, float] | None = None) -> dict[str, float]:
-        """One snapshot: counters, and rates and distributions since the previous ``take``."""
+        """One snapshot: counters, and rates and distributions since the previous ``take``. ``extra``'s
+        ``learner/train_steps`` (the learner's parameter version: updates applied) is what the rate counts, where
+        given: a train batch of several epochs or minibatches is as many updates."""
+        extra = extra or {}
+        steps = extra.get("learner/train_steps", float(self.train_steps))
         now = time.monotonic()
         mark_time, mark_frames, mark_steps = self._mark
         elapsed = max(now - mark_time, 1e-9)
-        self._mark = (now, self.frames, self.train_steps)
+        self._mark = (now, self.frames, steps)
         sizes = self._batch_sizes
         out = {
             "time": time.time(),
@@ -142,8 +146,8 @@ class Stats:
             "charts/eval_return": float(np.mean(self.eval_returns)) if self.eval_returns else math.nan,
             "charts/return_right": float(np.mean(self.right_returns)) if self.right_returns else math.nan,
             "charts/episode_length": float(np.mean(self.lengths)) if self.lengths else math.nan,
-            "learner/train_steps": float(self.train_steps),
-            "learner/train_steps_per_s": (self.train_steps - mark_steps) / elapsed,
+            "learner/train_steps": steps,
+            "learner/train_steps_per_s": (steps - mark_steps) / elapsed,
             "learner/policy_lag": self.policy_lag,
             "batcher/batches": float(len(sizes)),
             "batcher/batch_size": float(np.mean(sizes)) if sizes else math.nan,
@@ -157,7 +161,7 @@ class Stats:
         for window in (sizes, self._fill_ms, self._inference_ms, self._latency_ms):
             window.clear()
         out.update(self.losses)
-        out.update(extra or {})
+        out.update(extra)
         return out
 
 

@@ -70,3 +70,20 @@ async def test_the_progress_line_averages_the_batch_over_its_whole_interval() ->
         await reporter.final()  # the last window (no batch) closes the interval
     [line] = [entry for entry in logs if entry["event"] == "progress"]
     assert line["batch"] == 7.0  # (2 x 8 + 1 x 5) rows / 3 batches
+
+
+def test_the_train_step_rate_counts_updates_as_the_train_step_count_does(monkeypatch) -> None:
+    """Three train batches of 2 epochs x 4 minibatches in 2 s: 24 updates, 12 a second (it said 1.5: batches)."""
+    import time
+
+    from aioseed.server.reporting.stats import Stats
+
+    clock = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    stats = Stats()
+    stats.take({"learner/train_steps": 8.0})
+    for _ in range(3):
+        stats.record_train({}, 0.0)
+    clock[0] += 2.0
+    snapshot = stats.take({"learner/train_steps": 32.0})
+    assert snapshot["learner/train_steps"] == 32.0 and snapshot["learner/train_steps_per_s"] == 12.0
