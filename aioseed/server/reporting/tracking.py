@@ -103,8 +103,9 @@ def checkpoint_files(path: str) -> list[pathlib.Path]:
 class Sender:
     """What the learner calls: the scalars and any new clips on each summary, and checkpoints by the
     ``checkpoints`` policy. Each call is queued for one thread of its own, in order, so a slow or
-    unreachable service never holds up the train thread; past ``MAX_PENDING`` queued calls new ones
-    are dropped (and counted in the log), and a failure of the backend is logged, never raised."""
+    unreachable service never holds up the train thread; past ``MAX_PENDING`` queued calls new summaries
+    are dropped (and counted in the log), never a checkpoint, and a failure of the backend is logged,
+    never raised."""
 
     def __init__(self, tracker: Tracker, clips: pathlib.Path, checkpoints: Literal["none", "last", "all"]) -> None:
         self._tracker = tracker
@@ -123,7 +124,7 @@ class Sender:
     def checkpoint(self, path: str, frames: int, final: bool) -> None:
         if self.checkpoints == "all" or (self.checkpoints == "last" and final):
             files = checkpoint_files(path)  # now: max_to_keep may delete them before the upload
-            self._submit("checkpoint", lambda: self._tracker.checkpoint(files, pathlib.Path(path).name, frames))
+            self._submit("checkpoint", lambda: self._tracker.checkpoint(files, pathlib.Path(path).name, frames), droppable=False)
 
     def close(self, ok: bool, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
         """Sends what is queued, then ends the run; gives up waiting after ``timeout_s``."""
@@ -149,9 +150,10 @@ class Sender:
                     except Exception as exc:
                         log.error("tracking_failed", what="clip", error=f"{type(exc).__name__}: {exc}")
 
-    def _submit(self, what: str, send: Callable[[], object]) -> None:
+    def _submit(self, what: str, send: Callable[[], object], droppable: bool = True) -> None:
+        """``droppable``: a summary, which the next one supersedes; a checkpoint (one per interval) is not."""
         with self._lock:
-            if self._pending >= MAX_PENDING:
+            if droppable and self._pending >= MAX_PENDING:
                 self.dropped += 1
                 return
             self._pending += 1
