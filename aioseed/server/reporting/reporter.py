@@ -62,7 +62,9 @@ SHORT_DIAGNOSTICS = (
 class Reporter:
     """Verbs: ``run`` (a task), ``final``. Every ``every_s`` it takes a snapshot into ``history`` and
     hands it to ``observe`` (the batching tuner); every ``log_every_s`` it logs a progress line and
-    hands the snapshot to ``write`` (TensorBoard)."""
+    hands the snapshot to ``write`` (TensorBoard). A write waits for the train thread (between steps), so
+    it runs beside the sampling: a long step or checkpoint holds up the writes, never the snapshots the
+    console and the tuner read; writes due meanwhile are left for the newest."""
 
     def __init__(
         self,
@@ -83,8 +85,16 @@ class Reporter:
         self._observe = observe
         self._logged_at, self._logged_frames = time.monotonic(), frames()
         self._logged_time = 0.0  # the "time" of the snapshot the last line was logged from
+        self._unwritten: Snapshot | None = None
+        self._due = asyncio.Event()
 
     async def run(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._sampling(), name="reporter-sampling")
+            if self._write is not None:
+                group.create_task(self._writing(), name="reporter-writing")
+
+    async def _sampling(self) -> None:
         self._logged_at, self._logged_frames = time.monotonic(), self._frames()
         while True:
             await asyncio.sleep(self._every_s)
@@ -93,20 +103,32 @@ class Reporter:
             if self._observe is not None:
                 self._observe(snapshot)
             if time.monotonic() - self._logged_at >= self._log_every_s:
-                await self._report(snapshot)
+                self._log(snapshot)
+                self._unwritten = snapshot
+                self._due.set()
+
+    async def _writing(self) -> None:
+        assert self._write is not None
+        while True:
+            await self._due.wait()
+            self._due.clear()
+            snapshot, self._unwritten = self._unwritten, None
+            if snapshot is not None:
+                await self._write(snapshot)
 
     async def final(self) -> None:
         """The figures at the stop: a last snapshot, progress line and summary (the periodic ones can
         miss everything since the last interval, such as the training that reached the target)."""
         snapshot = self._sample()
         self._history.append(snapshot)
-        await self._report(snapshot)
+        self._log(snapshot)
+        self._unwritten = None
+        if self._write is not None:
+            await self._write(snapshot)
 
-    async def _report(self, snapshot: Snapshot) -> None:
+    def _log(self, snapshot: Snapshot) -> None:
         now, frames = time.monotonic(), self._frames()
         fps = (frames - self._logged_frames) / max(now - self._logged_at, 1e-9)
         batch = mean_batch(self._history.since(self._logged_time))  # the windows since the last line
         log.info("progress", **progress_fields(snapshot, fps, batch))
         self._logged_at, self._logged_frames, self._logged_time = now, frames, snapshot["time"]
-        if self._write is not None:
-            await self._write(snapshot)

@@ -87,3 +87,30 @@ def test_the_train_step_rate_counts_updates_as_the_train_step_count_does(monkeyp
     clock[0] += 2.0
     snapshot = stats.take({"learner/train_steps": 32.0})
     assert snapshot["learner/train_steps"] == 32.0 and snapshot["learner/train_steps_per_s"] == 12.0
+
+
+async def test_a_write_held_up_by_the_train_thread_holds_up_no_snapshot() -> None:
+    """A TensorBoard write waits for the train step (or a checkpoint) in progress; the snapshots that the console
+    and the batching tuner read go on meanwhile, and the writes due meanwhile are left for the newest."""
+    from tests.waiting import until
+
+    frames = [0.0]
+    released, written = asyncio.Event(), []
+
+    def sample() -> dict[str, float]:
+        frames[0] += 1
+        return {**snapshot(frames[0], 1.0), "time": frames[0]}
+
+    async def write(point: dict[str, float]) -> None:
+        await released.wait()  # the train thread is busy
+        written.append(point["time"])
+
+    history = History()
+    reporter = Reporter(sample, lambda: int(frames[0]), history, every_s=0.005, log_every_s=0.005, write=write)
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(reporter.run())
+        await until(lambda: len(history.since(0.0)) >= 20, "snapshots while a write waits")  # before: one, then none
+        released.set()
+        await until(lambda: len(written) >= 2, "the newest snapshot written")
+        task.cancel()
+    assert written[0] == 1.0 and written[1] >= 20.0  # the second write is the newest then, not the second snapshot
