@@ -120,12 +120,13 @@ def study_of(sweep: Sweep) -> optuna.Study:
     from optuna.storages import RDBStorage, RetryFailedTrialCallback
 
     sweep.directory.mkdir(parents=True, exist_ok=True)
+    RetriesFirst = _grid_sampler()
     storage = RDBStorage(
         sweep.storage, heartbeat_interval=sweep.heartbeat_s, grace_period=2 * sweep.heartbeat_s,
         failed_trial_callback=RetryFailedTrialCallback(max_retry=RETRIES, inherit_intermediate_values=True),
     )
     samplers = {
-        "grid": lambda: optuna.samplers.GridSampler({**{k: list(v) for k, v in sweep.grid.items()}, "seed": list(sweep.seeds)}, seed=0),
+        "grid": lambda: RetriesFirst({**{k: list(v) for k, v in sweep.grid.items()}, "seed": list(sweep.seeds)}, seed=0),
         "random": lambda: optuna.samplers.RandomSampler(seed=0),
         "tpe": lambda: optuna.samplers.TPESampler(seed=0),
     }
@@ -138,6 +139,26 @@ def study_of(sweep: Sweep) -> optuna.Study:
         study_name=sweep.name, storage=storage, load_if_exists=True, direction="maximize",
         sampler=samplers[sweep.sampler](), pruner=pruners[sweep.pruner](),
     )
+
+
+def _grid_sampler() -> type:
+    import optuna
+    from optuna.trial import TrialState
+
+    class RetriesFirst(optuna.samplers.GridSampler):
+        """Optuna's grid, whose stop waits for the trials queued again (failed in an earlier invocation). Those
+        carry no grid point: its own stop ended the study after the first of them (every point was visited), or
+        raised KeyError with one point left. ``run``'s callback stops the study once every pair is finished."""
+
+        def after_trial(self, study: optuna.Study, trial: optuna.trial.FrozenTrial, state: TrialState, values: Any) -> None:
+            if study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+                return
+            if "grid_id" in study._storage.get_trial_system_attrs(trial._trial_id):
+                super().after_trial(study, trial, state, values)
+            elif not self._get_unvisited_grid_ids(study):
+                study.stop()
+
+    return RetriesFirst
 
 
 def total_trials(sweep: Sweep) -> int:
