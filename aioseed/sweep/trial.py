@@ -61,7 +61,11 @@ def run_trial(argv: list[str], logdir: pathlib.Path, every: int, should_stop: Ca
     at the curve's end. The run's output goes to LOGDIR/trial.log."""
     with open(logdir / "trial.log", "ab") as output:
         parent = os.getpid()
-        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, preexec_fn=lambda: _die_with_parent(parent))
+        # A session of its own: a Ctrl-C at the terminal reaches the sweep only, which stops the run with one
+        # SIGTERM (a second signal makes a run exit at once, without its final checkpoint).
+        process = subprocess.Popen(
+            argv, stdout=output, stderr=subprocess.STDOUT, preexec_fn=lambda: _die_with_parent(parent), start_new_session=True
+        )
         try:
             step, read = every, -1
             while True:
