@@ -48,9 +48,9 @@ def trial_table(sweep: Sweep, params: dict[str, Any], seed: int, logdir: pathlib
     return merged(sweep.run, nested(own))
 
 
-def check(sweep: Sweep) -> None:
+def check(sweep: Sweep) -> int:
     """Parses one trial's config as ``aioseed run`` will, so that a wrong key or value fails now, not
-    in every trial."""
+    in every trial; returns its return window (what a trial's mean return averages)."""
     import tyro
 
     from aioseed import config_file
@@ -60,10 +60,11 @@ def check(sweep: Sweep) -> None:
     params = {k: v[0] for k, v in sweep.grid.items()} or {k: d.choices[0] if d.choices else d.low for k, d in sweep.space.items()}
     table = trial_table(sweep, params, sweep.seeds[0], sweep.directory / "check")
     flags = [*preset_flags(sweep.preset), *config_file.as_flags(table, RunConfig, f"{sweep.source} (a trial's [run])")]
-    tyro.cli(RunConfig, args=flags, prog=f"aioseed run (a trial of {sweep.source})")
+    return tyro.cli(RunConfig, args=flags, prog=f"aioseed run (a trial of {sweep.source})").learner.return_window
 
 
-def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial) -> float:
+def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial, window: int = 100) -> float:
+    """``window``: the trials' return window."""
     import optuna
 
     params = _suggest(sweep, trial)
@@ -93,7 +94,7 @@ def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial) -> float:
         return trial.should_prune()
 
     try:
-        value = run_trial(command(sweep.preset, config), logdir, sweep.report_every_frames, report)
+        value = run_trial(command(sweep.preset, config), logdir, sweep.report_every_frames, report, window)
     except Pruned as stopped:
         log.info("trial_pruned", trial=trial.number, setting=slug, seed=seed, frames=stopped.frames)
         raise optuna.TrialPruned(str(stopped)) from None
@@ -195,7 +196,7 @@ def run(sweep: Sweep) -> optuna.Study:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    check(sweep)
+    window = check(sweep)
     study = study_of(sweep)
     total = total_trials(sweep)
     for failed in failed_pairs(study):
@@ -207,7 +208,7 @@ def run(sweep: Sweep) -> optuna.Study:
 
     if len(finished_pairs(study)) < total:
         study.optimize(
-            lambda trial: objective(sweep, study, trial),
+            lambda trial: objective(sweep, study, trial, window),
             n_trials=total * (RETRIES + 2),  # a bound: failed and repeated trials do not count towards total
             callbacks=[stop_when_done],
             catch=(TrialFailed,),

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import structlog
 import tomli_w
 
-from aioseed.results.curves import Point, read_curve
+from aioseed.results.curves import Point, episode_returns, over_episodes, read_curve
 
 log = structlog.get_logger()
 
@@ -55,10 +55,19 @@ def value_at(points: Sequence[Point], frames: int) -> float:
     return (before[-1] if before else points[0]).mean_return
 
 
-def run_trial(argv: list[str], logdir: pathlib.Path, every: int, should_stop: Callable[[float, int], bool]) -> float:
-    """Runs ``argv`` (an ``aioseed run``), reporting the curve's mean return at each multiple of ``every``
-    frames to ``should_stop(value, frames)``; raises ``Pruned`` once it says stop. Returns the mean return
-    at the curve's end. The run's output goes to LOGDIR/trial.log."""
+def curve(logdir: pathlib.Path, window: int) -> list[Point]:
+    """The run's curve, each mean taken over the last ``window`` episodes of the whole run (its sessions'
+    included: a retried trial resumes, and the learner's own mean starts over at each session)."""
+    tensorboard = logdir / "tensorboard"
+    return over_episodes(read_curve(tensorboard), episode_returns(tensorboard), window)
+
+
+def run_trial(
+    argv: list[str], logdir: pathlib.Path, every: int, should_stop: Callable[[float, int], bool], window: int = 100
+) -> float:
+    """Runs ``argv`` (an ``aioseed run``), reporting the curve's mean return (over ``window`` episodes, the run's
+    return window) at each multiple of ``every`` frames to ``should_stop(value, frames)``; raises ``Pruned`` once
+    it says stop. Returns the mean return at the curve's end. The run's output goes to LOGDIR/trial.log."""
     with open(logdir / "trial.log", "ab") as output:
         parent = os.getpid()
         # A session of its own: a Ctrl-C at the terminal reaches the sweep only, which stops the run with one
@@ -71,7 +80,7 @@ def run_trial(argv: list[str], logdir: pathlib.Path, every: int, should_stop: Ca
             while True:
                 finished = process.poll() is not None
                 written = sum(f.stat().st_size for f in (logdir / "tensorboard").glob("events.out.tfevents.*"))
-                points = read_curve(logdir / "tensorboard") if written != read else []  # parsed again only once it grew
+                points = curve(logdir, window) if written != read else []  # parsed again only once it grew
                 read = written
                 while points and points[-1].frames >= step:
                     if should_stop(value_at(points, step), step):
@@ -86,7 +95,7 @@ def run_trial(argv: list[str], logdir: pathlib.Path, every: int, should_stop: Ca
                 _stop(process)
     if process.returncode != 0:
         raise TrialFailed(f"aioseed run exited with status {process.returncode}: see {logdir / 'trial.log'}")
-    points = read_curve(logdir / "tensorboard")
+    points = curve(logdir, window)
     if not points:
         raise TrialFailed(f"the run left no curve under {logdir / 'tensorboard'}: see {logdir / 'trial.log'}")
     return points[-1].mean_return

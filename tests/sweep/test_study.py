@@ -70,14 +70,14 @@ def test_trials_that_failed_are_all_run_again_by_the_next_invocation(tmp_path, m
     )
     sweep, ran = read_sweep(path), []
 
-    def failing(command, logdir, every, report) -> float:
+    def failing(command, logdir, every, report, window) -> float:
         ran.append(logdir.parent.name)
         raise TrialFailed("the run exited 1")
 
     monkeypatch.setattr(studies, "run_trial", failing)
     assert studies.failed_pairs(studies.run(sweep)) and len(ran) == 3
 
-    def succeeding(command, logdir, every, report) -> float:
+    def succeeding(command, logdir, every, report, window) -> float:
         ran.append(logdir.parent.name)
         return 0.5
 
