@@ -90,12 +90,13 @@ def read_sweep(path: pathlib.Path) -> Sweep:
     seeds = table.get("seeds", [0])
     _check(path, "sweep.seeds", isinstance(seeds, list) and seeds and all(isinstance(s, int) for s in seeds), "a list of integers")
     _check(path, "sweep.seeds", len(set(seeds)) == len(seeds), "distinct seeds")
-    grid = {k: tuple(v) for k, v in data.get("grid", {}).items()}
+    grid = {k: tuple(v) if isinstance(v, list) else v for k, v in data.get("grid", {}).items()}
     space = {k: _distribution(path, k, v) for k, v in data.get("space", {}).items()}
     if sampler == "grid":
         _check(path, "grid", bool(grid) and not space, "a [grid] table (key = [values]) and no [space] for sampler grid")
         for key, values in grid.items():
-            _check(path, f"grid.{key}", len(values) > 0 and len(set(map(repr, values))) == len(values), "a list of distinct values")
+            distinct = isinstance(values, tuple) and len(values) > 0 and len(set(map(repr, values))) == len(values)
+            _check(path, f"grid.{key}", distinct, "a list of distinct values")
     else:
         _check(path, "space", bool(space) and not grid, f"a [space] table and no [grid] for sampler {sampler}")
     trials = table.get("trials", 8)

@@ -50,6 +50,7 @@ def test_settings_get_readable_directory_names_and_tables_nest_and_merge() -> No
         ("[sweeps]\n", "unknown table\\(s\\) sweeps"),
         ("[sweep]\nseeds = [1, 1]\n[grid]\nx = [1]\n", "sweep.seeds must be distinct seeds"),
         ("[grid]\n'learner.seed' = []\n", "grid.learner.seed must be a list of distinct values"),
+        ("[grid]\n'learner.impala.learning_rate' = 0.001\n", "grid.learner.impala.learning_rate must be a list of distinct values"),
         ("[sweep]\nsampler = 'tpe'\n[grid]\nx = [1]\n", "space must be a \\[space\\] table and no \\[grid\\] for sampler tpe"),
         ("[sweep]\nsampler = 'random'\n[space]\nx = {low = 0, high = 1, log = true}\n", "space.x must be low > 0 on a log scale"),
         ("[grid]\nx = [1, 2]\n", "run.learner.stop.after_frames must be every trial's budget"),
