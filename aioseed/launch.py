@@ -227,6 +227,12 @@ async def launch_actors(
         actors = [await asyncio.to_thread(ThreadedActor, actor, learner) for actor in configs]  # makes envs: off the loop
         tasks = [group.create_task(actor.run(), name=actor.name) for actor in actors]
 
+        async def watch_threads() -> None:  # as watch_actors: every env group failed
+            await asyncio.wait(tasks)
+            _stop_without_actors(learner, [actor.name for actor in actors])
+
+        group.create_task(watch_threads(), name="actor-watch")
+
         async def stop_threads() -> None:
             for task in tasks:
                 task.cancel()
@@ -245,11 +251,30 @@ async def launch_actors(
             raise
         return fleet.stop
     processes = start_actors(configs)
+    group.create_task(watch_actors(processes, learner), name="actor-watch")
 
     async def stop() -> None:
         await asyncio.to_thread(stop_actors, processes)
 
     return stop
+
+
+ACTORS_EXITED = "actors exited"
+"""The stop reason when every local actor process has exited (``aioseed run`` then exits 1)."""
+
+
+async def watch_actors(processes: list[multiprocessing.process.BaseProcess], learner: Learner) -> None:
+    """Stops the learner once every actor process has exited (an env that crashes them, a refusal): it would
+    wait for frames that never come. A stop already under way (which ends the actors) is left alone."""
+    while any(process.is_alive() for process in processes):  # reaps, never blocks
+        await asyncio.sleep(1.0)
+    _stop_without_actors(learner, [f"{process.name}: exit code {process.exitcode}" for process in processes])
+
+
+def _stop_without_actors(learner: Learner, actors: list[str]) -> None:
+    if learner.stopping.reason is None:
+        log.error("actors_exited", actors=actors, hint="their errors are above")
+        learner.request_stop(ACTORS_EXITED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -310,7 +335,7 @@ def run_anakin(config: RunConfig) -> int:
 
 
 async def run_local(config: RunConfig) -> int:
-    """``aioseed run``."""
+    """``aioseed run``: 0, or 1 when its actors all exited before a stop condition."""
     summary = await train_locally(config)
     log.info(
         "run_finished",
@@ -319,7 +344,7 @@ async def run_local(config: RunConfig) -> int:
         train_steps=summary.train_steps,
         logdir=str(config.learner.logdir),
     )
-    return 0
+    return 1 if summary.stop_reason == ACTORS_EXITED else 0
 
 
 INTERRUPTED = 130

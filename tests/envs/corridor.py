@@ -30,6 +30,17 @@ class Corridor(gym.Env):
 gym.register("Corridor-v0", entry_point=Corridor, max_episode_steps=100)
 
 
+class BrokenCorridor(Corridor):
+    """A Corridor whose engine fails at its first step: an env that crashes its actors (not the learner, which
+    only reads its spaces)."""
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        raise RuntimeError("the corridor's engine crashed")
+
+
+gym.register("BrokenCorridor-v0", entry_point=BrokenCorridor)
+
+
 class TextCorridor(Corridor):
     """The same walk seen through a Text observation space, which aioseed cannot serve."""
 
