@@ -1,4 +1,6 @@
-"""A trial's run process: a Ctrl-C at the terminal reaches the sweep alone, which stops the run with one signal."""
+"""A trial's run process has a session of its own: a Ctrl-C at the terminal (SIGINT to the foreground process
+group) reaches the sweep alone, which stops the run with one signal (a second one makes a run exit at once,
+without its final checkpoint)."""
 
 from __future__ import annotations
 
@@ -14,23 +16,16 @@ from aioseed.sweep.trial import TrialFailed, run_trial
 CHILD = """
 import os, signal, sys, time
 path = sys.argv[1]
-def record(number, frame):
-    with open(path, "a") as f:
-        f.write(signal.Signals(number).name + "\\n")
-    if number == signal.SIGTERM:
-        sys.exit(0)
-signal.signal(signal.SIGINT, record)
-signal.signal(signal.SIGTERM, record)
-with open(path, "a") as f:
-    f.write(f"ready {os.getpid()}\\n")
+with open(path, "w") as f:
+    f.write(f"{os.getpid()} {os.getsid(0)} {os.getpgrp()}\\n")
+signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(0))
 while True:
     time.sleep(0.05)
 """
 
 
-async def test_a_ctrl_c_at_the_terminal_does_not_reach_the_trials_run(tmp_path) -> None:
-    seen = tmp_path / "signals"
-    failures: list[BaseException] = []
+async def test_a_trials_run_is_in_a_session_and_process_group_of_its_own(tmp_path) -> None:
+    seen, failures = tmp_path / "ids", []
 
     def trial() -> None:
         try:
@@ -39,15 +34,14 @@ async def test_a_ctrl_c_at_the_terminal_does_not_reach_the_trials_run(tmp_path) 
             failures.append(exc)
 
     thread = threading.Thread(target=trial)
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # this process is in the terminal's group too
+    thread.start()
     try:
-        thread.start()
-        await until(lambda: seen.exists() and "ready" in seen.read_text(), "the run to start")
-        pid = int(seen.read_text().split()[1])
-        os.killpg(os.getpgrp(), signal.SIGINT)  # what Ctrl-C sends: the foreground process group
-        os.kill(pid, signal.SIGTERM)  # the sweep's stop (Linux delivers pending signals lowest number first)
-        thread.join(timeout=30)
+        await until(lambda: seen.exists() and seen.read_text().endswith("\n"), "the run to start")
+        pid, session, group = (int(n) for n in seen.read_text().split())
+        assert session == group == pid  # before: the sweep's session and group, which Ctrl-C reaches
+        assert session != os.getsid(0) and group != os.getpgrp()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if seen.exists():  # the sweep's stop
+            os.kill(int(seen.read_text().split()[0]), signal.SIGTERM)
+        thread.join(timeout=30)
     assert not thread.is_alive() and failures
-    assert seen.read_text().split()[2:] == ["SIGTERM"]  # before: SIGINT, then SIGTERM (the run's exit at once)
