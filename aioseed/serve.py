@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from aioseed import config_file
-from aioseed.errors import UserError
+from aioseed.errors import MissingFile, UserError
 from aioseed.server.batching.batcher import BatcherConfig
 from aioseed.server.config import ConsoleConfig, Display, LearnerConfig, ServerConfig, StopConfig
 
@@ -87,6 +87,8 @@ def build(config: ServeConfig) -> tuple[Learner, ServedPolicy, pathlib.Path]:
     directory = logdir / "checkpoints"
     # Read once, before the restore: a checkpoint written meanwhile is --watch's to load, not a label for these weights.
     path = checkpoint or tf.train.latest_checkpoint(str(directory))
+    if path is None:
+        raise MissingFile(f"no checkpoint under {directory}: has the run saved one yet?")
     agent, progress = restored_agent(saved, seen, logdir, path, config.device)
 
     def restore(path: str) -> Progress | None:

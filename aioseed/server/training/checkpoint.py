@@ -122,11 +122,13 @@ class Checkpointer:
         kept = [variable.numpy() for variable in variables]
         try:
             self._checkpoint.restore(path).assert_existing_objects_matched()
-        except (AssertionError, ValueError) as exc:  # TensorFlow's errors for values of another shape or kind
-            # All or nothing: TensorFlow has assigned the variables that fit before it met one that does not
-            # (serve --watch goes on serving these weights).
+        except BaseException as exc:
+            # All or nothing: TensorFlow has assigned the variables that fit before it met one that does not, or
+            # a file that could not be read (serve --watch goes on serving these weights).
             for variable, value in zip(variables, kept):
                 variable.assign(value)
+            if not isinstance(exc, (AssertionError, ValueError)):  # TensorFlow's errors for values of another shape or kind
+                raise
             first = first_line(exc)
             raise InvalidInput(
                 f"checkpoint {path} does not fit this learner: {first} (were the network or env flags different "

@@ -75,7 +75,8 @@ async def checked(messages: AsyncIterator[bytes], largest: int, what: str) -> As
     """Each of a stream's messages, parsed strictly, with its size in bytes. One longer than ``largest``,
     the most ``what`` can take, is refused (ProtocolError) before protobuf copies it. The bytes live in
     this generator's frame only, never in the handler's (see ``LearnerService.Learn``), and only while
-    it is parsed: an idle stream keeps no message alive (thousands of them would hold a message each)."""
+    it is parsed: an idle stream keeps neither them nor the parsed message here (gRPC's own reader still
+    holds the last bytes it read until the next arrive)."""
     async for raw in messages:
         size = len(raw)
         if size > largest:
