@@ -42,7 +42,11 @@ class LocalStream(Protocol):
 class LocalPort(Protocol):
     """Where in-process actors attach (``aioseed.server.service.LearnerService.open_local``)."""
 
-    def open_local(self, spec: EnvSpec, run_ids: np.ndarray, actor: str, evaluation: bool = False) -> LocalStream: ...
+    def open_local(
+        self, spec: EnvSpec, run_ids: np.ndarray, actor: str, evaluation: bool = False, previous: np.ndarray = ...
+    ) -> LocalStream:
+        """``previous``: the slots a reopened stream held, granted again where they are free (as a Hello's)."""
+        ...
 
 
 class Unanswered(Exception):
@@ -85,11 +89,16 @@ class ThreadedActor:
         """Streams of one group until done. Streams failed one after another without a step in between wait
         longer each time, with full jitter, as a gRPC actor's reconnects do."""
         wait = tenacity.wait_random_exponential(multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s)
-        name, lost = f"{self.name}/{index}", 0
+        name, lost, slots = f"{self.name}/{index}", 0, np.zeros(0, np.int32)
         while not self._finished():
             progress = group.steps
             try:
-                await self._stream(name, group, executor)
+                stream = self._open(name, group, slots)
+                slots = stream.slots  # a reopened stream asks for them back: the learner's episodes go on
+                try:
+                    await self._act(stream, group, executor)
+                finally:
+                    stream.close()
             except Unanswered as exc:
                 lost = 1 if group.steps > progress else lost + 1
                 delay = wait(Attempt(lost))
@@ -99,15 +108,17 @@ class ThreadedActor:
                 log.exception("env_group_failed", actor=name, steps=group.steps)
                 return
 
-    async def _stream(self, name: str, group: EnvGroup, executor: concurrent.futures.Executor) -> None:
-        loop = asyncio.get_running_loop()
-        stream = self._port.open_local(self.spec, group.run_ids, name, self.config.evaluation)
+    def _open(self, name: str, group: EnvGroup, previous: np.ndarray) -> LocalStream:
         try:
-            while not self._finished():
-                try:
-                    actions = await stream.act(group.rows(stream.slots, self.config.evaluation))
-                except Exception as exc:  # the learner's InferenceError: what a gRPC stream gets as INTERNAL
-                    raise Unanswered(f"{type(exc).__name__}: {exc}") from exc
-                await loop.run_in_executor(executor, group.step, actions)
-        finally:
-            stream.close()
+            return self._port.open_local(self.spec, group.run_ids, name, self.config.evaluation, previous)
+        except RuntimeError as exc:  # no free slot: a gRPC actor's RESOURCE_EXHAUSTED, tried again with backoff
+            raise Unanswered(f"{type(exc).__name__}: {exc}") from exc
+
+    async def _act(self, stream: LocalStream, group: EnvGroup, executor: concurrent.futures.Executor) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._finished():
+            try:
+                actions = await stream.act(group.rows(stream.slots, self.config.evaluation))
+            except Exception as exc:  # the learner's InferenceError: what a gRPC stream gets as INTERNAL
+                raise Unanswered(f"{type(exc).__name__}: {exc}") from exc
+            await loop.run_in_executor(executor, group.step, actions)

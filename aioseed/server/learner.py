@@ -163,9 +163,9 @@ class Learner:
         the difference of two readings)."""
         return self._stats.latency_counts.read()
 
-    def open_local(self, spec: EnvSpec, run_ids: Any, actor: str, evaluation: bool = False) -> LocalStream:
+    def open_local(self, spec: EnvSpec, run_ids: Any, actor: str, evaluation: bool = False, previous: Any = ()) -> LocalStream:
         """An in-process stream for Sebulba's actor threads (``LearnerService.open_local``)."""
-        return self._service.open_local(spec, run_ids, actor, evaluation)
+        return self._service.open_local(spec, run_ids, actor, evaluation, previous)
 
     def actors(self) -> list[dict[str, Any]]:
         return self._service.describe_streams()

@@ -30,10 +30,12 @@ class FakePort:
     """Answers every row with action 0, and fails the calls numbered in ``fail_at``."""
 
     def __init__(self, fail_at: tuple[int, ...] = ()) -> None:
-        self.fail_at, self.calls, self.streams = fail_at, 0, []
+        self.fail_at, self.calls, self.streams, self.asked = fail_at, 0, [], []
 
-    def open_local(self, spec: EnvSpec, run_ids: np.ndarray, actor: str, evaluation: bool = False) -> FakeStream:
-        stream = FakeStream(self, np.arange(len(run_ids), dtype=np.int32) + 2 * len(self.streams))
+    def open_local(self, spec: EnvSpec, run_ids: np.ndarray, actor: str, evaluation: bool = False, previous=()) -> FakeStream:
+        self.asked.append([int(s) for s in previous])
+        slots = np.asarray(previous, np.int32) if len(previous) else np.arange(len(run_ids), dtype=np.int32) + 10 * len(self.streams)
+        stream = FakeStream(self, slots)
         self.streams.append(stream)
         return stream
 
@@ -48,6 +50,8 @@ async def test_a_failed_inference_reopens_the_groups_stream_and_acting_goes_on()
     assert actor.steps >= 60
     assert len(port.streams) == 2 + 2  # each failure closed its stream and opened a new one
     assert all(stream.closed for stream in port.streams)
+    # ... on the slots it held, so that the learner's episode and unroll of each env go on
+    assert sum(1 for asked in port.asked if asked) == 2 and {int(s.slots[0]) for s in port.streams} == {0, 10}
 
 
 async def test_an_env_that_raises_stops_its_group_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -381,12 +381,12 @@ class LearnerService(pb_grpc.LearnerServicer):
 
         self._inference.detach(slots, info.pending, release)
 
-    def open_local(self, spec: EnvSpec, run_ids: np.ndarray, actor: str, evaluation: bool = False) -> LocalStream:
-        """An in-process stream (Sebulba's actor threads): slots, bookkeeping and batching as for a gRPC
-        stream, but rows go to the batcher as arrays, with no serialization and no network."""
+    def open_local(self, spec: EnvSpec, run_ids: np.ndarray, actor: str, evaluation: bool = False, previous: Any = ()) -> LocalStream:
+        """An in-process stream (Sebulba's actor threads): slots (``previous`` ones back, as a Hello's), bookkeeping
+        and batching as for a gRPC stream, but rows go to the batcher as arrays, with no serialization and no network."""
         if spec != self._spec:
             raise SpecMismatch(f"the in-process actor steps {spec}; the learner serves {self._spec}")
-        slots = self._slots.acquire([int(r) for r in run_ids])
+        slots = self._slots.acquire([int(r) for r in run_ids], [int(s) for s in previous])
         stream_id, info = self._attach("in-process", actor, slots, evaluation)
         return LocalStream(slots, lambda rows: self._answer(info, rows), lambda: self._detach(stream_id))
 

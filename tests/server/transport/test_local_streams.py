@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 from tests.conftest import small_config
 from tests.waiting import until
@@ -36,6 +37,13 @@ async def test_a_local_stream_gets_actions_and_shows_like_any_stream(tmp_path, r
         stream.close()  # once is enough; twice does no harm
         assert learner.actors() == []
         await until(lambda: learner.connected_envs == 0, "the slots to be released")
+        # Reopened (after a failed batch), it gets its slots back, as a Hello's previous_slots do.
+        other = learner.open_local(spec, env_groups(ActorConfig(num_envs=4, envs_per_message=4, seed=1))[1], "other")
+        again = learner.open_local(spec, group.run_ids, "sebulba-test/0", previous=stream.slots)
+        np.testing.assert_array_equal(again.slots, stream.slots)
+        assert not set(other.slots.tolist()) & set(stream.slots.tolist())
+        other.close()
+        again.close()
 
 
 async def test_an_env_with_another_spec_is_refused(tmp_path, running_learner) -> None:
