@@ -227,11 +227,14 @@ async def launch_actors(
         actors = [await asyncio.to_thread(ThreadedActor, actor, learner) for actor in configs]  # makes envs: off the loop
         tasks = [group.create_task(actor.run(), name=actor.name) for actor in actors]
 
-        async def watch_threads() -> None:  # as watch_actors: every env group failed
-            await asyncio.wait(tasks)
-            _stop_without_actors(learner, [actor.name for actor in actors])
+        training = [task for task, actor in zip(tasks, actors) if not actor.config.evaluation]
 
-        group.create_task(watch_threads(), name="actor-watch")
+        async def watch_threads() -> None:  # as watch_actors: every training env group failed
+            await asyncio.wait(training)
+            _stop_without_actors(learner, [task.get_name() for task in training])
+
+        if training:
+            group.create_task(watch_threads(), name="actor-watch")
 
         async def stop_threads() -> None:
             for task in tasks:
@@ -251,7 +254,9 @@ async def launch_actors(
             raise
         return fleet.stop
     processes = start_actors(configs)
-    group.create_task(watch_actors(processes, learner), name="actor-watch")
+    training = [process for process, actor in zip(processes, configs) if not actor.evaluation]
+    if training:
+        group.create_task(watch_actors(training, learner), name="actor-watch")
 
     async def stop() -> None:
         await asyncio.to_thread(stop_actors, processes)
@@ -264,8 +269,8 @@ ACTORS_EXITED = "actors exited"
 
 
 async def watch_actors(processes: list[multiprocessing.process.BaseProcess], learner: Learner) -> None:
-    """Stops the learner once every actor process has exited (an env that crashes them, a refusal): it would
-    wait for frames that never come. A stop already under way (which ends the actors) is left alone."""
+    """Stops the learner once every training actor process has exited (an env that crashes them, a refusal):
+    it would wait for frames that never come. A stop already under way (which ends the actors) is left alone."""
     while any(process.is_alive() for process in processes):  # reaps, never blocks
         await asyncio.sleep(1.0)
     _stop_without_actors(learner, [f"{process.name}: exit code {process.exitcode}" for process in processes])
