@@ -116,10 +116,20 @@ class Sender:
         self._lock = threading.Lock()
         self._pending = 0
         self.dropped = 0
+        self._summaries = 0
+        """Summaries submitted: once closing, only the newest of those still queued is sent."""
+        self._closing = False
 
     def summary(self, snapshot: Mapping[str, float], frames: int) -> None:
-        snapshot = dict(snapshot)
-        self._submit("scalars", lambda: self._send_summary(snapshot, frames))
+        snapshot, number = dict(snapshot), self._summaries + 1
+
+        def send() -> None:
+            if self._closing and number != self._summaries:  # superseded: the checkpoint and the close go first
+                return
+            self._send_summary(snapshot, frames)
+
+        if self._submit("scalars", send):
+            self._summaries = number
 
     def checkpoint(self, path: str, frames: int, final: bool) -> None:
         if self.checkpoints == "all" or (self.checkpoints == "last" and final):
@@ -127,7 +137,8 @@ class Sender:
             self._submit("checkpoint", lambda: self._tracker.checkpoint(files, pathlib.Path(path).name, frames), droppable=False)
 
     def close(self, ok: bool, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
-        """Sends what is queued, then ends the run; gives up waiting after ``timeout_s``."""
+        """Sends what is queued (of the summaries, the newest), then ends the run; gives up waiting after ``timeout_s``."""
+        self._closing = True
         future = self._executor.submit(self._guard, "close", lambda: self._tracker.close(ok))
         try:
             future.result(timeout=timeout_s)
@@ -150,12 +161,13 @@ class Sender:
                     except Exception as exc:
                         log.error("tracking_failed", what="clip", error=f"{type(exc).__name__}: {exc}")
 
-    def _submit(self, what: str, send: Callable[[], object], droppable: bool = True) -> None:
-        """``droppable``: a summary, which the next one supersedes; a checkpoint (one per interval) is not."""
+    def _submit(self, what: str, send: Callable[[], object], droppable: bool = True) -> bool:
+        """Whether ``send`` was queued. ``droppable``: a summary, which the next one supersedes; a checkpoint (one
+        per interval) is not."""
         with self._lock:
             if droppable and self._pending >= MAX_PENDING:
                 self.dropped += 1
-                return
+                return False
             self._pending += 1
 
         def run() -> None:
@@ -166,6 +178,7 @@ class Sender:
                     self._pending -= 1
 
         self._executor.submit(run)
+        return True
 
     def _guard(self, what: str, send: Callable[[], object]) -> None:
         try:
