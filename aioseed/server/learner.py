@@ -105,8 +105,10 @@ class Learner:
         return self._trainer.version
 
     def set_version(self, train_steps: int) -> None:
-        """The parameter version the metrics report (aioseed serve: the served checkpoint's train steps)."""
+        """The parameter version the metrics report (aioseed serve: the served checkpoint's train steps); the
+        train-step rate counts from it."""
         self._trainer.version = train_steps
+        self._stats.restore(self._stats.frames, train_steps)
 
     @property
     def paused(self) -> bool:

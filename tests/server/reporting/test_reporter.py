@@ -114,3 +114,16 @@ async def test_a_write_held_up_by_the_train_thread_holds_up_no_snapshot() -> Non
         await until(lambda: len(written) >= 2, "the newest snapshot written")
         task.cancel()
     assert written[0] == 1.0 and written[1] >= 20.0  # the second write is the newest then, not the second snapshot
+
+
+async def test_a_version_set_from_outside_is_no_train_step(running_learner, tmp_path) -> None:
+    """aioseed serve sets the served checkpoint's version; a learner that trains nothing reports no update rate."""
+    from tests.conftest import small_config
+    from tests.waiting import until
+
+    async with running_learner(small_config(tmp_path, metrics_every_s=0.05)) as learner:
+        learner.set_version(5000)
+        set_at = learner.metrics().get("time", 0.0)
+        await until(lambda: len(learner.series(set_at)) >= 2, "two snapshots")
+        rates = [point["learner/train_steps_per_s"] for point in learner.series(set_at)]
+        assert rates == [0.0] * len(rates) and learner.metrics()["learner/train_steps"] == 5000  # before: 5000 / interval
