@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from aioseed.errors import InvalidInput
 from aioseed.sweep.config import Sweep, SweepConfig, read_sweep
 from aioseed.sweep.trial import Pruned, TrialFailed, command, run_trial, write_config
 from aioseed.tables import merged, nested
@@ -162,6 +163,23 @@ def _grid_sampler() -> type:
     return RetriesFirst
 
 
+def check_unchanged(sweep: Sweep, study: optuna.Study) -> None:
+    """Optuna keeps a study's choices: a grid, seed list or choice edited since the study began is refused now,
+    naming the change (Optuna's own error came from the first trial, as a traceback)."""
+    from optuna.distributions import CategoricalDistribution
+
+    wanted = {k: list(v) for k, v in sweep.grid.items()} | {k: list(d.choices) for k, d in sweep.space.items() if d.choices}
+    if sweep.sampler == "grid":
+        wanted["seed"] = list(sweep.seeds)
+    for trial in study.get_trials(deepcopy=False):
+        for name, distribution in trial.distributions.items():
+            if isinstance(distribution, CategoricalDistribution) and name in wanted and list(distribution.choices) != wanted[name]:
+                raise InvalidInput(
+                    f"{sweep.source}: {name} was {list(distribution.choices)}, now {wanted[name]}; a study keeps its "
+                    "choices: give the sweep another sweep.name to start a new study"
+                )
+
+
 def total_trials(sweep: Sweep) -> int:
     settings = 1
     for values in sweep.grid.values():
@@ -198,6 +216,7 @@ def run(sweep: Sweep) -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     window = check(sweep)
     study = study_of(sweep)
+    check_unchanged(sweep, study)
     total = total_trials(sweep)
     for failed in failed_pairs(study):
         study.enqueue_trial(failed.params, user_attrs={"seed": failed.user_attrs["seed"]})

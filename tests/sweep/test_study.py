@@ -85,3 +85,25 @@ def test_trials_that_failed_are_all_run_again_by_the_next_invocation(tmp_path, m
     study = studies.run(sweep)
     assert len(studies.finished_pairs(study)) == 3 and not studies.failed_pairs(study)
     assert sorted(ran[3:]) == ["learning_rate-0.001", "learning_rate-0.002", "learning_rate-0.003"]
+
+
+
+def test_a_grid_edited_between_invocations_is_refused_naming_the_change(tmp_path, monkeypatch) -> None:
+    """Optuna cannot change a study's choices; the sweep says so, before any trial, instead of a traceback."""
+    from aioseed.errors import InvalidInput
+    from aioseed.sweep import study as studies
+
+    path = tmp_path / "sweep.toml"
+
+    def grid(*rates: float):
+        values = ", ".join(map(str, rates))
+        path.write_text(
+            f"[sweep]\ndirectory = '{tmp_path / 'trials'}'\nseeds = [4]\n"
+            f"[grid]\n'learner.impala.learning_rate' = [{values}]\n[run.learner.stop]\nafter_frames = 100\n"
+        )
+        return read_sweep(path)
+
+    monkeypatch.setattr(studies, "run_trial", lambda command, logdir, every, report, window: 0.5)
+    studies.run(grid(0.001, 0.002))
+    with pytest.raises(InvalidInput, match=r"learner.impala.learning_rate was \[0.001, 0.002\], now \[0.001, 0.003\]"):
+        studies.run(grid(0.001, 0.003))
