@@ -142,12 +142,26 @@ def build(config: LearnerConfig, run: object | None = None) -> Learner:
         objects = {**agent.checkpoint_objects(), **(opponent.checkpoint_objects() if opponent is not None else {})}
         # A run that resumes writes config.toml once its checkpoint has restored: flags that do not fit it leave
         # the logdir as it was. A new run writes it now (a tracker uploads it as it starts).
-        checkpointer = Checkpointer(logdir / "checkpoints", objects, warm_start=warm_start(config), restored=save_config)
+        restored = on_restored(save_config, opponent, lambda: checkpointer.latest is None)
+        checkpointer = Checkpointer(logdir / "checkpoints", objects, warm_start=warm_start(config), restored=restored)
         if checkpointer.latest is None:
             save_config()
         tracker = tracking_sender(config, config_file.document(run or config))
     log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
     return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference), tracker=tracker, opponent=opponent)
+
+
+def on_restored(save_config: Callable[[], None], opponent: FrozenOpponent | None, new_run: Callable[[], bool]) -> Callable[[], None]:
+    """What runs once the checkpointer has restored, in the train thread: config.toml is written, and a new run's
+    frozen opponent copies the learner again (``--init-checkpoint``'s weights arrive after its first copy; a
+    resumed run's opponent has its own, restored)."""
+
+    def restored() -> None:
+        save_config()
+        if opponent is not None and new_run():
+            opponent.refresh(0, 0)
+
+    return restored
 
 
 def frozen_opponent(config: LearnerConfig, spec: EnvSpec, agent: Agent) -> FrozenOpponent | None:

@@ -94,8 +94,8 @@ class Stats:
     ) -> None:
         """``evaluation`` and ``right``: <bool>[E] episodes of evaluation envs and of right-side players (each kept
         apart from ``returns``, which the mean return, the curves and the stop conditions read)."""
-        if evaluation is not None and evaluation.any():
-            self.eval_returns.extend(returns[evaluation].tolist())
+        if evaluation is not None and evaluation.any():  # of a sided game, the left side's: it is what training plays
+            self.eval_returns.extend(returns[evaluation if right is None else evaluation & ~right].tolist())
             keep = ~evaluation
             returns, lengths, right = returns[keep], lengths[keep], None if right is None else right[keep]
         if right is not None and right.any():

@@ -94,3 +94,25 @@ def test_the_frozen_opponent_copies_the_weights_only_every_refresh_frames_and_ch
     assert (restored.version, restored.frames_at) == (6, 100)
     assert same(weights(target), kept)
     assert restored.metrics() == {"selfplay/opponent_version": 6.0, "selfplay/opponent_frames": 100.0}
+
+
+def test_a_warm_started_runs_opponent_starts_from_the_warm_start_not_the_initial_weights(tmp_path) -> None:
+    """The opponent copies the learner when it is built, before ``--init-checkpoint``'s weights are loaded: a new run
+    copies again once they are (a resumed run keeps its restored opponent)."""
+    from aioseed.app import on_restored
+    from aioseed.server.training.checkpoint import WarmStart
+
+    spec = EnvSpec((4,), "float32", 2, players=(1, 1))
+    pretrained = ImpalaPolicy(spec, ImpalaConfig())
+    Checkpointer(tmp_path / "pretrained", {"network": pretrained.network}).save(Progress(50, 5000))
+    live, frozen = ImpalaPolicy(spec, ImpalaConfig()), ImpalaPolicy(spec, ImpalaConfig())
+    opponent = FrozenOpponent(live, frozen, refresh_frames=100)
+    directory = tmp_path / "run" / "checkpoints"
+    checkpointer = Checkpointer(
+        directory, {"network": live.network, **opponent.checkpoint_objects()},
+        warm_start=WarmStart(tmp_path / "pretrained", ("network",)),
+        restored=on_restored(lambda: None, opponent, lambda: checkpointer.latest is None),  # as app.build
+    )
+    assert checkpointer.restore() is None  # a new run, warm-started
+    for played, loaded in zip(frozen.policy_variables(), pretrained.policy_variables(), strict=True):
+        np.testing.assert_array_equal(played.numpy(), loaded.numpy())  # before: the initial weights
