@@ -112,11 +112,16 @@ def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:
 
 
 def warm_start(config: LearnerConfig) -> WarmStart | None:
-    """What ``--init-checkpoint`` loads: the networks, and with ``--init-optimizer`` the optimizer."""
+    """What ``--init-checkpoint`` loads: the networks, and with ``--init-optimizer`` the optimizer; with a policy
+    per side (``self_play.opponent separate``), the right side's too."""
     if config.init_checkpoint is None:
         return None
-    optimizer = ("optimizer",) if config.init_optimizer else ()
-    return WarmStart(config.init_checkpoint, ("network", "target_network", *optimizer))
+    names = ("network", "target_network", *(("optimizer",) if config.init_optimizer else ()))
+    if config.self_play.opponent == "separate":
+        from aioseed.algos.impala.sides import RIGHT_PREFIX
+
+        names = (*names, *(RIGHT_PREFIX + name for name in names))
+    return WarmStart(config.init_checkpoint, names)
 
 
 def build(config: LearnerConfig, run: object | None = None) -> Learner:

@@ -114,3 +114,24 @@ def test_several_training_devices_are_refused() -> None:
     left.replicas = TwoDevices()
     with pytest.raises(ValueError, match="one device"):
         SidedAgent(left, left)
+
+
+def test_a_warm_start_loads_both_sides_policies(tmp_path) -> None:
+    """--init-checkpoint of a run with a policy per side: the right side's weights were left at their initial values."""
+    from aioseed.app import warm_start
+    from aioseed.envs.football import FootballConfig
+    from aioseed.server.config import LearnerConfig, SelfPlayConfig
+
+    trained = sided()
+    Checkpointer(tmp_path / "old", trained.checkpoint_objects()).save(Progress(10, 100))
+    config = LearnerConfig(
+        env="football:academy_3_vs_1_with_keeper", football=FootballConfig(right_players=1),
+        self_play=SelfPlayConfig(opponent="separate"), init_checkpoint=tmp_path / "old",
+    )
+    fresh = sided()
+    for variable in fresh.right.network.weights:  # so that a right side left as it was differs from the source
+        variable.assign(variable + 1.0)
+    assert Checkpointer(tmp_path / "new", fresh.checkpoint_objects(), warm_start=warm_start(config)).restore() is None
+    for side in ("left", "right"):
+        for loaded, source in zip(getattr(fresh, side).network.weights, getattr(trained, side).network.weights, strict=True):
+            np.testing.assert_array_equal(loaded.numpy(), source.numpy())
