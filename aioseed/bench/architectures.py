@@ -22,6 +22,7 @@ import sys
 import numpy as np
 
 from aioseed.bench.atari import components, compute_bound, end_to_end
+from aioseed.bench.children import ended, reported
 from aioseed.bench.config import ArchitecturesBench, AtariBench, atari_run, cartpole_run
 from aioseed.launch import RunConfig
 from aioseed.server.config import StopConfig
@@ -76,8 +77,10 @@ def anakin_rate(run: RunConfig, warmup_s: float, seconds: float) -> float:
     results = context.Queue()
     process = context.Process(target=_anakin, args=(learner, run.num_actors * run.envs_per_actor, results))
     process.start()
-    history = results.get(timeout=warmup_s + seconds + 300)["history"]
-    process.join(60)
+    try:
+        history = reported(results, [process], warmup_s + seconds + 300)["history"]
+    finally:
+        ended(process)
     end_s, end_frames = history[-1]
     start_s, start_frames = next((s, f) for s, f in history if s >= end_s - seconds)
     return (end_frames - start_frames) / max(end_s - start_s, 1e-9)

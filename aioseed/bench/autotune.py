@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from aioseed.bench.children import ended, reported
 from aioseed.bench.config import AutotuneBench, atari_run, cartpole_run
 from aioseed.launch import RunConfig
 from aioseed.server.batching.autotune import BatchingConfig
@@ -186,7 +187,10 @@ def main(bench: AutotuneBench) -> int:
         process = context.Process(target=_measure_in_process, args=(name, bench, results), name=f"autotune-{name}")
         process.start()
         points = len(bench.batch_sizes) * len(bench.deadlines_ms)
-        row = {"workload": name, "latency_target_ms": bench.latency_target_ms, **results.get(timeout=bench.warmup_s + 3 * (points + 2) * (bench.settle_s + bench.measure_s) + 600)}
-        process.join(60)
+        try:
+            figures = reported(results, [process], bench.warmup_s + 3 * (points + 2) * (bench.settle_s + bench.measure_s) + 600)
+        finally:
+            ended(process)
+        row = {"workload": name, "latency_target_ms": bench.latency_target_ms, **figures}
         sys.stdout.write((json.dumps(row) if bench.json else json.dumps(row, indent=2)) + "\n")
     return 0

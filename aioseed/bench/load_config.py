@@ -25,6 +25,10 @@ class TransportBench:
     json: bool = False
     """Print one JSON object per configuration."""
 
+    def __post_init__(self) -> None:
+        if self.actor_processes < 1 or min(self.streams, default=0) < 1 or min(self.rows_per_message, default=0) < 1:
+            raise ValueError("actor_processes, every streams value and every rows_per_message value must be >= 1")
+
 
 @dataclasses.dataclass(frozen=True)
 class ServeBench:
@@ -71,3 +75,7 @@ class StreamsBench:
     """The learner's batch deadline."""
     json: bool = False
     """Print one JSON object per configuration."""
+
+    def __post_init__(self) -> None:
+        if self.client_processes < 1 or self.streams < 1 or self.rows_per_message < 1:
+            raise ValueError("client_processes, streams and rows_per_message must be >= 1")

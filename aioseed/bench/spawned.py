@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 
+from aioseed.bench.children import ended, reported
 from aioseed.launch import RunConfig, RunSummary
 
 
@@ -27,6 +28,8 @@ def run_in_process(config: RunConfig, timeout_s: float) -> RunSummary:
     results = context.Queue()
     process = context.Process(target=_one_run, args=(config, results), name="aioseed-run")
     process.start()
-    summary: RunSummary = results.get(timeout=timeout_s + 120)
-    process.join(60)
+    try:
+        summary: RunSummary = reported(results, [process], timeout_s + 120)
+    finally:
+        ended(process)
     return summary

@@ -18,10 +18,12 @@ import os
 import pathlib
 import sys
 import time
+from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from aioseed.bench.children import ended, reported
 from aioseed.bench.load_config import TransportBench
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.server.batching.batcher import BatcherConfig
@@ -226,24 +228,28 @@ def run_trial(trial: Trial) -> dict:
     """One server process and its client processes; figures over the measured seconds."""
     context = multiprocessing.get_context("spawn")
     ready, stop, results = context.Queue(), context.Event(), context.Queue()
-    server = context.Process(target=_serve, args=(trial, ready, stop))
+    server = context.Process(target=_serve, args=(trial, ready, stop), name="bench-server")
     server.start()
-    port = ready.get(timeout=120)
-    per_process = [trial.streams // trial.client_processes] * trial.client_processes
-    per_process[0] += trial.streams - sum(per_process)
-    clients = [
-        context.Process(target=_client, args=(port, n, trial, results, i))
-        for i, n in enumerate(per_process)
-        if n
-    ]
-    for client in clients:
-        client.start()
-    outputs = [results.get(timeout=trial.warmup_s + trial.seconds + 300) for _ in clients]
-    for client in clients:
-        client.join()
-    stop.set()
-    batching = ready.get(timeout=60) if trial.server != "echo" else None
-    server.join(60)
+    clients: list[BaseProcess] = []
+    try:
+        port = reported(ready, [server], 120)
+        per_process = [trial.streams // trial.client_processes] * trial.client_processes
+        per_process[0] += trial.streams - sum(per_process)
+        clients = [
+            context.Process(target=_client, args=(port, n, trial, results, i), name=f"bench-client-{i}")
+            for i, n in enumerate(per_process)
+            if n
+        ]
+        for client in clients:
+            client.start()
+        outputs = []
+        for _ in clients:  # each client reports once; a client that died first ends the trial
+            outputs.append(reported(results, clients, trial.warmup_s + trial.seconds + 300))
+        stop.set()
+        batching = reported(ready, [server], 60) if trial.server != "echo" else None
+    finally:
+        stop.set()
+        ended(*clients, server)
     latencies = np.concatenate([np.asarray(o["latencies"]) for o in outputs]) * 1e3
     round_trips = sum(o["round_trips"] for o in outputs)
     cpu_s = math.nan
