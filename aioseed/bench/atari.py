@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from aioseed.bench.config import AtariBench
-from aioseed.bench.spawned import run_in_process
+from aioseed.bench.spawned import run_in_process, timed_history
 from aioseed.launch import RunConfig
 from aioseed.server.config import StopConfig
 
@@ -45,8 +45,7 @@ def measure(run: RunConfig, warmup_s: float, seconds: float) -> dict[str, float]
     ``seconds``."""
     stop = StopConfig(after_seconds=warmup_s + seconds)
     learner = dataclasses.replace(run.learner, stop=stop)
-    summary = run_in_process(dataclasses.replace(run, learner=learner), warmup_s + seconds)
-    points = summary.history
+    points = timed_history(run_in_process(dataclasses.replace(run, learner=learner), warmup_s + seconds))
     start_at = points[-1]["time"] - seconds
     window = [p for p in points if p["time"] >= start_at]
     first, last = window[0], window[-1]

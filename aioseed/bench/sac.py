@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from aioseed.bench.config import SacBench
-from aioseed.bench.spawned import run_in_process
+from aioseed.bench.spawned import run_in_process, timed_history
 from aioseed.presets import preset
 from aioseed.server.config import StopConfig
 
@@ -87,8 +87,8 @@ def run_rates(bench: SacBench) -> dict[str, float]:
         run.learner, env=bench.env, sac=sac, logdir=None, tensorboard=False, metrics_every_s=1.0,
         stop=StopConfig(after_seconds=bench.seconds), console=dataclasses.replace(run.learner.console, enabled=False),
     )
-    summary = run_in_process(dataclasses.replace(run, learner=learner), bench.seconds + 120)
-    training = [s for s in summary.history if s.get("learner/train_steps", 0) > 0]
+    history = timed_history(run_in_process(dataclasses.replace(run, learner=learner), bench.seconds + 120))
+    training = [s for s in history if s.get("learner/train_steps", 0) > 0]
     if len(training) < 2:
         raise RuntimeError(f"training ran for fewer than two snapshots in {bench.seconds:g} s; give it more --seconds")
     first, last = training[0], training[-1]

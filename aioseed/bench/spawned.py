@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 
-from aioseed.bench.children import ended, reported
+from aioseed.bench.children import ChildFailed, ended, reported
 from aioseed.launch import RunConfig, RunSummary
 
 
@@ -33,3 +33,12 @@ def run_in_process(config: RunConfig, timeout_s: float) -> RunSummary:
     finally:
         ended(process)
     return summary
+
+
+def timed_history(summary: RunSummary) -> list[dict[str, float]]:
+    """The snapshots of a run a bench stopped by time, up to that stop: not the shutdown's drain, in which the
+    actors are ended and few frames come. ChildFailed for a run that stopped otherwise (its actors exited, say):
+    its rate would read as a figure."""
+    if summary.stop_reason != "time" or summary.stop_time is None:
+        raise ChildFailed(f"the measured run stopped early ({summary.stop_reason}), at {summary.frames} frames; its log is above")
+    return [point for point in summary.history if point["time"] <= summary.stop_time]

@@ -40,3 +40,15 @@ def test_a_process_still_running_is_ended() -> None:
     hung.start()
     ended(hung, wait_s=0.5)
     assert not hung.is_alive() and hung.exitcode is not None
+
+
+def test_a_timed_runs_figures_end_at_its_stop_and_a_run_that_stopped_otherwise_is_no_figure() -> None:
+    from aioseed.bench.spawned import timed_history
+    from aioseed.launch import RunSummary
+
+    history = [{"time": t, "charts/frames": 100.0 * t} for t in (1.0, 2.0, 3.0, 3.5)]
+    timed = RunSummary(300, 3, 0.0, "time", 3.0, 300, 0.0, history)
+    assert timed_history(timed) == history[:3]  # not the drain's snapshot after the stop
+    crashed = RunSummary(0, 0, 0.0, "actors exited", 1.0, 0, 0.0, history)
+    with pytest.raises(ChildFailed, match=r"stopped early \(actors exited\)"):
+        timed_history(crashed)  # before: frames/s read 0 (or divided by zero), exit 0
