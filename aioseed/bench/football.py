@@ -56,7 +56,7 @@ def training_run(bench: FootballBench) -> dict[str, float | int | bool | None]:
         stop=StopConfig(
             after_frames=bench.learn_frames if learning else None,
             at_return=bench.target_scoring if learning else None,
-            after_seconds=None if learning else duration_s,
+            after_seconds=duration_s,  # learning: the time limit, which ends the run with target_reached false
         ),
     )
     started = time.monotonic()
