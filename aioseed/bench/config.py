@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Annotated, Union
+from typing import Annotated, Literal, Union
 
 import tyro
 
+from aioseed.algos.impala.config import NetworkKind
 from aioseed.bench.load_config import ServeBench, StreamsBench, TransportBench
+from aioseed.envs.registry import EnvBackend
 from aioseed.launch import PresetName, RunConfig
 from aioseed.server.config import ConsoleConfig, StopConfig
 from aioseed.server.trajectories.pacing import ActingMode
@@ -151,7 +153,7 @@ class DevicesBench:
 
     devices: str = "/CPU:0,/CPU:1"
     """The devices of the data-parallel step (/CPU:k splits the CPU into logical devices)."""
-    networks: tuple[str, ...] = ("mlp", "nature_cnn")
+    networks: tuple[Literal["mlp", "nature_cnn"], ...] = ("mlp", "nature_cnn")
     """mlp: CartPole's observations; nature_cnn: Pong's 4x84x84 frames."""
     batch_size: int = 32
     """Unrolls per train step (split equally between the devices)."""
@@ -168,9 +170,9 @@ class ArchitecturesBench:
     """SEED, IMPALA, Sebulba and Anakin training on the same cores for a fixed time: frames/s, policy lag,
     wire bytes per env step and the CPU split, on Pong (Nature CNN) and CartPole (MLP)."""
 
-    workloads: tuple[str, ...] = ("pong", "cartpole")
+    workloads: tuple[Literal["pong", "cartpole"], ...] = ("pong", "cartpole")
     """pong: ``bench atari``'s set-up; cartpole: ``aioseed run``'s default."""
-    architectures: tuple[str, ...] = ("seed", "impala", "sebulba", "anakin")
+    architectures: tuple[Literal["seed", "impala", "sebulba", "anakin"], ...] = ("seed", "impala", "sebulba", "anakin")
     """Rows of each workload (anakin only for envs written in TensorFlow)."""
     impala_envs_per_message: int = 1
     """IMPALA rows: envs each actor-side inference covers (1: IMPALA's actors, one env per policy call)."""
@@ -195,7 +197,7 @@ class AutotuneBench:
     the grid's best setting that meets the latency target, then the tuner from a bad start (batch 1,
     deadline 0.1 ms) for the grid's total time."""
 
-    workloads: tuple[str, ...] = ("cartpole-64", "cartpole-1024", "pong")
+    workloads: tuple[Literal["cartpole-64", "cartpole-1024", "pong"], ...] = ("cartpole-64", "cartpole-1024", "pong")
     """cartpole-64: 64 streams at K=1; cartpole-1024: 1,024 streams at K=1; pong: Nature CNN, 2 x 32 envs at K=32."""
     batch_sizes: tuple[int, ...] = (8, 32, 128, 512, 1024)
     """Grid: max_batch_size values."""
@@ -250,7 +252,7 @@ class PrecisionBench:
 
     run: RunConfig = dataclasses.field(default_factory=ppo_run)
     """Whose network, env and train batch are timed (default: --preset atari-ppo's)."""
-    networks: tuple[str, ...] = ("nature_cnn",)
+    networks: tuple[NetworkKind, ...] = ("nature_cnn",)
     """Torsos to time (the run's impala.network is replaced by each; impala_resnet's train step on the
     default batch takes ~10 s here)."""
     inference_batches: tuple[int, ...] = (8, 32, 256)
@@ -323,7 +325,7 @@ class EnvBackendsBench:
 
     env: str = "ALE/Pong-v5"
     """An ALE/ id, football:<scenario> or a gymnasium id that EnvPool also has (Hopper-v5, ...)."""
-    backends: tuple[str, ...] = ("default", "envpool")
+    backends: tuple[EnvBackend, ...] = ("default", "envpool")
     """The backends, in the order they run."""
     episodes: int = 16
     """Episodes per backend (the returns' sample): each env's first episodes/envs (rounded up)."""
