@@ -340,6 +340,10 @@ class EnvBackendsBench:
     json: bool = False
     """Print one JSON object."""
 
+    def __post_init__(self) -> None:
+        if self.episodes < 2 or self.envs < 1:
+            raise ValueError("episodes must be >= 2 (Welch's test needs each backend's spread) and envs >= 1")
+
 
 BENCHES: dict[str, type] = {
     "transport": TransportBench,

@@ -23,7 +23,8 @@ def test_every_benchmark_dispatches_to_its_own_modules_main_taking_its_config() 
     ("args", "named"),
     [(["architectures", "--workloads", "foo"], "foo"), (["architectures", "--architectures", "seeed"], "seeed"),
      (["env-backends", "--backends", "foo"], "foo"), (["devices", "--networks", "impala_resnet"], "impala_resnet"),
-     (["autotune", "--workloads", "cartpole-128"], "cartpole-128"), (["streams", "--client-processes", "0"], "client_processes")],
+     (["autotune", "--workloads", "cartpole-128"], "cartpole-128"), (["streams", "--client-processes", "0"], "client_processes"),
+     (["env-backends", "--episodes", "1"], "episodes must be >= 2")],
 )
 def test_a_bench_name_or_count_it_cannot_run_is_refused_before_it_starts(args: list[str], named: str, capsys) -> None:
     """Before: a KeyError minutes in, a hang, or the default measured under the typo's label."""
