@@ -31,14 +31,25 @@ def first_line(exc: BaseException) -> str:
     return lines[0][:300] if lines else type(exc).__name__
 
 
+def variables_of(trackable: Any) -> list[Any]:
+    """The variables a checkpoint keeps of ``trackable``: a variable, a model's or optimizer's ``variables``, or
+    those a ``tf.train.Checkpoint`` holds (self-play's opponent)."""
+    import tensorflow as tf
+
+    if isinstance(trackable, tf.Variable):
+        return [trackable]
+    if hasattr(trackable, "variables"):
+        return list(trackable.variables)
+    return [child for child in tf.train.TrackableView(trackable).descendants() if isinstance(child, tf.Variable)]
+
+
 def non_finite_variables(objects: dict[str, Any]) -> list[str]:
     """Names of the float variables of ``objects`` (models, optimizers, variables) with a NaN or inf."""
     import tensorflow as tf
 
     bad = []
     for name, obj in objects.items():
-        variables = [obj] if isinstance(obj, tf.Variable) else list(getattr(obj, "variables", []))
-        for variable in variables:
+        for variable in variables_of(obj):
             if tf.as_dtype(variable.dtype).is_floating and not bool(tf.reduce_all(tf.math.is_finite(variable))):
                 bad.append(f"{name}/{variable.name}")
     return bad
@@ -143,13 +154,8 @@ class Checkpointer:
         return progress
 
     def _variables(self) -> list[Any]:
-        """The variables a restore may assign: the counters', and those of the objects (models, optimizers)."""
-        import tensorflow as tf
-
-        found = [self._train_steps, self._frames]
-        for trackable in self._objects.values():
-            found += [trackable] if isinstance(trackable, tf.Variable) else list(getattr(trackable, "variables", []))
-        return found
+        """The variables a restore may assign: the counters', and those of the objects."""
+        return [self._train_steps, self._frames, *(v for trackable in self._objects.values() for v in variables_of(trackable))]
 
     def _load_warm_start(self, warm: WarmStart) -> None:
         import tensorflow as tf

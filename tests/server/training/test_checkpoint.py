@@ -172,3 +172,16 @@ def test_a_checkpoint_that_does_not_fit_leaves_every_weight_as_it_was(tmp_path) 
         Checkpointer(tmp_path, {"network": served}).restore(path)
     for weight, kept in zip(served.weights, before, strict=True):
         np.testing.assert_array_equal(weight.numpy(), kept)  # before: the torso held the other run's weights
+
+
+def test_the_variables_a_checkpoint_keeps_include_those_a_tf_checkpoint_holds() -> None:
+    """Self-play's opponent is kept as a tf.train.Checkpoint: its weights were neither checked for NaN before a save
+    nor put back after a refused restore."""
+    import tensorflow as tf
+
+    from aioseed.server.training.checkpoint import non_finite_variables, variables_of
+
+    weights = [tf.Variable([1.0, float("nan")]), tf.Variable(2.0)]
+    opponent = tf.train.Checkpoint(weights=weights, version=tf.Variable(3, dtype=tf.int64))
+    assert {id(v) for v in variables_of(opponent)} >= {id(w) for w in weights}
+    assert len(non_finite_variables({"opponent": opponent})) == 1
