@@ -66,7 +66,7 @@ async def evaluate_under_a_protocol(logdir) -> None:
     assert (played["sticky_action_probability"], played["noop_max"], played["episodic_life"], played["stack"]) == (0.25, 0, False, 4)
     assert result["frames"] > 0 and result["aioseed_version"] == __version__
     assert result["run_provenance"] == config_file.saved_provenance(logdir) and result["run_provenance"]["aioseed"] == __version__
-    kept = logdir / "evaluations" / f"ALE-Pong-v5_machado_{result['frames']}.json"
+    kept = logdir / "evaluations" / f"ALE-Pong-v5_machado_{result['frames']}_1ep.json"
     assert result.pop("written") == str(kept) and json.loads(kept.read_text()) == result
 
 
