@@ -355,7 +355,7 @@ class Learner:
         decision = self._tuner.observe(
             Observation(
                 seconds=seconds,
-                steps_per_s=snapshot["charts/frames_per_s"] / self.spec.frames_per_step,
+                steps_per_s=snapshot["batcher/rows_per_s"],  # evaluation rows too: serve's are all evaluation
                 latency_p99_ms=snapshot["inference/latency_ms_p99"],
                 connected_rows=self.connected_envs,
                 message_rows=self._service.largest_stream,

@@ -48,8 +48,7 @@ log = structlog.get_logger()
 
 INFEASIBLE = 1e12
 """Subtracted from the score of settings that miss the latency target (any that meets it scores higher)."""
-BATCH_SIZES = tuple(2**k for k in range(13))
-"""1 .. 4096 rows."""
+BATCH_SIZES = tuple(2**k for k in range(13))  # 1 .. 4096 rows
 DEADLINES_MS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 PATTERN = (1, 2, 4)
 """Grid steps a candidate may lie from the setting a search starts at: a direction whose candidate
@@ -162,7 +161,9 @@ class BatchTuner:
         if self._rows and abs(observation.connected_rows - self._rows) > self._rows / 4:
             self._rows = observation.connected_rows
             return self._restart(f"connected rows changed to {observation.connected_rows}")
-        self._rows = observation.connected_rows
+        first, self._rows = not self._rows, observation.connected_rows
+        if first and BATCH_SIZES[self._b] > self._max_batch():  # a start above the rows: every candidate lies off range
+            return self._restart("starting")
         if observation.message_rows != self._message_rows:
             self._message_rows = observation.message_rows
             if BATCH_SIZES[self._b] < self._min_batch():
@@ -272,8 +273,7 @@ class BatchTuner:
             self._candidates[:0] = self._along([direction], longer[0])
 
     @staticmethod
-    def _shifted(score: float) -> float:
-        """Scores of settings that miss the target back on their own (positive) scale."""
+    def _shifted(score: float) -> float:  # scores of settings that miss the target back on their own scale
         return score + INFEASIBLE if score < 0 else score
 
     def _undecided(self, noise: float) -> float:
@@ -288,7 +288,7 @@ class BatchTuner:
         whatever the throughput; among settings that miss it the score goes as steps/s squared
         (Little's law: p99 ~ rows / steps/s), so its noise doubles."""
         home = self._home_score
-        if (score < 0) != (home < 0) or math.isinf(home) or home == 0:  # 0: acting stalled; any throughput is a gain
+        if (score < 0) != (home < 0) or math.isinf(home) or self._shifted(home) <= 0:  # acting stalled: any throughput is a gain
             return (math.inf if score > home else -math.inf), 0.0
         noise = 2 * self._noise.relative_error(count, self._home_count) * (2 if score < 0 else 1)
         return self._shifted(score) / self._shifted(home) - 1, noise

@@ -60,13 +60,15 @@ class Stats:
         self._latency_ms: collections.deque[float] = collections.deque(maxlen=WINDOW)
         self.latency_counts = LatencyCounts()
         """Every action latency, counted (the p99 of any span: the batching tuner's holds, the bench's windows)."""
-        self._mark = (self.started, 0, 0)
+        self.rows = 0
+        """Env rows answered by inference batches (evaluation envs' and phantom rows included)."""
+        self._mark = (self.started, 0, 0, 0)
 
     def restore(self, frames: int, train_steps: int) -> None:
         """Counters from a checkpoint: frames and train steps go on from there."""
         self.frames, self.train_steps = frames, train_steps
         self._row_frames = frames * self.rows_per_env
-        self._mark = (time.monotonic(), frames, train_steps)
+        self._mark = (time.monotonic(), frames, train_steps, self.rows)
 
     def full_window(self) -> bool:
         """As many episodes as the mean return averages have ended."""
@@ -75,6 +77,7 @@ class Stats:
     def record_batch(self, size: int, fill_s: float, inference_s: float, frames: int) -> None:
         """``frames``: the batch's rows' env steps times frames per step."""
         self.record_frames(frames)
+        self.rows += size
         self._batch_sizes.append(size)
         self._fill_ms.append(fill_s * 1e3)
         self._inference_ms.append(inference_s * 1e3)
@@ -132,9 +135,9 @@ class Stats:
         extra = extra or {}
         steps = extra.get("learner/train_steps", float(self.train_steps))
         now = time.monotonic()
-        mark_time, mark_frames, mark_steps = self._mark
+        mark_time, mark_frames, mark_steps, mark_rows = self._mark
         elapsed = max(now - mark_time, 1e-9)
-        self._mark = (now, self.frames, steps)
+        self._mark = (now, self.frames, steps, self.rows)
         sizes = self._batch_sizes
         out = {
             "time": time.time(),
@@ -150,6 +153,7 @@ class Stats:
             "learner/train_steps_per_s": (steps - mark_steps) / elapsed,
             "learner/policy_lag": self.policy_lag,
             "batcher/batches": float(len(sizes)),
+            "batcher/rows_per_s": (self.rows - mark_rows) / elapsed,
             "batcher/batch_size": float(np.mean(sizes)) if sizes else math.nan,
             "batcher/batch_size_max": float(max(sizes)) if sizes else math.nan,
             "batcher/fill_ms_p50": _percentile(self._fill_ms, 50),

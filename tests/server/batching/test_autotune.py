@@ -317,3 +317,20 @@ def test_a_stall_of_acting_neither_crashes_the_tuner_nor_moves_it_off_the_optimu
     run(tuner, lambda batch, deadline: (0.0, math.nan), rows=1024, seconds=120)
     trace = run(tuner, peaked(64, 4.0), rows=1024, seconds=400)
     assert (trace[-1].max_batch_size, trace[-1].deadline_ms) == (64, 4.0) and tuner.converged
+
+
+def test_acting_that_trains_nothing_over_the_latency_target_does_not_crash_the_tuner() -> None:
+    """0 steps/s while every setting misses the target scores home exactly -INFEASIBLE (0 on its own scale): a
+    candidate's gain over it used to divide by that 0, and the learner's TaskGroup died with the tuner."""
+    tuner = BatchTuner(BatchingConfig(), BatcherConfig())
+    trace = run(tuner, lambda batch, deadline: (0.0, 120.0), rows=300, seconds=60)
+    assert len(set(trace)) > 1  # it went on searching
+
+
+def test_a_start_above_the_connected_rows_is_brought_into_range_and_searched_from_at_once() -> None:
+    """The default start (batch 256) with 32 rows: every neighbour lay above the rows, so the tuner used to
+    declare it converged untried and move only at the re-probe, two minutes later."""
+    tuner = BatchTuner(BatchingConfig(latency_target_ms=None, reprobe_s=1e9), BatcherConfig(max_batch_size=256, deadline_ms=2.0))
+    trace = run(tuner, peaked(8, 4.0), rows=32, seconds=120)
+    assert trace[0].max_batch_size == 64  # the first grid size above the rows
+    assert BatcherConfig(8, 4.0) in trace[:60] and trace[-1] == BatcherConfig(8, 4.0) and tuner.converged

@@ -141,3 +141,16 @@ def test_an_evaluation_games_right_side_is_not_in_the_evaluation_return() -> Non
                           right=np.array([False, True, False]))
     snapshot = stats.take()
     assert snapshot["charts/eval_return"] == 1.0 and snapshot["charts/return"] == 2.0  # before: 0.0
+
+
+def test_the_rows_answered_per_second_count_every_row_evaluation_included() -> None:
+    """The batching tuner's throughput: ``aioseed serve`` answers only evaluation rows, which add no frames."""
+    from aioseed.server.reporting.stats import Stats
+
+    stats = Stats()
+    stats.take()
+    stats.record_batch(size=48, fill_s=0.001, inference_s=0.002, frames=0)  # evaluation rows: no frames
+    stats.record_batch(size=16, fill_s=0.001, inference_s=0.002, frames=64)
+    snapshot = stats.take()
+    assert snapshot["charts/frames"] == 64  # 16 rows of 4 frames; as many rows again of evaluation
+    assert snapshot["batcher/rows_per_s"] > 0 and math.isclose(snapshot["batcher/rows_per_s"], snapshot["charts/frames_per_s"])
