@@ -42,7 +42,7 @@ class BatcherConfig:
 
 
 class _Submission:
-    __slots__ = ("inputs", "future", "size", "remaining", "outputs")
+    __slots__ = ("inputs", "future", "size", "remaining", "outputs", "error")
 
     def __init__(self, inputs: RowArrays, future: asyncio.Future[dict[str, np.ndarray]], size: int) -> None:
         self.inputs = inputs
@@ -50,6 +50,9 @@ class _Submission:
         self.size = size
         self.remaining = size
         self.outputs: dict[str, np.ndarray] | None = None
+        self.error: BaseException | None = None
+        """Why a batch holding some of its rows failed: the future fails with it once every row is out of
+        the batcher (a stream that ended earlier could be forgotten while its rows were still queued)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -95,7 +98,10 @@ class Batch:
             n = seg.stop - seg.start
             sub = seg.submission
             sub.remaining -= n
-            if not sub.future.done():
+            if sub.error is not None:
+                if sub.remaining == 0 and not sub.future.done():
+                    sub.future.set_exception(sub.error)
+            elif not sub.future.done():
                 if n == sub.size:  # the whole submission is in this batch: slice, no copy
                     sub.future.set_result({k: v[offset : offset + n] for k, v in outputs.items()})
                 else:
@@ -109,12 +115,13 @@ class Batch:
         self._finish()
 
     def set_exception(self, exc: BaseException) -> None:
-        """Fails every submission with rows in this batch."""
+        """Fails every submission with rows in this batch (once its rows in other batches are answered too)."""
         for seg in self._segments:
             sub = seg.submission
             sub.remaining -= seg.stop - seg.start
-            if not sub.future.done():
-                sub.future.set_exception(exc)
+            sub.error = sub.error or exc
+            if sub.remaining == 0 and not sub.future.done():
+                sub.future.set_exception(sub.error)
         self._finish()
 
     def _finish(self) -> None:

@@ -104,6 +104,23 @@ async def test_inference_error_reaches_every_waiter() -> None:
             await future
 
 
+async def test_a_split_submission_fails_only_once_its_rows_in_later_batches_are_out_of_the_batcher() -> None:
+    """Its stream ends when the future fails, and its slots are then forgotten: rows of it still queued would
+    afterwards be stepped on slots a reconnecting actor gets back, as if they were its own."""
+    batcher = Batcher(BatcherConfig(max_batch_size=4, deadline_ms=20))
+    first = batcher.submit(rows(1, 2, 3))
+    split = batcher.submit(rows(4, 5, 6))  # one row in the first batch, two in the second
+    failed = await asyncio.wait_for(batcher.get(), 1.0)
+    failed.set_exception(RuntimeError("boom"))
+    with pytest.raises(RuntimeError, match="boom"):
+        await first
+    assert not split.done()
+    tail = await asyncio.wait_for(batcher.get(), 1.0)  # the deadline closes it
+    tail.set_result({"y": tail.inputs["x"]})
+    with pytest.raises(RuntimeError, match="boom"):
+        await split
+
+
 async def test_cancelled_caller_does_not_break_the_batch() -> None:
     batcher = Batcher(BatcherConfig(max_batch_size=3, deadline_ms=10_000))
     batcher.set_connected_rows(3)
