@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -80,7 +81,8 @@ class InferenceLoop:
             await pacing.ready()
             batch = await self._batcher.get()
             judged = loop.create_future()
-            await started.put((batch, loop.run_in_executor(self._executor, self._acting.step, batch.inputs), judged))
+            step = functools.partial(_step_on, self._acting, batch)  # the rows are concatenated in the thread too
+            await started.put((batch, loop.run_in_executor(self._executor, step), judged))
             if pacing.paced:  # the next batch starts only once this one's unrolls are counted
                 await judged
 
@@ -171,6 +173,10 @@ class InferenceLoop:
             pending.add_done_callback(forget)
         else:
             forget()
+
+
+def _step_on(acting: Acting, batch: Batch) -> StepResult:
+    return acting.step(batch.inputs)
 
 
 def _fail(batch: Batch, exc: Exception) -> None:

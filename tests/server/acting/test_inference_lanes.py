@@ -63,3 +63,29 @@ async def test_two_lanes_run_two_batches_at_once_and_keep_each_envs_state() -> N
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
     assert answered == [2] * 6
+
+
+async def test_a_batch_of_several_messages_is_concatenated_in_the_inference_thread(monkeypatch) -> None:
+    """An Atari batch of 256 rows is ~7 MB to copy: done on the event loop, it stalled every stream."""
+    threads: list[threading.Thread] = []
+    concatenate = np.concatenate
+
+    def recording(*args, **kwargs):
+        threads.append(threading.current_thread())
+        return concatenate(*args, **kwargs)
+
+    columns = {**step_columns((), np.float32), "action": ((), np.int32), **COLUMNS}
+    store = UnrollStore(4, columns, overlap=1, first_step_only=COLUMNS.keys())
+    batcher = Batcher(BatcherConfig(max_batch_size=4, deadline_ms=50.0))
+    acting = Acting(MeetingPolicy(lanes=1), EnvTable(), store, lambda: 0, 2**31 - 1, None, CoreStates(COLUMNS))
+    loop = InferenceLoop(batcher, acting, asyncio.Queue(), lambda batch, result: None)
+    runner = asyncio.create_task(loop.run())
+    try:
+        monkeypatch.setattr(np, "concatenate", recording)
+        results = await asyncio.wait_for(asyncio.gather(loop.submit(rows([0, 1])), loop.submit(rows([2, 3]))), timeout=10)
+    finally:
+        monkeypatch.undo()
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+    assert [r["action"].tolist() for r in results] == [[0, 0], [0, 0]]
+    assert threads and threading.main_thread() not in threads
