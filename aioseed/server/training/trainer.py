@@ -122,7 +122,6 @@ class Trainer:
                 self.stepping = False
             if self._pacing is not None:
                 self._pacing.trained(self.version)
-            self._source.update(batch, metrics)
             self._on_step(metrics, lag)
 
     def _step(self, batch: TrainBatch) -> tuple[dict[str, float], float]:
@@ -133,6 +132,9 @@ class Trainer:
         start = self.version
         self._agent.set_progress(self._frames())
         metrics = self._agent.train_step(batch, self._applied)
+        # Here, not on the event loop: a replay's lock may be held by a save for seconds; and so a
+        # checkpoint (also run in this thread) holds every step's priorities up to its own.
+        self._source.update(batch, metrics)
         skipped = int(metrics.pop(SKIPPED, 0))
         if skipped:
             self.skipped_nonfinite += skipped

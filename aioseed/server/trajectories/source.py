@@ -29,7 +29,8 @@ class Source(Protocol):
         ...
 
     def update(self, batch: TrainBatch, metrics: dict[str, float]) -> None:
-        """Feedback from the train step on ``batch`` (R2D2: new priorities); may pop its keys from ``metrics``."""
+        """Feedback from the train step on ``batch`` (R2D2: new priorities), in the train thread; may pop its
+        keys from ``metrics``."""
         ...
 
     def metrics(self) -> dict[str, float]:
