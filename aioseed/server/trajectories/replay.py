@@ -167,19 +167,36 @@ class Replay:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        shutil.rmtree(directory, ignore_errors=True)
+        # Swapped in by renames, so that a crash at any point leaves one complete copy (``restore`` looks for it).
+        previous = directory.with_name(directory.name + ".old")
+        shutil.rmtree(previous, ignore_errors=True)
+        if directory.exists():
+            directory.rename(previous)
         staging.rename(directory)
+        shutil.rmtree(previous, ignore_errors=True)
         written = sum(path.stat().st_size for path in directory.iterdir())
         log.info("replay_saved", path=str(directory), unrolls=size, mib=round(written / 2**20, 1))
         return written
 
     def restore(self, directory: pathlib.Path) -> bool:
         """Reads what ``save`` wrote into this (empty) replay; False, with a warning, when there is
-        nothing to read or it was saved with another capacity."""
-        try:
-            meta = json.loads((directory / "meta.json").read_text())
-        except FileNotFoundError:
+        nothing to read, it was saved with another capacity, or it cannot be read. A save cut short by a
+        crash left a complete copy beside ``directory``: the previous one, or the new one, whole."""
+        for candidate in (directory, directory.with_name(directory.name + ".old"), directory.with_name(directory.name + ".partial")):
+            if (candidate / "meta.json").exists():
+                break
+        else:
             return False
+        try:
+            return self._read(candidate)
+        except (OSError, ValueError, KeyError) as exc:  # damaged: start with an empty replay rather than never start
+            with self._lock:
+                self._clear()
+            log.warning("replay_not_restored", path=str(candidate), error=repr(exc))
+            return False
+
+    def _read(self, directory: pathlib.Path) -> bool:
+        meta = json.loads((directory / "meta.json").read_text())
         if meta.get("format") != FORMAT or meta["capacity"] != self.capacity:
             log.warning("replay_not_restored", path=str(directory), saved_capacity=meta.get("capacity"), capacity=self.capacity)
             return False

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import pathlib
+import shutil
 import threading
 import tracemalloc
 
@@ -205,6 +207,49 @@ def test_a_replay_of_another_capacity_or_none_is_not_restored(tmp_path) -> None:
     replay.save(tmp_path / "replay")
     other = Replay(32)
     assert not other.restore(tmp_path / "replay") and len(other) == 0
+
+
+# Dies at its first rename, after moving the old copy aside, after renaming the new one into place.
+@pytest.mark.parametrize("crash_at", [0, 1, 2])
+def test_a_crash_while_a_save_replaces_the_previous_one_leaves_a_complete_copy_to_restore(tmp_path, monkeypatch, crash_at: int) -> None:
+    """The old copy used to be deleted before the new one was renamed into place: a crash in between lost both."""
+    replay = Replay(16)
+    replay.insert(array_unrolls(3))
+    replay.save(tmp_path / "replay")
+    replay.insert(array_unrolls(2, seed=1))
+    rename, renames, rmtree = pathlib.Path.rename, [], shutil.rmtree
+
+    def crashing_rename(self, target):
+        renames.append(self)
+        if len(renames) == crash_at + 1:
+            raise KeyboardInterrupt  # the process dies here
+        return rename(self, target)
+
+    def crashing_rmtree(path, *args, **kwargs):
+        if renames:
+            raise KeyboardInterrupt
+        return rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "rename", crashing_rename)
+    monkeypatch.setattr(shutil, "rmtree", crashing_rmtree)
+    with pytest.raises(KeyboardInterrupt):
+        replay.save(tmp_path / "replay")
+    monkeypatch.undo()
+    restored = Replay(16)
+    assert restored.restore(tmp_path / "replay")
+    assert len(restored) in (3, 5) and restored.inserted == len(restored)  # one whole copy, old or new
+
+
+def test_a_damaged_saved_replay_is_not_restored_and_the_learner_starts_with_an_empty_one(tmp_path) -> None:
+    replay = Replay(16)
+    replay.insert(array_unrolls(3))
+    replay.save(tmp_path / "replay")
+    (tmp_path / "replay" / "observation.npy").unlink()
+    restored = Replay(16)
+    assert not restored.restore(tmp_path / "replay")
+    assert len(restored) == 0 and restored.inserted == 0
+    restored.insert(array_unrolls(2))  # and it works
+    assert len(restored) == 2
 
 
 def test_restored_unrolls_wait_for_the_first_new_one_and_go_if_their_columns_differ(tmp_path) -> None:
