@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from aioseed import config_file
 from aioseed.errors import InvalidInput, MissingFile
-from aioseed.results.curves import read_curve
+from aioseed.results.curves import episode_returns, over_episodes, read_curve
 from aioseed.tables import flatten
 
 ScoreSource = Literal["auto", "eval", "curve"]
@@ -66,11 +66,14 @@ def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str |
     if source == "eval":
         which = f"--protocol {protocol} " if protocol else ""
         raise MissingFile(f"{logdir} has no kept evaluation: run aioseed eval {which}--logdir {logdir}")
-    points = read_curve(logdir / "tensorboard")
+    window = int(learner.get("return_window", 100))
+    # The run's last `window` episodes, across resumed sessions (the learner's own mean starts over at each).
+    points = over_episodes(read_curve(logdir / "tensorboard"), episode_returns(logdir / "tensorboard"), window)
     if not points:
         raise MissingFile(f"{logdir} has neither a kept evaluation nor a curve (no charts/return in tensorboard/)")
-    window = learner.get("return_window", 100)
-    return Run(logdir, str(learner["env"]), _seed(seed), points[-1].mean_return, points[-1].frames, f"curve (last {window} episodes)", settings)
+    last = points[-1]
+    described = f"curve (last {window if last.episodes is None else last.episodes} episodes)"
+    return Run(logdir, str(learner["env"]), _seed(seed), last.mean_return, last.frames, described, settings)
 
 
 def _seed(value: Any) -> int | None:

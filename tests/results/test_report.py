@@ -102,3 +102,23 @@ def test_a_runs_score_is_its_longest_evaluation_of_the_latest_checkpoint(tmp_pat
     later = {**quick, "frames": 2000}  # a later checkpoint's evaluation wins, however short
     (logdir / "evaluations" / "x_seed_2000_1ep.json").write_text(json.dumps(later))
     assert read_run(logdir).score == -1.0
+
+
+def test_a_resumed_runs_curve_score_is_over_its_last_episodes_across_sessions(tmp_path) -> None:
+    """The learner's own mean return starts over at each resumed session: the score used to be the mean of
+    the few episodes since the restart."""
+    import shutil
+
+    from aioseed.results.runs import read_run
+    from aioseed.server.reporting.summaries import SummaryWriter
+
+    logdir = a_run(tmp_path, "run", "aioseed/Catch-v0", 0, 1e-3, [0.0])
+    shutil.rmtree(logdir / "evaluations")
+    sessions = [(30, 1.0, [(10, 1.0), (20, 1.0), (30, 1.0)]), (40, -1.0, [(40, -1.0)])]  # resumed at frames 30
+    for number, (frames, mean, ended) in enumerate(sessions):
+        SummaryWriter(tmp_path / f"session{number}")({"charts/return": mean}, frames, ended)
+        (written,) = (tmp_path / f"session{number}" / "tensorboard").glob("events.out.tfevents.*")
+        (logdir / "tensorboard").mkdir(exist_ok=True)
+        written.rename(logdir / "tensorboard" / f"events.out.tfevents.{1000 + number}.host")  # in session order
+    run = read_run(logdir)
+    assert (run.score, run.frames, run.source) == (0.5, 40, "curve (last 4 episodes)")
