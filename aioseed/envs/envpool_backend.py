@@ -128,4 +128,8 @@ def make_envpool_vector_env(
     env_id: str, num_envs: int, atari: AtariConfig = AtariConfig(), football: FootballConfig = FootballConfig()
 ) -> gym.vector.VectorEnv:
     envs = EnvPoolVectorEnv(envpool_task(env_id), num_envs, envpool_settings(env_id, atari, football))
-    return with_life_loss(envs, env_id, atari) if is_atari(env_id) else envs
+    if is_atari(env_id):
+        return with_life_loss(envs, env_id, atari)
+    from aioseed.envs.registry import flattened  # the registry imports this module when asked for EnvPool
+
+    return flattened(envs)  # Taxi's Discrete(500) as the one-hot the other backends serve

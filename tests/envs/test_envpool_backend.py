@@ -30,7 +30,7 @@ def test_the_atari_settings_carry_over_and_other_football_settings_are_refused()
         envpool_settings("football:academy_empty_goal_close", AtariConfig(), FootballConfig(representation="simple115v2"))
 
 
-@pytest.mark.parametrize("env_id", ["ALE/Pong-v5", "Hopper-v5", "CartPole-v1"])
+@pytest.mark.parametrize("env_id", ["ALE/Pong-v5", "Hopper-v5", "CartPole-v1", "FrozenLake-v1"])  # FrozenLake: Discrete, flattened
 def test_envpool_serves_the_default_backends_spec(env_id: str) -> None:
     envpool, default = make_vector_env(env_id, 2, backend="envpool"), make_vector_env(env_id, 1)
     try:
