@@ -116,7 +116,10 @@ def parse(argv: list[str]) -> object:
     for path in files:
         table = config_file.command_table(config_file.read(path), name, str(path))
         flags += config_file.as_flags(table, config_class, str(path))
-    command = _parse([*plain[:head], *flags, *plain[head:]])
+    # The command's own arguments (report's logdirs) before the files' flags, which a list flag would swallow.
+    given = plain[head:]
+    leading = next((i for i, arg in enumerate(given) if arg.startswith("-")), len(given))
+    command = _parse([*plain[:head], *given[:leading], *flags, *given[leading:]])
     missing = config_file.missing_secrets(command)
     if missing:
         raise config_file.ConfigFileError(f"a config file marks {', '.join(missing)} as set but does not store it: pass it as a flag")

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import tomli_w
+import tyro
 
 from aioseed.errors import InvalidInput, MissingFile, close_matches
 
@@ -38,6 +39,8 @@ def read(path: pathlib.Path) -> dict[str, Any]:
             return tomllib.load(file)
     except FileNotFoundError:
         raise ConfigFileError(f"config file {path} not found") from None
+    except OSError as exc:  # a directory, no permission
+        raise ConfigFileError(f"config file {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"config file {path}: {exc}") from None
 
@@ -66,6 +69,8 @@ def as_flags(table: Mapping[str, Any], cls: type, source: str, prefix: str = "")
         name = key.replace("-", "_")
         if name not in fields:
             raise ConfigFileError(f"{source}: {unknown_key(key, cls, prefix)}")
+        if _positional(cls, name):
+            raise ConfigFileError(f"{source}: {prefix}{key} is given on the command line, as the command's arguments")
         section = dataclasses.is_dataclass(hints[name])
         if isinstance(value, dict) != section:
             kind = "a table" if section else "a value"
@@ -75,6 +80,12 @@ def as_flags(table: Mapping[str, Any], cls: type, source: str, prefix: str = "")
         else:
             flags += _flag(f"{prefix}{name}", value, prefix)
     return flags
+
+
+def _positional(cls: type, name: str) -> bool:
+    """A field tyro takes as the command's arguments (``report``'s logdirs), not as a flag."""
+    marker = typing.get_args(tyro.conf.Positional[int])[1]
+    return marker in typing.get_args(typing.get_type_hints(cls, include_extras=True)[name])[1:]
 
 
 def _flag(flag: str, value: Any, prefix: str) -> list[str]:

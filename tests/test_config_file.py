@@ -87,6 +87,20 @@ def test_mistakes_in_a_file_name_the_file_and_the_key(tmp_path) -> None:
         parse(["actor", "--config", str(write(tmp_path / "r.toml", 'command = "run"\nnum_actors = 1\n'))])
 
 
+def test_a_files_list_does_not_swallow_the_commands_own_arguments(tmp_path) -> None:
+    """The file's flags go before the given ones: ``--group-by learning_rate`` took report's logdirs as more keys."""
+    from aioseed.results.report import ReportConfig
+
+    config = write(tmp_path / "report.toml", 'group_by = ["learning_rate"]\n')
+    report = parse(["report", "--config", str(config), "logs/a", "logs/b", "--source", "curve"])
+    assert isinstance(report, ReportConfig)
+    assert (report.group_by, report.runs, report.source) == (("learning_rate",), (pathlib.Path("logs/a"), pathlib.Path("logs/b")), "curve")
+    with pytest.raises(config_file.ConfigFileError, match=r"r.toml: runs is given on the command line"):
+        parse(["report", "--config", str(write(tmp_path / "r.toml", 'runs = ["logs/a"]\n')), "logs/b"])
+    with pytest.raises(config_file.ConfigFileError, match=r"config file .*: Is a directory"):
+        parse(["report", "--config", str(tmp_path), "logs/b"])
+
+
 def test_presets_are_the_toml_files_shipped_and_each_parses() -> None:
     assert {p.stem for p in DIRECTORY.glob("*.toml")} == set(PRESETS) - {"none"}
     for name in PRESETS:
