@@ -194,6 +194,8 @@ def _env_id(command: object) -> str | None:
             return command.learner.env
         case EvalConfig():
             return command.env
+        case FleetConfig():
+            return command.actor.env
     return None
 
 

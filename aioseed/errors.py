@@ -17,6 +17,10 @@ class InvalidInput(UserError, ValueError):
     """A value, id, key or file content that cannot work."""
 
 
+class UnsupportedEnv(UserError, TypeError):
+    """An env whose observation or action space aioseed cannot serve."""
+
+
 class MissingFile(UserError, FileNotFoundError):
     """A file or directory the user named is not there."""
 

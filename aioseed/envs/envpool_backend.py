@@ -25,14 +25,15 @@ import numpy as np
 from aioseed.envs.atari import AtariConfig, is_atari, with_life_loss
 from aioseed.envs.football import FootballConfig, is_football, scenario_name
 from aioseed.envs.stack_start import since_start, zero_before_start
+from aioseed.errors import InvalidInput
 
 
 def envpool_task(env_id: str) -> str:
-    """EnvPool's task id for ``env_id``; ValueError for an env EnvPool does not have."""
+    """EnvPool's task id for ``env_id``; InvalidInput for an env EnvPool does not have."""
     try:
         import envpool
     except ImportError:
-        raise ValueError("--env-backend envpool needs EnvPool: pip install 'aioseed[envpool]'") from None
+        raise InvalidInput("--env-backend envpool needs EnvPool: pip install 'aioseed[envpool]'") from None
 
     if is_atari(env_id):
         task = env_id.removeprefix("ALE/")
@@ -41,7 +42,7 @@ def envpool_task(env_id: str) -> str:
     else:
         task = env_id
     if task not in envpool.list_all_envs():
-        raise ValueError(f"--env-backend envpool has no {task!r} for {env_id} (EnvPool {envpool.__version__})")
+        raise InvalidInput(f"--env-backend envpool has no {task!r} for {env_id} (EnvPool {envpool.__version__})")
     return task
 
 
@@ -59,7 +60,7 @@ def envpool_settings(env_id: str, atari: AtariConfig, football: FootballConfig) 
         }
     if is_football(env_id):
         if football != FootballConfig():
-            raise ValueError(
+            raise InvalidInput(
                 "--env-backend envpool plays Football from the Super Mini Map with scoring rewards only: leave the "
                 f"--football settings at their defaults (got {football})"
             )

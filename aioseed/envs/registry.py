@@ -14,7 +14,7 @@ import gymnasium as gym
 from aioseed.envs.atari import AtariConfig, is_atari, make_atari_vector_env
 from aioseed.envs.football import FootballConfig, check_scenario, football_spec, is_football
 from aioseed.envs.football_players import make_football_vector_env
-from aioseed.errors import InvalidInput, close_matches
+from aioseed.errors import InvalidInput, UnsupportedEnv, close_matches
 from aioseed.spec import EnvSpec
 
 EnvBackend = Literal["default", "envpool"]
@@ -107,7 +107,12 @@ def make_vector_env(
     spec = gym.spec(env_id)
     mode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"
     vector = {} if mode == "vector_entry_point" else {"vector_kwargs": {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}}
-    envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, **vector, **dict(kwargs or {}))
+    try:
+        envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, **vector, **dict(kwargs or {}))
+    except TypeError as exc:
+        if not kwargs or "argument" not in str(exc):
+            raise
+        raise InvalidInput(f"env_kwargs {dict(kwargs)} do not fit {env_id}: {exc}") from None
     autoreset = envs.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
     if autoreset != gym.vector.AutoresetMode.NEXT_STEP:
         raise InvalidInput(f"{env_id}: aioseed needs next-step autoreset, the vector env uses {autoreset}")
@@ -129,7 +134,7 @@ def vector_env_spec(env_id: str, envs: gym.vector.VectorEnv, atari: AtariConfig 
     try:
         return EnvSpec.from_spaces(envs.single_observation_space, envs.single_action_space, frames_per_step, players)
     except TypeError as exc:
-        raise TypeError(f"env {env_id}: {exc}") from None
+        raise UnsupportedEnv(f"env {env_id}: {exc}") from None
 
 
 def env_spec(

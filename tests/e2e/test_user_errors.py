@@ -41,6 +41,17 @@ def test_an_unknown_env_id_names_the_close_matches() -> None:
     assert "unknown football scenario 'academy_empty_goal_clos'; did you mean academy_empty_goal_close" in line
 
 
+def test_an_env_that_cannot_be_made_or_served_says_why_in_one_line() -> None:
+    """Each of these used to end in a traceback (the fleet's from inside Ray)."""
+    assert "did you mean CartPole-v1" in only_line(aioseed("actors", "--actor.env", "CartPol-v1"))
+    line = one_error_line(aioseed("actor", "--env-backend", "envpool", "--env", "Taxi-v4", "--learner", "127.0.0.1:1"))
+    assert "--env-backend envpool has no 'Taxi-v4'" in line
+    line = one_error_line(aioseed("learner", "--env", "CartPole-v1", "--env-kwargs", '{"lenght": 4}', "--server.port", "0"))
+    assert "env_kwargs {'lenght': 4} do not fit CartPole-v1" in line and "unexpected keyword argument 'lenght'" in line
+    line = one_error_line(aioseed("learner", "--env", "tests.envs.corridor:TextCorridor-v0", "--server.port", "0"))
+    assert "aioseed serves Box observations" in line and "this env has Text(" in line
+
+
 def test_an_unknown_preset_and_a_renamed_config_key_name_what_to_use(tmp_path) -> None:
     assert "unknown preset 'atari-pp'; did you mean atari-ppo" in only_line(aioseed("run", "--preset", "atari-pp"))
     assert "--preset applies to run, learner and bench learning-curve" in only_line(aioseed("eval", "--preset", "atari"))
