@@ -108,7 +108,8 @@ def _differing(runs: Sequence[Run]) -> list[str]:
 
 
 def _key(runs: Sequence[Run], name: str) -> str:
-    keys = {k for run in runs for k in run.settings if k == name or k.endswith("." + name.replace("-", "_"))}
+    spelled = name.replace("-", "_")  # as the flag is spelled: --group-by learner.impala.learning-rate
+    keys = {k for run in runs for k in run.settings if k == spelled or k.endswith("." + spelled)}
     if len(keys) != 1:
         raise InvalidInput(f"--group-by {name}: {'no config key matches' if not keys else 'ambiguous: ' + ', '.join(sorted(keys))}")
     return keys.pop()

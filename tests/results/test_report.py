@@ -122,3 +122,11 @@ def test_a_resumed_runs_curve_score_is_over_its_last_episodes_across_sessions(tm
         written.rename(logdir / "tensorboard" / f"events.out.tfevents.{1000 + number}.host")  # in session order
     run = read_run(logdir)
     assert (run.score, run.frames, run.source) == (0.5, 40, "curve (last 4 episodes)")
+
+
+def test_group_by_takes_keys_as_the_flags_spell_them(tmp_path) -> None:
+    from aioseed.results.runs import group, read_run
+
+    runs = [read_run(a_run(tmp_path, f"r{i}", "aioseed/Catch-v0", i, rate, [0.5])) for i, rate in enumerate([1e-3, 1e-3, 3e-4])]
+    for name in ("impala.learning-rate", "learner.impala.learning-rate", "learner.impala.learning_rate"):
+        assert sorted(len(members) for members in group(runs, [name]).values()) == [1, 2], name
