@@ -40,10 +40,17 @@ class AtariConfig:
 
 
 def game_name(env_id: str) -> str:
-    """``ALE/MsPacman-v5`` -> ``ms_pacman``."""
+    """``ALE/MsPacman-v5`` -> ``ms_pacman``: the ROM ale-py registers the id with (``TicTacToe3D`` is
+    ``tic_tac_toe_3d``), else the name in snake case."""
     match = re.fullmatch(r"ALE/(\w+?)-v\d+", env_id)
     if match is None:
         raise ValueError(f"not an ALE id: {env_id!r} (expected e.g. ALE/Pong-v5)")
+    import ale_py
+
+    gym.register_envs(ale_py)
+    registered = gym.registry.get(env_id)
+    if registered is not None and "game" in registered.kwargs:
+        return registered.kwargs["game"]
     return re.sub(r"(?<!^)(?=[A-Z])", "_", match.group(1)).lower()
 
 

@@ -12,6 +12,14 @@ from aioseed.envs.registry import env_spec
 def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None:
     assert game_name("ALE/Pong-v5") == "pong"
     assert game_name("ALE/MsPacman-v5") == "ms_pacman"
+    import ale_py
+    import gymnasium as gym
+    from ale_py import roms
+
+    gym.register_envs(ale_py)
+    ids = [i for i in gym.registry if i.startswith("ALE/")]
+    assert len(ids) > 100 and "ALE/TicTacToe3D-v5" in ids  # its ROM is tic_tac_toe_3d, not tic_tac_toe3_d
+    assert all(roms.get_rom_path(game_name(i)) is not None for i in ids)
     spec = env_spec("ALE/Pong-v5")
     assert (spec.observation_shape, spec.observation_dtype, spec.num_actions) == ((4, 84, 84), "uint8", 6)
 
