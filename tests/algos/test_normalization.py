@@ -82,3 +82,20 @@ def test_the_agents_statistics_update_in_training_are_checkpointed_and_travel_wi
 def test_scaled_rewards_cannot_be_a_network_input() -> None:
     with pytest.raises(ValueError, match="scaled rewards in training and raw ones when acting"):
         ImpalaConfig(scale_rewards=True, previous_action_reward=True)
+
+
+def test_a_train_step_normalises_the_batch_as_its_acting_did() -> None:
+    """The statistics move after the updates: moved before them, the learner saw other inputs than the behaviour
+    policy did, and the importance weights of a batch with no policy lag were not 1."""
+    agent = ImpalaAgent(SPEC, ImpalaConfig(normalize_observations=True, learning_rate=1e-12), seed=0)
+    rng = np.random.default_rng(2)
+    observations = rng.normal(5.0, 3.0, (9, 4, 3)).astype(np.float32)
+    out, _ = agent.infer(observations.reshape(-1, 3), {})
+    batch = {
+        "observation": observations, "action": out["action"].reshape(9, 4, 1), "logits": out["logits"].reshape(9, 4, -1),
+        "reward": rng.normal(size=(9, 4)).astype(np.float32), "done": np.zeros((9, 4), bool), "phantom": np.zeros((9, 4), bool),
+        "slot": np.arange(4, dtype=np.int32),
+    }
+    metrics = agent.train_step(batch)
+    assert metrics["policy/rho_clipped_mean"] == pytest.approx(1.0, abs=1e-5)
+    np.testing.assert_allclose(agent._normalizer.mean.numpy(), observations[1:].reshape(-1, 3).mean(0), rtol=1e-5)

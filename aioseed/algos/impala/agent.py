@@ -135,11 +135,17 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         """One pass: one update. Sample reuse: ``epochs`` x ``minibatches`` updates (metrics averaged;
         ``SKIPPED`` counts the updates not applied). ``on_update`` is called after each applied update."""
         columns = {name: batch[name] for name in (*COLUMNS, *self.policy.state_names)}
-        if self._normalizer is not None:  # steps 1..T: step 0 repeats the previous unroll's last
-            observations = columns["observation"][1:]
-            self._normalizer.update(observations.reshape(-1, math.prod(observations.shape[2:])))
         if self._reward_scaler is not None:
             columns["reward"] = self._reward_scaler.scale(columns["reward"], columns["done"], batch["slot"])
+        metrics = self._train_columns(columns, on_update)
+        if self._normalizer is not None:
+            # After the updates, which so normalise the batch's observations as its acting did (in synchronous
+            # mode exactly: the statistics move only here). Steps 1..T: step 0 repeats the previous unroll's last.
+            observations = columns["observation"][1:]
+            self._normalizer.update(observations.reshape(-1, math.prod(observations.shape[2:])))
+        return metrics
+
+    def _train_columns(self, columns: dict[str, np.ndarray], on_update: Callable[[], None]) -> dict[str, float]:
         if not self.config.reuses_samples:
             metrics = {name: float(value) for name, value in self._train(self._split(columns)).items()}
             if not metrics[SKIPPED]:
