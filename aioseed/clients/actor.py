@@ -180,7 +180,7 @@ class Actor:
 
     async def _stream(self, call: grpc.aio.StreamStreamCall, group: EnvGroup, slots: np.ndarray) -> None:
         while not self._finished():
-            await call.write(group.message(slots))
+            await send(call, group.message(slots))
             reply = await call.read()
             if reply is grpc.aio.EOF:
                 await raise_status(call)
@@ -223,6 +223,15 @@ def open_channel(config: ActorConfig) -> grpc.aio.Channel:
     if config.tls_server_name:
         options.append(("grpc.ssl_target_name_override", config.tls_server_name))
     return grpc.aio.secure_channel(config.learner, credentials, options=options)
+
+
+async def send(call: grpc.aio.StreamStreamCall, message: Any) -> None:
+    """Writes ``message``; a call that ended meanwhile (the learner stopped or dropped the stream while the actor
+    was busy) raises its status, as a read would: grpc.aio raises InvalidStateError."""
+    try:
+        await call.write(message)
+    except asyncio.InvalidStateError:
+        await raise_status(call)
 
 
 async def raise_status(call: grpc.aio.StreamStreamCall) -> None:

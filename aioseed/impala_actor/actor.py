@@ -23,7 +23,7 @@ import structlog
 from aioseed.action_space import clip
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.policy import ImpalaPolicy
-from aioseed.clients.actor import Actor, ActorConfig, ActorError, raise_status, run_actor
+from aioseed.clients.actor import Actor, ActorConfig, ActorError, raise_status, run_actor, send
 from aioseed.clients.env_group import EnvGroup
 from aioseed.impala_actor.params import Params, ParamsError, receive_params
 from aioseed.proto import aioseed_pb2 as pb
@@ -120,7 +120,7 @@ class ImpalaActor(Actor):
     async def _upload(self, call: grpc.aio.StreamStreamCall, index: int) -> int:
         """Sends the group's finished unrolls; returns the learner's newest version once it queued them."""
         unrolls, returns, lengths = self._pending[index]
-        await call.write(upload_message(unrolls, self.slots[index], returns, lengths))
+        await send(call, upload_message(unrolls, self.slots[index], returns, lengths))
         reply = await call.read()
         if reply is grpc.aio.EOF:
             await raise_status(call)

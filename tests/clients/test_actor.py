@@ -105,3 +105,31 @@ async def test_a_welcome_that_does_not_fit_the_hello_stops_the_actor_with_a_clea
         assert group.group_contains(ActorError, match="hello of 4 envs with a welcome of 1 slots")
     finally:
         await server.stop(None)
+
+
+async def test_a_write_to_a_stream_that_ended_meanwhile_raises_its_status_as_a_lost_stream() -> None:
+    """An actor busy between a reply and its next message (IMPALA mode collects an unroll) found the call
+    ended: grpc.aio's InvalidStateError was not a lost stream, and the actor died instead of reconnecting."""
+    from aioseed.clients.actor import send
+
+    async def answer_once_then_abort(requests, context: grpc.aio.ServicerContext):
+        async for request in requests:
+            yield request
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the learner is stopping")
+
+    handler = grpc.method_handlers_generic_handler("t.T", {"M": grpc.stream_stream_rpc_method_handler(answer_once_then_abort)})
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.stream_stream("/t.T/M")()
+            await send(call, b"first")
+            assert await call.read() == b"first"
+            await call.code()  # the stream has ended while the actor was busy
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await send(call, b"second")
+            assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        await server.stop(None)
