@@ -216,7 +216,14 @@ first answer arrives), before the actor gives up on its session."""
 def open_channel(config: ActorConfig) -> grpc.aio.Channel:
     """A channel to ``config.learner``: plaintext, or TLS verified against ``config.tls_ca``."""
     # IMPALA mode's parameter chunks may exceed gRPC's default 4 MiB; the learner's limit still applies.
-    options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES), ("grpc.service_config", PULL_RETRIES)]
+    options: list[tuple[str, Any]] = [
+        ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES), ("grpc.service_config", PULL_RETRIES),
+        # Without pings a learner gone silent (power loss, a partition) leaves a read waiting forever.
+        ("grpc.keepalive_time_ms", round(config.keepalive_s * 1000)),
+        ("grpc.keepalive_timeout_ms", round(config.keepalive_timeout_s * 1000)),
+        ("grpc.http2.ping_timeout_ms", round(config.keepalive_timeout_s * 1000)),
+        ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_pings_without_data", 0),
+    ]
     if config.tls_ca is None:
         return grpc.aio.insecure_channel(config.learner, options=options)
     credentials = grpc.ssl_channel_credentials(root_certificates=config.tls_ca.read_bytes())

@@ -49,6 +49,12 @@ class ActorConfig:
     """First reconnect delay bound; it doubles per failed attempt (full jitter)."""
     backoff_max_s: float = 5.0
     """Largest reconnect delay."""
+    keepalive_s: float = 10.0
+    """A connection to the learner silent this long is pinged, and given up (its streams reconnect) if no answer
+    comes within keepalive_timeout_s: a learner that vanished without closing it (power loss, a partition) is
+    noticed. At least the learner's ping floor (min(its keepalive_s, 5) s), or it closes the connection."""
+    keepalive_timeout_s: float = 5.0
+    """See keepalive_s."""
     max_steps: int | None = None
     """Stop after this many env steps (None: run until stopped)."""
     atari: AtariConfig = AtariConfig()
@@ -96,5 +102,7 @@ class ActorConfig:
             raise ValueError(f"pull_timeout_s must be positive, got {self.pull_timeout_s}")
         if self.policy_threads < 0:
             raise ValueError(f"policy_threads must be >= 0, got {self.policy_threads}")
+        if self.keepalive_s <= 0 or self.keepalive_timeout_s <= 0:
+            raise ValueError("keepalive_s and keepalive_timeout_s must be positive")
         if self.backoff_initial_s <= 0 or self.backoff_max_s < self.backoff_initial_s:
             raise ValueError("need 0 < backoff_initial_s <= backoff_max_s")

@@ -7,6 +7,7 @@ import signal
 import socket
 
 from tests.processes import Process
+from tests.waiting import until
 
 from aioseed.clients.actor import Actor, ActorConfig
 
@@ -111,3 +112,31 @@ async def test_a_frozen_actor_loses_its_streams_at_the_learners_keepalive(tmp_pa
         learner.kill()
         if frozen is not None:
             frozen.kill()
+
+
+async def test_an_actor_whose_learner_freezes_loses_its_stream_at_its_own_keepalive(tmp_path) -> None:
+    """SIGSTOP on the learner: its connection stays open but answers nothing, as a host that lost power. Without
+    the actor's own pings its read waited forever and it never reconnected."""
+    learner = await Process(
+        ["learner", "--server.host", "127.0.0.1", "--server.port", "0", "--console.port", "0", "--logdir", str(tmp_path),
+         "--log-every-s", "0.5", "--server.keepalive-s", "1"]  # the learner's ping floor: 1 s
+    ).start()
+    actor = None
+    try:
+        port = int((await learner.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))
+        actor = await Process(
+            ["actor", "--learner", f"127.0.0.1:{port}", "--num-envs", "4", "--envs-per-message", "4",
+             "--keepalive-s", "1", "--keepalive-timeout-s", "1"]
+        ).start()
+        await learner.wait_for_line(r"progress .*train_steps=[1-9]")
+        learner.signal(signal.SIGSTOP)
+        await actor.wait_for_line(r"stream_lost", timeout_s=15)  # pinged after 1 s of silence, given up 1 s later
+        learner.signal(signal.SIGCONT)
+        reconnected = lambda: sum("stream_connected" in line for line in learner.lines) >= 2  # noqa: E731
+        await until(reconnected, "the actor to be back once the learner answers again", 3000)
+        learner.signal(signal.SIGTERM)
+        assert await learner.wait() == 0
+    finally:
+        learner.kill()
+        if actor is not None:
+            actor.kill()
