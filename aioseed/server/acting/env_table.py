@@ -104,6 +104,11 @@ class EnvTable:
         episode_lengths = self._length[ended].copy()
         self._return[ended] = 0.0
         self._length[ended] = 0
+        # An episode's end resent after a reconnect (fresh): the learner may have counted it before the stream
+        # failed, or not; it is dropped, and its rewards must not run on into the next episode.
+        dropped = slots[(terminated | truncated) & fresh & ~life_lost]
+        self._return[dropped] = 0.0
+        self._length[dropped] = 0
         return EpisodeBoundaries(
             fresh=fresh,
             done=(terminated | after_final) & ~fresh,

@@ -114,6 +114,21 @@ def test_disconnect_discards_the_partial_unroll_but_keeps_the_episode() -> None:
     assert env.episodes == [(6.0, 6)]  # the re-sent row is not counted twice
 
 
+def test_an_episode_end_re_sent_after_a_disconnect_is_dropped_and_the_next_episode_starts_at_zero() -> None:
+    """It was not counted (fresh) nor reported, but its rewards used to run on into the next episode's return."""
+    env = Env()
+    env.row(0.0)
+    for t in range(1, 6):
+        env.row(float(t), reward=1.0)
+    env.envs.forget(np.array([0]))
+    env.row(6.0, reward=1.0, flags=TERMINATED | FINAL)  # the unanswered final row, re-sent on the new stream
+    env.row(0.0)  # the reset row
+    for t in range(1, 5):
+        env.row(float(t), reward=1.0)
+    env.row(5.0, reward=1.0, flags=TERMINATED | FINAL)
+    assert env.episodes == [(5.0, 5)]  # the dropped episode's 5 rewards are not in it
+
+
 def test_termination_zeroes_the_discount_into_the_reset_row() -> None:
     env = Env()
     env.row(0.0)
