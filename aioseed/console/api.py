@@ -139,7 +139,7 @@ async def read_json(request: web.Request) -> Any:
         text = raw.decode(request.charset or "utf-8")
     except LookupError:
         raise BadRequest(f"unknown charset {request.charset[:32]!r}") from None
-    except UnicodeDecodeError:
+    except UnicodeError:  # undecodable bytes; or the "undefined" codec, which refuses any
         raise BadRequest(f"the body is not valid {request.charset or 'utf-8'}") from None
     try:
         return json.loads(text, parse_int=float, parse_constant=_no_constant)

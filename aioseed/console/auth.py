@@ -97,7 +97,8 @@ def middleware(token: str, reading_needs_token: bool, allowed_hosts: Collection[
         is_data = request.path.startswith("/api/") or request.path == "/metrics"
         if changes or feed or (reading_needs_token and is_data):
             given = presented_token(request)
-            if given is None or not hmac.compare_digest(given.encode(), token.encode()):
+            # aiohttp keeps a header's undecodable bytes as surrogates: encoded back as they came, they never match.
+            if given is None or not hmac.compare_digest(given.encode("utf-8", "surrogateescape"), token.encode()):
                 raise _error(web.HTTPUnauthorized, "missing or wrong console token")
         return await handler(request)
 

@@ -41,6 +41,7 @@ MALFORMED = [
     ({"Content-Type": "application/json"}, b"[" * 30_000 + b"]" * 30_000, 400, "nested too deeply"),
     ({"Content-Type": "application/json; charset=no-such-charset"}, b'{"deadline_ms": 1}', 400, "unknown charset"),
     ({"Content-Type": "application/json; charset=utf-8"}, b'{"deadline_ms": "\xff\xfe"}', 400, "not valid utf-8"),
+    ({"Content-Type": "application/json; charset=undefined"}, b'{"deadline_ms": 1}', 400, "not valid undefined"),
     ({"Content-Type": "application/json"}, b'{"learning_rate": NaN}', 400, "must be JSON"),
     ({"Content-Type": "application/json"}, b'{"learning_rate": 1e999}', 400, "finite number"),
     ({"Content-Type": "application/json"}, b'{"' + b"x" * 50_000 + b'": 1}', 400, "unknown field"),
@@ -96,3 +97,19 @@ async def test_a_foreign_host_header_gets_400_against_dns_rebinding(running_lear
             assert response.status == 400 and "not a name of this console" in (await response.json())["error"]
         for host in (f"console.lan:{port}", f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"):
             assert (await client.get("/api/metrics", headers={"Host": host})).status == 200, host
+
+
+async def test_a_token_header_of_undecodable_bytes_gets_401_not_a_server_error(running_learner, tmp_path, server_errors) -> None:
+    import asyncio
+
+    async with console(running_learner, tmp_path) as (learner, client):
+        reader, writer = await asyncio.open_connection(client.host, client.port)
+        writer.write(
+            b"POST /api/pause HTTP/1.1\r\nHost: " + f"{client.host}:{client.port}".encode()
+            + b"\r\nAuthorization: Bearer \xff\xfe\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        status = await asyncio.wait_for(reader.readline(), 10)
+        writer.close()
+        assert status.split()[1] == b"401", status
+        assert not learner.paused
+    assert [r for r in server_errors if r.name.startswith("aiohttp")] == []
