@@ -85,10 +85,12 @@ class Box:
         if len(self.low) != size or len(self.high) != size:
             raise ValueError(f"a Box of shape {_echo_dims(self.shape)} needs {size} low and high bounds")
         low, high = np.asarray(self.low, np.float64), np.asarray(self.high, np.float64)
-        if not (np.isfinite(low).all() and np.isfinite(high).all()):
+        with np.errstate(over="ignore", invalid="ignore"):  # the width in float32, as the policies scale actions
+            width = high.astype(np.float32) - low.astype(np.float32)
+        if not (np.isfinite(low).all() and np.isfinite(high).all() and np.isfinite(width).all()):
             raise ValueError(
                 "aioseed's continuous policies squash their actions into a bounded box, and this Box has infinite "
-                "bounds: wrap the env in gymnasium.wrappers.RescaleAction or ClipAction"
+                "bounds (or a width past float32's range): wrap the env in gymnasium.wrappers.RescaleAction or ClipAction"
             )
         if not (low < high).all():
             raise ValueError("a Box action space needs low < high in every element")

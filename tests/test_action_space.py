@@ -34,6 +34,8 @@ def test_gymnasium_spaces_map_to_the_wire_spaces_and_survive_the_proto(space, ex
     ("space", "named"),
     [
         (gym.spaces.Box(-np.inf, np.inf, (2,), np.float32), "infinite bounds"),
+        # "Unbounded" as float32's largest bounds: the width overflows, and every action came out inf or NaN.
+        (gym.spaces.Box(-np.finfo(np.float32).max, np.finfo(np.float32).max, (2,), np.float32), "past float32's range"),
         (gym.spaces.Discrete(3, start=1), "starts at 1"),
         (gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Discrete(3)]), "Tuple(Discrete(2), Discrete(3))"),
         (gym.spaces.MultiBinary(4), "MultiBinary(4)"),
