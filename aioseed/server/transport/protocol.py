@@ -16,6 +16,9 @@ from aioseed.proto import aioseed_pb2 as pb
 from aioseed.spec import EnvSpec
 from aioseed.types import VALID_FLAG_BYTES, Rows
 
+BOOL_BYTES = bytes([0, 1])
+"""The bytes a NumPy bool may hold (any other is undefined as a bool, to NumPy and TensorFlow alike)."""
+
 MAX_DETAIL_CHARS = 300
 """Longest status detail sent to an actor: gRPC carries it in metadata, which has a hard size limit."""
 
@@ -232,6 +235,8 @@ class RowParser:
                 f"steps.observations has {len(raw_observations)} bytes, expected {self._obs_nbytes} "
                 f"({k} rows of {self._spec.describe()})"
             )
+        if self._spec.dtype == bool and raw_observations.translate(None, BOOL_BYTES):  # any other byte is no bool
+            raise ProtocolError("steps.observations of a bool spec must hold bytes 0 or 1")
         observations = np.frombuffer(raw_observations, self._spec.dtype).reshape(self._obs_shape)
         if self._float_obs:
             bad = out_of_bounds(observations.reshape(k, -1), self._max_abs_observation)

@@ -20,11 +20,10 @@ import numpy as np
 from aioseed.action_space import ActionSpace, Discrete, invalid_actions
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.server.transport.params import ParamsPublisher
-from aioseed.server.transport.protocol import ProtocolError, RowBounds, out_of_bounds, shorten
+from aioseed.server.transport.protocol import BOOL_BYTES, ProtocolError, RowBounds, out_of_bounds, shorten
 from aioseed.server.transport.upload_history import UploadHistory
 from aioseed.types import Column, Unroll
 
-BOOL_BYTES = bytes([0, 1])
 MAX_ABS_LOGIT = 1e6
 """Largest |behaviour logit| accepted: beyond, V-trace's log-softmax differences overflow float32."""
 MAX_ABS_STATE = 1e6

@@ -171,3 +171,16 @@ async def test_token_is_required_when_configured(running_learner, tmp_path) -> N
             assert learner.auth_refused == 2  # counted, and reported as actors/auth_refused
             slots = await Stream(channel, (("authorization", "Bearer s3cret"),)).handshake(hello(1))
             assert len(slots) == 1
+
+
+def test_a_bool_observation_byte_other_than_0_or_1_is_refused() -> None:
+    """np.frombuffer reads any byte as a bool; TensorFlow's cast of such a value is undefined."""
+    from aioseed.action_space import Discrete
+    from aioseed.server.transport.protocol import ProtocolError, RowParser
+
+    spec = EnvSpec(observation_shape=(4,), observation_dtype="bool", action_space=Discrete(2))
+    parser = RowParser(spec, np.array([0, 1], np.int32), np.array([1000, 1001], np.uint64))
+    good = np.array([[0, 1, 1, 0], [1, 1, 0, 0]], bool)
+    np.testing.assert_array_equal(parser.parse(steps(np.array([0, 1]), observations=good))["observation"], good)
+    with pytest.raises(ProtocolError, match="must hold bytes 0 or 1"):
+        parser.parse(steps(np.array([0, 1]), observations=np.array([[0, 2, 1, 0], [1, 1, 0, 0]], np.uint8)))
