@@ -48,15 +48,14 @@ class SlotTable:
         or reserved for ``run_ids[i]``. Slots never handed out are not granted by number, so per-slot
         state stays sized by the envs connected, not by what a client asks for."""
         self._expire()
+        # Refused before anything is taken: a rollback would free the reservations it took, not reserve them again.
+        if len(run_ids) > len(self._free) + self._max_slots - self._next + len(self._reserved):
+            raise SlotsExhausted(f"all {self._max_slots} env slots are in use")
         chosen: list[int] = []
         for i, run_id in enumerate(run_ids):
             wanted = int(previous[i]) if i < len(previous) else -1
             slot = wanted if self._take(wanted, run_id) else self._take_any()
-            if slot < 0:
-                for taken in chosen:
-                    del self._owned[taken]
-                    self._push_free(taken)
-                raise SlotsExhausted(f"all {self._max_slots} env slots are in use")
+            assert slot >= 0, "each run_id takes one slot of those counted"
             self._owned[slot] = int(run_id)
             chosen.append(slot)
         return np.array(chosen, np.int32)
@@ -104,7 +103,12 @@ class SlotTable:
         heapq.heappush(self._free_heap, slot)
 
     def _expire(self) -> None:
+        """Reservations are made with the same grace, so they expire in the order they were made: only the
+        expired ones at the front are looked at (a scan of all made a mass reconnect quadratic)."""
         now = self._clock()
-        for slot in [s for s, (_, expiry) in self._reserved.items() if expiry <= now]:
+        while self._reserved:
+            slot, (_, expiry) = next(iter(self._reserved.items()))
+            if expiry > now:
+                break
             del self._reserved[slot]
             self._push_free(slot)

@@ -67,3 +67,33 @@ def test_previous_slots_never_handed_out_are_not_granted_by_number() -> None:
     table = SlotTable(max_slots=65536, grace_s=1.0)
     assert table.acquire([7, 8], previous=[65535, 9]).tolist() == [0, 1]
     assert table.acquire([1, 2, 3]).tolist() == [2, 3, 4]
+
+
+def test_a_hello_refused_for_want_of_slots_leaves_other_actors_reservations_in_place() -> None:
+    clock = Clock()
+    table = SlotTable(max_slots=6, grace_s=30.0, clock=clock)
+    a = table.acquire([1, 2]).tolist()
+    table.acquire([3, 4])
+    table.release(a)  # A drops: slots 0 and 1 are kept for it
+    with pytest.raises(SlotsExhausted):
+        table.acquire([5, 6, 7, 8, 9])  # C asks for more than there are: it used to take A's, then free them
+    assert table.reserved == 2
+    assert table.acquire([10, 11]).tolist() == [4, 5]  # D gets the free ones
+    assert table.acquire([1, 2], previous=a).tolist() == a  # A comes back on its own
+
+
+def test_reservations_expire_in_the_order_they_were_made_and_only_once_due() -> None:
+    clock = Clock()
+    table = SlotTable(max_slots=4, grace_s=5.0, clock=clock)
+    table.acquire([1, 2, 3])
+    table.release([2])
+    clock.now = 1.0
+    table.release([0])
+    clock.now = 2.0
+    table.release([1])
+    clock.now = 5.5  # slot 2's reservation is due; 0's (6.0) and 1's (7.0) are not
+    assert table.reserved == 2
+    assert table.acquire([9]).tolist() == [2]  # the expired one is free again
+    assert table.acquire([1], previous=[0]).tolist() == [0]  # the others still hold for their run_ids
+    clock.now = 7.0
+    assert table.reserved == 0
