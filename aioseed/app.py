@@ -42,10 +42,10 @@ from aioseed.server.trajectories.replay_feed import ReplayFeed
 from aioseed.server.trajectories.source import Source, UnrollQueue
 from aioseed.server.transport.endpoint import GrpcEndpoint, server_options
 from aioseed.server.transport.params import ParamsPublisher
-from aioseed.server.transport.protocol import RowBounds
+from aioseed.server.transport.protocol import RowBounds, RowParser
 from aioseed.server.transport.service import LearnerService
 from aioseed.server.transport.slots import SlotTable
-from aioseed.server.transport.streams import StreamLimits
+from aioseed.server.transport.streams import StreamLimits, envs_that_fit
 from aioseed.server.transport.uploads import UnrollParser, Upload, Uploads
 from aioseed.spec import EnvSpec
 from aioseed.types import Unroll
@@ -227,9 +227,10 @@ def assemble(
     trainer = Trainer(config.training, agent, source, stats.record_train, lambda: stats.frames, on_version, pacing, running)
     acting = acting_for(agent, spec, config.training.unroll_length, lambda: trainer.version, stack, opponent, served)
     inference = InferenceLoop(batcher, acting, unrolls, on_batch(stats, stopping, spec.frames_per_step), lanes, pacing)
+    longest = uploads.parser if uploads is not None else lambda slots: RowParser(spec, slots, np.zeros(len(slots), np.uint64))
     limits = StreamLimits(
         streams=server.max_streams,
-        envs_per_stream=server.max_envs_per_stream,
+        envs_per_stream=envs_that_fit(lambda k: longest(np.arange(k, dtype=np.int32)).max_bytes, server.max_message_bytes, server.max_envs_per_stream),
         envs_per_actor=server.max_envs_per_actor,
         slots=server.max_envs,
         hello_timeout_s=server.hello_timeout_s,

@@ -59,7 +59,7 @@ class ServerConfig:
     """A disconnected actor's slots stay reserved this long for its reconnect (while other slots are free: with
     none left, the oldest reservation goes to a new actor)."""
     max_message_bytes: int = 64 * 1024 * 1024
-    """Largest gRPC message accepted or sent."""
+    """Largest gRPC message accepted or sent. A hello of more envs than one message of this size holds is refused."""
     params_chunk_bytes: int = 1024 * 1024
     """IMPALA mode: parameter downloads are cut into messages of at most this many tensor bytes (and at
     most half of max_message_bytes)."""

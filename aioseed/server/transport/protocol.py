@@ -133,7 +133,10 @@ def check_hello(hello: pb.Hello, spec: EnvSpec, max_envs_per_stream: int, max_sl
     if theirs != spec:
         raise SpecMismatch(f"env spec mismatch: actor has {theirs.describe()}, learner serves {spec.describe()}")
     if not 1 <= hello.num_envs <= max_envs_per_stream:
-        raise ProtocolError(f"hello.num_envs must be in [1, {max_envs_per_stream}], got {hello.num_envs}")
+        raise ProtocolError(
+            f"hello.num_envs must be in [1, {max_envs_per_stream}] (the learner's max_envs_per_stream, or the most envs "
+            f"whose messages fit its max_message_bytes), got {hello.num_envs}"
+        )
     if hello.num_envs % spec.rows_per_env:
         raise ProtocolError(
             f"hello.num_envs must be a multiple of the {spec.rows_per_env} controlled players of each game "

@@ -45,6 +45,16 @@ class StreamInfo:
         self._counted = (now, self.steps)
 
 
+def envs_that_fit(longest_message: Callable[[int], int], max_message_bytes: int, most: int) -> int:
+    """The most envs per stream, up to ``most``, whose longest valid message (``longest_message(K)`` bytes, affine
+    in K) gRPC lets in: a stream of more would be welcomed, then have every message refused by gRPC itself
+    (RESOURCE_EXHAUSTED, which actors retry forever)."""
+    one, two = longest_message(1), longest_message(2)
+    if one > max_message_bytes:
+        raise ValueError(f"one env's messages take {one} bytes, past server.max_message_bytes ({max_message_bytes}): raise it")
+    return min(most, 1 + (max_message_bytes - one) // (two - one))
+
+
 @dataclasses.dataclass(frozen=True)
 class StreamLimits:
     """Past any of these a call gets RESOURCE_EXHAUSTED; streams already connected carry on."""

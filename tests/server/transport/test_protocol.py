@@ -184,3 +184,17 @@ def test_a_bool_observation_byte_other_than_0_or_1_is_refused() -> None:
     np.testing.assert_array_equal(parser.parse(steps(np.array([0, 1]), observations=good))["observation"], good)
     with pytest.raises(ProtocolError, match="must hold bytes 0 or 1"):
         parser.parse(steps(np.array([0, 1]), observations=np.array([[0, 2, 1, 0], [1, 1, 0, 0]], np.uint8)))
+
+
+async def test_a_hello_of_more_envs_than_a_message_can_hold_is_refused_not_welcomed(running_learner, tmp_path) -> None:
+    """Welcomed, every Steps message of its K rows was past gRPC's own limit: RESOURCE_EXHAUSTED, which actors
+    retry forever. CartPole's longest message of K rows is 33 K + 64 bytes: 1,000 bytes hold 28 rows."""
+    async with running_learner(small_config(tmp_path, server={"max_message_bytes": 1000})) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            error = await refused(channel, hello(29))
+            assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "must be in [1, 28]" in error.details() and "max_message_bytes" in error.details()
+            stream = Stream(channel)
+            slots = await stream.handshake(hello(28))
+            actions = await stream.step(steps(slots, observations=np.zeros((28, 4), np.float32)))
+            assert actions.shape == (28,)  # the longest it welcomes gets through gRPC
