@@ -85,6 +85,8 @@ class RunConfig:
     on this machine (needs aioseed[ray]; Ray restarts actors that die)."""
 
     def __post_init__(self) -> None:
+        if min(self.num_actors, self.envs_per_actor, self.envs_per_message) < 1 or self.evaluation_envs < 0:
+            raise ValueError("num_actors, envs_per_actor and envs_per_message must be >= 1, evaluation_envs >= 0")
         if self.evaluation_video_every < 0:
             raise ValueError(f"evaluation_video_every must be >= 0, got {self.evaluation_video_every}")
         if self.architecture == "anakin" and self.env_backend != "default":
@@ -142,7 +144,8 @@ class RunConfig:
 
 
 async def serve_learner(config: LearnerConfig) -> int:
-    """``aioseed learner``: serve until SIGINT/SIGTERM, then stop in order and exit 0."""
+    """``aioseed learner``: serve until SIGINT/SIGTERM, then stop in order and exit 0 (1: the final checkpoint
+    was not written)."""
     from aioseed.terminal import showing
 
     learner = _build(config)
@@ -154,7 +157,7 @@ async def serve_learner(config: LearnerConfig) -> int:
     stop_on_signals(learner.request_stop)
     async with showing(learner, config.stop, config.env, config.display):
         await learner.run()
-    return 0
+    return 1 if learner.final_checkpoint_error else 0
 
 
 def _actor_process(config: ActorConfig, parent: int, level: str) -> None:
@@ -298,6 +301,8 @@ class RunSummary:
     """Mean return when the stop condition was met."""
     history: list[dict[str, float]]
     """The learner's metric snapshots."""
+    checkpoint_error: str | None = None
+    """Why the final checkpoint was not written (None: it was, or the run keeps none)."""
 
 
 async def train_locally(config: RunConfig) -> RunSummary:
@@ -327,6 +332,7 @@ async def train_locally(config: RunConfig) -> RunSummary:
         stop_frames=learner.stopping.frames,
         stop_mean_return=learner.stopping.mean_return,
         history=learner.series(0.0),
+        checkpoint_error=learner.final_checkpoint_error,
     )
 
 
@@ -340,7 +346,8 @@ def run_anakin(config: RunConfig) -> int:
 
 
 async def run_local(config: RunConfig) -> int:
-    """``aioseed run``: 0, or 1 when its actors all exited before a stop condition."""
+    """``aioseed run``: 0, or 1 when its actors all exited before a stop condition or the final checkpoint was
+    not written."""
     summary = await train_locally(config)
     log.info(
         "run_finished",
@@ -349,7 +356,7 @@ async def run_local(config: RunConfig) -> int:
         train_steps=summary.train_steps,
         logdir=str(config.learner.logdir),
     )
-    return 1 if summary.stop_reason == ACTORS_EXITED else 0
+    return 1 if summary.stop_reason == ACTORS_EXITED or summary.checkpoint_error else 0
 
 
 INTERRUPTED = 130

@@ -135,3 +135,13 @@ def test_the_ppo_and_noframeskip_presets_and_the_acting_modes_they_allow() -> No
     ):
         with pytest.raises((ValueError, SystemExit)):
             parse(bad)
+
+
+@pytest.mark.parametrize("flag,value", [("--num-actors", "0"), ("--envs-per-actor", "0"), ("--envs-per-message", "0"), ("--evaluation-envs", "-1")])
+def test_aioseed_run_refuses_counts_that_cannot_work_before_anything_starts(flag: str, value: str, capsys) -> None:
+    """They used to fail once TensorFlow and the learner were up (a traceback), or hang (no actors)."""
+    from aioseed.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["run", flag, value])
+    assert exited.value.code == 2 and "must be >= 1" in " ".join(capsys.readouterr().err.replace("│", " ").split())

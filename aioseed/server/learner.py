@@ -8,7 +8,6 @@ the snapshots the console reads; ``request_stop`` starts the ordered shutdown.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import pathlib
 import time
@@ -82,6 +81,8 @@ class Learner:
         self.console = console(self) if console is not None else None
         self.console_url: str | None = None
         self.port: int | None = None
+        self.final_checkpoint_error: str | None = None
+        """Why the checkpoint at shutdown was not written (None: it was, or there is no logdir)."""
         self._last_checkpoint = time.monotonic()
         self._started = time.time()
         self._tuner = BatchTuner(config.batching, config.batcher)
@@ -320,8 +321,10 @@ class Learner:
         finally:
             await stages.endpoint.stop()
             if stages.checkpointer is not None:
-                with contextlib.suppress(CheckpointRefused, CheckpointFailed):  # logged; the last good checkpoint stays
+                try:
                     await self.checkpoint_now(final=True)
+                except (CheckpointRefused, CheckpointFailed) as exc:  # logged; the last good checkpoint stays
+                    self.final_checkpoint_error = str(exc)  # and the process exits 1
             if stages.tracker is not None:
                 await asyncio.to_thread(stages.tracker.close, completed)
             await asyncio.to_thread(self._trainer.executor.shutdown, wait=True)  # the step in progress, off the loop

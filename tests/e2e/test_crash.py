@@ -140,3 +140,22 @@ async def test_an_actor_whose_learner_freezes_loses_its_stream_at_its_own_keepal
         learner.kill()
         if actor is not None:
             actor.kill()
+
+
+async def test_a_learner_whose_final_checkpoint_cannot_be_written_exits_1(tmp_path) -> None:
+    """It exited 0, so a supervisor or a sweep took the lost training for a clean stop."""
+    import shutil
+
+    learner = await Process(
+        ["learner", "--server.host", "127.0.0.1", "--server.port", "0", "--console.port", "0", "--logdir", str(tmp_path),
+         "--checkpoint-every-s", "0"]
+    ).start()
+    try:
+        await learner.wait_for_line(r"learner_listening")
+        shutil.rmtree(tmp_path / "checkpoints", ignore_errors=True)
+        (tmp_path / "checkpoints").write_text("a file where the checkpoints go: every write fails, root or not")
+        learner.signal(signal.SIGTERM)
+        assert await learner.wait() == 1
+        assert any("checkpoint_failed" in line for line in learner.lines), learner.log
+    finally:
+        learner.kill()
