@@ -290,7 +290,11 @@ class Learner:
         self.port = await self._stages.endpoint.start()
         log.info("learner_listening", host=self.config.server.host, port=self.port, spec=self.spec.describe())
         if self.console is not None:
-            self.console_url = await self.console.start()
+            try:
+                self.console_url = await self.console.start()
+            except BaseException:  # a taken console port: the gRPC port is not left serving
+                await self._stages.endpoint.stop()
+                raise
         return self.port
 
     async def run(self) -> None:

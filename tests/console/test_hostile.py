@@ -113,3 +113,21 @@ async def test_a_token_header_of_undecodable_bytes_gets_401_not_a_server_error(r
         assert status.split()[1] == b"401", status
         assert not learner.paused
     assert [r for r in server_errors if r.name.startswith("aiohttp")] == []
+
+
+async def test_a_taken_console_port_leaves_no_grpc_port_serving(tmp_path) -> None:
+    """The learner's start failed at the console after the gRPC server had started, and left it running."""
+    import socket
+
+    from aioseed.app import build
+    from aioseed.errors import PortTaken
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        learner = build(small_config(tmp_path, console={"port": holder.getsockname()[1]}))
+        with pytest.raises(PortTaken):
+            await learner.start()
+    assert learner.port is not None
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", learner.port))  # free again
