@@ -206,7 +206,10 @@ async def post_settings(request: web.Request) -> web.Response:
     if "auto" in changes:  # after the settings: the tuner starts from them
         control.set_batching_auto(changes["auto"], "turned off from the console")
     if "learning_rate" in changes:
-        await control.set_learning_rate(changes["learning_rate"])  # applies between train steps
+        try:
+            await control.set_learning_rate(changes["learning_rate"])  # applies between train steps
+        except CommandRefused as exc:
+            raise web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json") from None
     return _json(control.settings())
 
 

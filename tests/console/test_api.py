@@ -125,6 +125,24 @@ async def test_a_checkpoint_that_cannot_be_written_is_a_500_and_the_run_goes_on(
         assert path != kept and pathlib.Path(f"{path}.index").exists()
 
 
+async def test_commands_that_reach_a_stopping_learner_after_its_train_thread_get_409(running_learner, tmp_path) -> None:
+    """The train thread goes before the console does: such a command used to be a 500 and a traceback."""
+    import concurrent.futures
+
+    async with console(running_learner, tmp_path) as (learner, client):
+        learner.pause()  # no train step starts meanwhile
+        trainer, gone = learner._trainer, concurrent.futures.ThreadPoolExecutor(1)
+        gone.shutdown()
+        trainer.executor, kept = gone, trainer.executor  # where a shutdown stands just before the console stops
+        try:
+            for path, body in (("/api/checkpoint", None), ("/api/settings", {"learning_rate": 1e-4})):
+                response = await client.post(path, json=body, headers=AUTH)
+                assert response.status == 409 and "stopping" in (await response.json())["error"], path
+        finally:
+            trainer.executor = kept
+            learner.resume()
+
+
 async def test_pause_resume_learning_rate_checkpoint_and_disconnect(running_learner, tmp_path) -> None:
     async with console(running_learner, tmp_path) as (learner, client):
         assert (await (await client.post("/api/pause", headers=AUTH)).json())["paused"] is True

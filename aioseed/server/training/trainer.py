@@ -10,6 +10,7 @@ from collections.abc import Callable
 import structlog
 
 from aioseed.algos.agent import SKIPPED, Agent
+from aioseed.control import CommandRefused
 from aioseed.server.trajectories.pacing import ActingMode, Pacing
 from aioseed.server.trajectories.source import Source
 from aioseed.types import TrainBatch
@@ -102,8 +103,13 @@ class Trainer:
         self._running.set()
 
     async def run_between_steps(self, fn: Callable[[], object]) -> object:
-        """Runs ``fn`` in the train thread, after the step in progress (e.g. a checkpoint)."""
-        return await asyncio.get_running_loop().run_in_executor(self.executor, fn)
+        """Runs ``fn`` in the train thread, after the step in progress (e.g. a checkpoint); CommandRefused once
+        the learner has shut the train thread down (a console command in the last moments of a shutdown)."""
+        try:
+            job = asyncio.get_running_loop().run_in_executor(self.executor, fn)
+        except RuntimeError:  # the executor refuses new work
+            raise CommandRefused("the learner is stopping") from None
+        return await job
 
     async def prefetch(self) -> None:
         while True:
