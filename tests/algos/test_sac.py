@@ -176,3 +176,13 @@ def test_warmup_actions_are_uniform_in_the_box_until_the_first_update(warmup: st
     assert abs(before - 1 / 3) < 0.02 if warmup == "uniform" else before > 0.37
     agent.train_step(_batch(np.random.default_rng(0)))
     assert second_moment() > 0.36  # the policy's own samples from the first update on
+
+
+def test_a_skipped_temperature_update_is_counted_and_keeps_alpha(monkeypatch) -> None:
+    from aioseed.algos.sac import loss
+
+    monkeypatch.setattr(loss, "temperature_loss", lambda log_alpha, *rest: log_alpha * np.inf)  # patched before tracing
+    agent = SacAgent(SPEC, SacConfig(hidden_sizes=(8,)))
+    log_alpha = float(agent.log_alpha.numpy())
+    metrics = agent.train_step(_batch(np.random.default_rng(0)))
+    assert metrics["skipped_nonfinite"] == 1 and float(agent.log_alpha.numpy()) == log_alpha

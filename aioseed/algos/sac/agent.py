@@ -191,7 +191,8 @@ class SacAgent:
             _, new_log_prob = self._sample(data.observation)
             with tf.GradientTape() as tape:
                 alpha_loss = loss.temperature_loss(self.log_alpha, new_log_prob, self.target_entropy, data.valid)
-            apply_finite_gradients(self.alpha_optimizer, alpha_loss, tape.gradient(alpha_loss, [self.log_alpha]), [self.log_alpha])
+            _, alpha_skipped = apply_finite_gradients(self.alpha_optimizer, alpha_loss, tape.gradient(alpha_loss, [self.log_alpha]), [self.log_alpha])
+            skipped = tf.maximum(skipped, alpha_skipped)  # counted as the actor's are
         return {
             "losses/actor": actor_loss,
             "losses/alpha": alpha_loss,
