@@ -211,7 +211,7 @@ class LearnerService(pb_grpc.LearnerServicer):
                         break
                     self._upload_bytes += size
                     try:
-                        upload = parser.parse(message, uploads.version)
+                        upload = await asyncio.to_thread(parser.parse, message, uploads.version)  # ~50 ms for 59 MB
                         await uploads.receive(upload, size)
                     finally:
                         self._upload_bytes -= size

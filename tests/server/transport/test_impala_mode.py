@@ -324,3 +324,26 @@ async def test_refused_uploads_do_not_pile_up_in_memory(running_learner, tmp_pat
             tracemalloc.stop()
         assert refusals.counts["INVALID_ARGUMENT"] == refused
         assert grown < 3 * size, f"{grown / 2**20:.0f} MiB still held after {refused} refused uploads of {size / 2**20:.0f} MiB: {held}"
+
+
+async def test_an_upload_is_parsed_and_checked_off_the_event_loop(running_learner, tmp_path, monkeypatch) -> None:
+    """A 59 MB Atari upload takes ~50 ms to check: on the event loop, every other stream waited that long."""
+    import threading
+
+    from aioseed.server.transport.uploads import UnrollParser
+
+    threads: list[threading.Thread] = []
+    parse = UnrollParser.parse
+
+    def recording(self, *args, **kwargs):
+        threads.append(threading.current_thread())
+        return parse(self, *args, **kwargs)
+
+    monkeypatch.setattr(UnrollParser, "parse", recording)
+    async with running_learner(impala_config(tmp_path)) as learner:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+            stream = Stream(channel, TOKEN, "Learn")
+            slots = await stream.handshake(hello(2))
+            reply = await stream.send(upload_message(zero_unrolls(learner, 2), slots, [], []))
+            assert reply.accepted.params_version == 0
+    assert threads and threading.main_thread() not in threads
