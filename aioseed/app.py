@@ -151,6 +151,8 @@ def build(config: LearnerConfig, run: object | None = None) -> Learner:
         checkpointer = Checkpointer(logdir / "checkpoints", objects, warm_start=warm_start(config), restored=restored)
         if checkpointer.latest is None:
             save_config()
+        else:
+            config_file.check_same_env(logdir, config.env)
         tracker = tracking_sender(config, config_file.document(run or config))
     log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
     return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference), tracker=tracker, opponent=opponent)

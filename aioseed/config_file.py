@@ -45,6 +45,21 @@ def read(path: pathlib.Path) -> dict[str, Any]:
         raise ConfigFileError(f"config file {path}: {exc}") from None
 
 
+def check_same_env(logdir: pathlib.Path, env: str) -> None:
+    """A logdir's checkpoints are one env's run: resumed with another env, they would not fit, or (the same shapes)
+    would go on silently as the other game's run. Refused, naming both."""
+    try:
+        table = read(logdir / "config.toml")
+    except ConfigFileError:
+        return
+    saved = table.get("learner", table).get("env")
+    if isinstance(saved, str) and saved != env:
+        raise InvalidInput(
+            f"{logdir} holds a run of {saved}, not {env}: give this run a logdir of its own "
+            "(--logdir; under aioseed run, --learner.logdir)"
+        )
+
+
 def unknown_key(key: str, cls: type, prefix: str) -> str:
     """What is wrong with ``key`` in a table of ``cls``: the key that replaced it, or the closest ones."""
     from aioseed.server.config import RENAMED_FLAGS, RENAMED_SECTIONS, LearnerConfig

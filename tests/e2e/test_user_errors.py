@@ -77,6 +77,14 @@ def test_a_missing_or_incompatible_checkpoint_and_the_run_it_belongs_to_is_left_
     line = one_error_line(other_network)
     assert f"checkpoint {logdir}/checkpoints/ckpt-" in line and "does not fit this learner" in line
     assert (logdir / "config.toml").read_text() == saved  # the run's own config is not overwritten
+    # Another env of the same shapes (obs [4], 2 actions) used to go on silently as the CartPole run.
+    other_env = aioseed(
+        "learner", "--logdir", str(logdir), "--env", "tests.envs.corridor:Corridor-v0", "--env-kwargs", '{"length": 4}',
+        "--server.port", "0", "--console.port", "0",
+    )
+    line = one_error_line(other_env)
+    assert f"{logdir} holds a run of CartPole-v1, not tests.envs.corridor:Corridor-v0" in line and "--learner.logdir" in line
+    assert (logdir / "config.toml").read_text() == saved
     line = only_line(aioseed("eval", "--logdir", str(logdir), "--protocol", "seed"))
     assert "--protocol seed evaluates Atari (ALE/ ids); CartPole-v1 is not one: use --protocol none" in line
     line = one_error_line(aioseed("eval", "--logdir", str(logdir), "--device", "/XPU:0"))
