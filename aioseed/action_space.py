@@ -90,7 +90,8 @@ class Box:
         if not (np.isfinite(low).all() and np.isfinite(high).all() and np.isfinite(width).all()):
             raise ValueError(
                 "aioseed's continuous policies squash their actions into a bounded box, and this Box has infinite "
-                "bounds (or a width past float32's range): wrap the env in gymnasium.wrappers.RescaleAction or ClipAction"
+                "bounds (or a width past float32's range): declare the range the env accepts, with a gymnasium.ActionWrapper "
+                "that sets a finite action_space"
             )
         if not (low < high).all():
             raise ValueError("a Box action space needs low < high in every element")
