@@ -89,9 +89,15 @@ class FleetMember:
         log.info("fleet_member_started", member=config.name, pid=os.getpid(), first_run_id=f"{first:016x}")
 
     async def run(self) -> int:
-        """Steps and streams until done or stopped: 0, or 2 when the learner refused the actor."""
+        """Steps and streams until done or stopped: 0, or 2 when the learner refused the actor. Any other failure
+        (an env that raises) ends this process, which Ray restarts (``max_restarts``) and runs again: raised to
+        the driver instead, it stopped the whole fleet."""
         self._task = asyncio.current_task()
-        return await exit_code(self._actor)
+        try:
+            return await exit_code(self._actor)
+        except Exception:
+            log.exception("fleet_member_failed", member=self.config.name)
+            os._exit(1)
 
     async def stop(self) -> None:
         """Ends the run: its streams close, and the learner frees the slots."""

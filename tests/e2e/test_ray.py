@@ -131,3 +131,24 @@ async def test_run_with_the_ray_launcher_learns_cartpole(tmp_path) -> None:
     log, _, _ = await run_to_return(["--launcher", "ray", "--learner.logdir", str(tmp_path / "run"), *CARTPOLE_TO_195])
     assert re.search(r"fleet_started .*actors=2", log), log
     assert ray_processes() == []
+
+
+async def test_a_member_whose_env_raises_is_restarted_and_the_fleet_goes_on(tmp_path, running_learner) -> None:
+    """The env's exception reached the driver as a RayTaskError, which stopped every member with a traceback."""
+    broken = "tests.envs.corridor:BrokenCorridor-v0"
+    config = small_config(tmp_path, env=broken)
+    async with running_learner(config) as learner:
+        actors = await fleet(learner.port, "--actor.env", broken).start()
+        try:
+            restarted = r"fleet_member_started first_run_id=\w+ member=ray-0 pid=(\d+)"
+            first = int((await actors.wait_for_line(restarted, timeout_s=120)).group(1))
+            await until(
+                lambda: len({int(p) for p in re.findall(restarted, "\n".join(actors.lines))} - {first}) > 0,
+                "ray-0 restarted in a new process", 12000,
+            )
+            assert "the corridor's engine crashed" in "\n".join(actors.lines) and actors.proc.returncode is None  # it goes on
+            actors.signal(signal.SIGINT)
+            assert await actors.wait(timeout_s=60) == 0, actors.log
+        finally:
+            await abort(actors)
+    assert ray_processes() == []
