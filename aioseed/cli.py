@@ -194,7 +194,7 @@ def _env_id(command: object) -> str | None:
             return command.learner.env
         case EvalConfig():
             return command.env
-        case FleetConfig():
+        case FleetConfig() if command.ray == "local":  # a remote cluster's workers may have packages this machine lacks
             return command.actor.env
     return None
 

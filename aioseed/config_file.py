@@ -53,10 +53,10 @@ def check_same_env(logdir: pathlib.Path, env: str) -> None:
     except ConfigFileError:
         return
     saved = table.get("learner", table).get("env")
-    if isinstance(saved, str) and saved != env:
+    if isinstance(saved, str) and saved.rpartition(":")[2] != env.rpartition(":")[2]:  # an env module may have moved
         raise InvalidInput(
-            f"{logdir} holds a run of {saved}, not {env}: give this run a logdir of its own "
-            "(--logdir; under aioseed run, --learner.logdir)"
+            f"{logdir} holds a run of {saved}, not {env}: give this run a logdir of its own (--logdir; under aioseed "
+            f"run, --learner.logdir), with --init-checkpoint {logdir} to start from that run's weights"
         )
 
 

@@ -327,8 +327,10 @@ class Learner:
             if stages.checkpointer is not None:
                 try:
                     await self.checkpoint_now(final=True)
-                except (CheckpointRefused, CheckpointFailed) as exc:  # logged; the last good checkpoint stays
-                    self.final_checkpoint_error = str(exc)  # and the process exits 1
+                except CheckpointRefused:  # diverged weights, logged: the last good checkpoint stays (a sweep scores the run)
+                    pass
+                except CheckpointFailed as exc:  # logged; the process exits 1 (a supervisor must not take it for a stop)
+                    self.final_checkpoint_error = str(exc)
             if stages.tracker is not None:
                 await asyncio.to_thread(stages.tracker.close, completed)
             await asyncio.to_thread(self._trainer.executor.shutdown, wait=True)  # the step in progress, off the loop

@@ -25,6 +25,8 @@ from aioseed.types import ENV_ACTION, Column
 UNIFORM_EDGE = 1.0 - 1e-6
 """Uniform warm-up actions stay this far inside the box, so that their pre-squash sample atanh(a) is finite."""
 COLUMNS = ("observation", "action", "reward", "done", "phantom")
+ALPHA_SKIPPED = "sac/alpha_skipped"
+"""1 when the temperature's update was skipped as non-finite (counted as skipped; it leaves the version as it is)."""
 """The unroll columns a train step reads (time-major ``[T + 1, B, ...]``)."""
 
 
@@ -133,8 +135,9 @@ class SacAgent:
         if due:
             for _ in range(frequency):
                 self._policy_metrics = {name: float(value) for name, value in self._train_policy(inputs).items()}
-                policy_skipped = self._policy_metrics.pop(SKIPPED)
-                skipped, applied = max(skipped, policy_skipped), applied or not policy_skipped
+                # The temperature's skip counts as skipped; only the actor's update changes the policy that acts.
+                policy_skipped, alpha_skipped = self._policy_metrics.pop(SKIPPED), self._policy_metrics.pop(ALPHA_SKIPPED)
+                skipped, applied = max(skipped, policy_skipped, alpha_skipped), applied or not policy_skipped
         metrics.update(self._policy_metrics)
         metrics[SKIPPED] = skipped
         metrics["losses/total"] = metrics["losses/critic"] + metrics["losses/actor"]
@@ -186,19 +189,19 @@ class SacAgent:
         actor_norm, skipped = apply_finite_gradients(
             self.actor_optimizer, actor_loss, tape.gradient(actor_loss, actor.trainable_variables), actor.trainable_variables
         )
-        alpha_loss = tf.constant(0.0)
+        alpha_loss, alpha_skipped = tf.constant(0.0), tf.constant(0.0)
         if self.config.autotune_alpha:
             _, new_log_prob = self._sample(data.observation)
             with tf.GradientTape() as tape:
                 alpha_loss = loss.temperature_loss(self.log_alpha, new_log_prob, self.target_entropy, data.valid)
             _, alpha_skipped = apply_finite_gradients(self.alpha_optimizer, alpha_loss, tape.gradient(alpha_loss, [self.log_alpha]), [self.log_alpha])
-            skipped = tf.maximum(skipped, alpha_skipped)  # counted as the actor's are
         return {
             "losses/actor": actor_loss,
             "losses/alpha": alpha_loss,
             "losses/actor_grad_norm": actor_norm,
             "policy/entropy": -loss.masked_mean(log_prob, data.valid),
             SKIPPED: skipped,
+            ALPHA_SKIPPED: alpha_skipped,
         }
 
     def set_progress(self, frames: int) -> None:

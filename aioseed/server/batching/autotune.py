@@ -1,4 +1,4 @@
-"""Inference batching that tunes itself: the most env steps/s with action latency p99 under a target.
+"""Inference batching that tunes itself: the most env rows answered per second ("steps/s") under a p99 target.
 
 Method, chosen by measurement (``aioseed bench autotune``): a pattern search on a log grid of
 (``max_batch_size``, ``deadline_ms``).
@@ -388,8 +388,8 @@ class BatchTuner:
 
     def _describe_score(self, score: float) -> str:
         if score < 0:
-            return f"over the latency target ({score + INFEASIBLE:.0f} steps/s x target/p99)"
-        return f"{score:.0f} steps/s"
+            return f"over the latency target ({score + INFEASIBLE:.0f} rows/s x target/p99)"
+        return f"{score:.0f} rows/s"
 
 
 def _nearest(grid: tuple[float, ...], value: float) -> int:

@@ -182,18 +182,17 @@ class Replay:
         """Reads what ``save`` wrote into this (empty) replay; False, with a warning, when there is
         nothing to read, it was saved with another capacity, or it cannot be read. A save cut short by a
         crash left a complete copy beside ``directory``: the previous one, or the new one, whole."""
-        for candidate in (directory, directory.with_name(directory.name + ".old"), directory.with_name(directory.name + ".partial")):
-            if (candidate / "meta.json").exists():
-                break
-        else:
-            return False
-        try:
-            return self._read(candidate)
-        except (OSError, ValueError, KeyError) as exc:  # damaged: start with an empty replay rather than never start
-            with self._lock:
-                self._clear()
-            log.warning("replay_not_restored", path=str(candidate), error=repr(exc))
-            return False
+        # The new copy first where a crash left it whole: the weights' checkpoint is written before it.
+        for candidate in (directory, directory.with_name(directory.name + ".partial"), directory.with_name(directory.name + ".old")):
+            if not (candidate / "meta.json").exists():
+                continue
+            try:
+                return self._read(candidate)
+            except Exception as exc:  # damaged (a truncated file after a power loss): the next copy, else an empty replay
+                with self._lock:
+                    self._clear()
+                log.warning("replay_not_restored", path=str(candidate), error=repr(exc))
+        return False
 
     def _read(self, directory: pathlib.Path) -> bool:
         meta = json.loads((directory / "meta.json").read_text())

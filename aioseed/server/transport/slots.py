@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import heapq
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +31,8 @@ class SlotTable:
         self._free_heap: list[int] = []
         self._free: set[int] = set()
         self._owned: dict[int, int] = {}  # slot -> run_id of the stream holding it
-        self._reserved: dict[int, tuple[int, float]] = {}  # slot -> (run_id, expiry)
+        # slot -> (run_id, expiry), oldest first (an OrderedDict: its front stays O(1) to reach as it is removed)
+        self._reserved: collections.OrderedDict[int, tuple[int, float]] = collections.OrderedDict()
 
     @property
     def connected(self) -> int:

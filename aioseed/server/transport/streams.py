@@ -11,6 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
+from aioseed.errors import InvalidInput
 from aioseed.types import Rows
 
 
@@ -51,7 +52,7 @@ def envs_that_fit(longest_message: Callable[[int], int], max_message_bytes: int,
     (RESOURCE_EXHAUSTED, which actors retry forever)."""
     one, two = longest_message(1), longest_message(2)
     if one > max_message_bytes:
-        raise ValueError(f"one env's messages take {one} bytes, past server.max_message_bytes ({max_message_bytes}): raise it")
+        raise InvalidInput(f"one env's messages take {one} bytes, past server.max_message_bytes ({max_message_bytes}): raise it")
     return min(most, 1 + (max_message_bytes - one) // (two - one))
 
 

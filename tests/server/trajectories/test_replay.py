@@ -240,11 +240,15 @@ def test_a_crash_while_a_save_replaces_the_previous_one_leaves_a_complete_copy_t
     assert len(restored) in (3, 5) and restored.inserted == len(restored)  # one whole copy, old or new
 
 
-def test_a_damaged_saved_replay_is_not_restored_and_the_learner_starts_with_an_empty_one(tmp_path) -> None:
+def test_a_damaged_saved_replay_falls_back_to_a_whole_copy_else_the_learner_starts_with_an_empty_one(tmp_path) -> None:
     replay = Replay(16)
     replay.insert(array_unrolls(3))
     replay.save(tmp_path / "replay")
-    (tmp_path / "replay" / "observation.npy").unlink()
+    shutil.copytree(tmp_path / "replay", tmp_path / "replay.old")  # as a save cut short leaves the previous copy
+    (tmp_path / "replay" / "observation.npy").write_bytes(b"")  # truncated by a power loss
+    restored = Replay(16)
+    assert restored.restore(tmp_path / "replay") and len(restored) == 3
+    shutil.rmtree(tmp_path / "replay.old")
     restored = Replay(16)
     assert not restored.restore(tmp_path / "replay")
     assert len(restored) == 0 and restored.inserted == 0
