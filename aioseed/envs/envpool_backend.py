@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from aioseed.envs.atari import AtariConfig, is_atari, with_life_loss
+from aioseed.envs.flatten import flattened
 from aioseed.envs.football import FootballConfig, is_football, scenario_name
 from aioseed.envs.stack_start import since_start, zero_before_start
 from aioseed.errors import InvalidInput
@@ -131,6 +132,4 @@ def make_envpool_vector_env(
     envs = EnvPoolVectorEnv(envpool_task(env_id), num_envs, envpool_settings(env_id, atari, football))
     if is_atari(env_id):
         return with_life_loss(envs, env_id, atari)
-    from aioseed.envs.registry import flattened  # the registry imports this module when asked for EnvPool
-
     return flattened(envs)  # Taxi's Discrete(500) as the one-hot the other backends serve

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import gymnasium as gym
 
 from aioseed.envs.atari import AtariConfig, is_atari, make_atari_vector_env
+from aioseed.envs.flatten import flattened
 from aioseed.envs.football import FootballConfig, check_scenario, football_spec, is_football
 from aioseed.envs.football_players import make_football_vector_env
 from aioseed.errors import InvalidInput, UnsupportedEnv, close_matches
@@ -20,11 +21,6 @@ from aioseed.spec import EnvSpec
 EnvBackend = Literal["default", "envpool"]
 """What steps an actor's envs: default (ale-py's vector env for ALE/ ids, gfootball's engines for football:
 ids, gymnasium's vector env otherwise) or envpool (EnvPool's C++ thread pool; aioseed[envpool])."""
-
-FLATTENED = (gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
-"""Observation spaces served flattened into one Box by ``gymnasium.spaces.flatten`` (docs/environments.md has
-the mapping): a Dict's spaces in its key order, a Tuple's in order, Discrete(n) as a one-hot of n, MultiDiscrete
-as concatenated one-hots, MultiBinary as its 0/1 bits, a Box raveled."""
 
 
 def env_kwargs(text: str) -> dict[str, Any]:
@@ -117,13 +113,6 @@ def make_vector_env(
     if autoreset != gym.vector.AutoresetMode.NEXT_STEP:
         raise InvalidInput(f"{env_id}: aioseed needs next-step autoreset, the vector env uses {autoreset}")
     return flattened(envs)
-
-
-def flattened(envs: gym.vector.VectorEnv) -> gym.vector.VectorEnv:
-    """``envs`` with their observations flattened into one Box where their space is one of ``FLATTENED``."""
-    if isinstance(envs.single_observation_space, FLATTENED):
-        return gym.wrappers.vector.FlattenObservation(envs)
-    return envs
 
 
 def vector_env_spec(env_id: str, envs: gym.vector.VectorEnv, atari: AtariConfig = AtariConfig()) -> EnvSpec:

@@ -12,8 +12,9 @@ from typing import Any
 import gymnasium as gym
 
 from aioseed.envs.atari import AtariConfig, is_atari, with_life_loss
+from aioseed.envs.flatten import flattened
 from aioseed.envs.football import is_football
-from aioseed.envs.registry import flattened, registered_id
+from aioseed.envs.registry import registered_id
 from aioseed.errors import InvalidInput
 
 
