@@ -229,7 +229,9 @@ def dispatch(command: object) -> int:
         case LearnerConfig():
             return uvloop.run(launch.serve_learner(command))
         case ActorConfig():
-            return uvloop.run(launch.run_any_actor(command))
+            from aioseed.local_actors import run_any_actor
+
+            return uvloop.run(run_any_actor(command))
         case FleetConfig():
             from aioseed.clients.fleet import run_fleet
 

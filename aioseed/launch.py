@@ -17,6 +17,7 @@ import structlog
 from aioseed.clients.actor import ActorConfig
 from aioseed.envs.football import is_football
 from aioseed.envs.registry import EnvBackend
+from aioseed.local_actors import ACTORS_EXITED, start_actors, stop_actors, stop_without_actors, watch_actors, watch_fleet
 from aioseed.server.config import LearnerConfig, ServerConfig, StopConfig
 
 if TYPE_CHECKING:
@@ -160,66 +161,6 @@ async def serve_learner(config: LearnerConfig) -> int:
     return 1 if learner.final_checkpoint_error else 0
 
 
-def _actor_process(config: ActorConfig, parent: int, level: str) -> None:
-    """Entry point of a spawned local actor process."""
-    import uvloop
-
-    from aioseed import log as logging_setup
-
-    logging_setup.configure(level)
-    if config.architecture == "impala":  # the actor runs the policy itself
-        from aioseed.tf_start import start_tensorflow
-
-        start_tensorflow()
-
-    async def main() -> int:
-        async def watch_parent() -> None:
-            while os.getppid() == parent:
-                await asyncio.sleep(1.0)
-            os.kill(os.getpid(), signal.SIGTERM)
-
-        watcher = asyncio.create_task(watch_parent())
-        try:
-            return await run_any_actor(config)
-        finally:
-            watcher.cancel()
-
-    raise SystemExit(uvloop.run(main()))
-
-
-async def run_any_actor(config: ActorConfig) -> int:
-    """``aioseed actor``: SEED's actor, or IMPALA mode's (which loads TensorFlow, so only then)."""
-    if config.architecture == "impala":
-        from aioseed.impala_actor.actor import run_impala_actor
-
-        return await run_impala_actor(config)
-    from aioseed.clients.actor import run_actor
-
-    return await run_actor(config)
-
-
-def start_actors(configs: list[ActorConfig], level: str = "warning") -> list[multiprocessing.process.BaseProcess]:
-    """Starts actor processes with spawn: safe next to gRPC and TensorFlow threads."""
-    context = multiprocessing.get_context("spawn")
-    processes = []
-    for config in configs:
-        process = context.Process(target=_actor_process, args=(config, os.getpid(), level), name=config.name)
-        process.start()
-        processes.append(process)
-    return processes
-
-
-def stop_actors(processes: list[multiprocessing.process.BaseProcess], timeout_s: float = 10.0) -> None:
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
-    for process in processes:
-        process.join(timeout_s)
-        if process.is_alive():
-            process.kill()
-            process.join()
-
-
 async def launch_actors(
     config: RunConfig, configs: list[ActorConfig], learner: Learner, group: asyncio.TaskGroup
 ) -> Callable[[], Awaitable[None]]:
@@ -234,7 +175,7 @@ async def launch_actors(
 
         async def watch_threads() -> None:  # as watch_actors: every training env group failed
             await asyncio.wait(training)
-            _stop_without_actors(learner, [task.get_name() for task in training])
+            stop_without_actors(learner, [task.get_name() for task in training])
 
         if training:
             group.create_task(watch_threads(), name="actor-watch")
@@ -255,7 +196,13 @@ async def launch_actors(
         except BaseException:
             await fleet.stop()
             raise
-        return fleet.stop
+        watch = group.create_task(watch_fleet(fleet, learner), name="actor-watch")
+
+        async def stop_fleet() -> None:
+            watch.cancel()  # before its members are ended: their runs would count as given up
+            await fleet.stop()
+
+        return stop_fleet
     processes = start_actors(configs)
     training = [process for process, actor in zip(processes, configs) if not actor.evaluation]
     if training:
@@ -265,24 +212,6 @@ async def launch_actors(
         await asyncio.to_thread(stop_actors, processes)
 
     return stop
-
-
-ACTORS_EXITED = "actors exited"
-"""The stop reason when every local actor process has exited (``aioseed run`` then exits 1)."""
-
-
-async def watch_actors(processes: list[multiprocessing.process.BaseProcess], learner: Learner) -> None:
-    """Stops the learner once every training actor process has exited (an env that crashes them, a refusal):
-    it would wait for frames that never come. A stop already under way (which ends the actors) is left alone."""
-    while any(process.is_alive() for process in processes):  # reaps, never blocks
-        await asyncio.sleep(1.0)
-    _stop_without_actors(learner, [f"{process.name}: exit code {process.exitcode}" for process in processes])
-
-
-def _stop_without_actors(learner: Learner, actors: list[str]) -> None:
-    if learner.stopping.reason is None:
-        log.error("actors_exited", actors=actors, hint="their errors are above")
-        learner.request_stop(ACTORS_EXITED)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -145,3 +145,12 @@ def test_aioseed_run_refuses_counts_that_cannot_work_before_anything_starts(flag
     with pytest.raises(SystemExit) as exited:
         main(["run", flag, value])
     assert exited.value.code == 2 and "must be >= 1" in " ".join(capsys.readouterr().err.replace("│", " ").split())
+
+
+def test_the_env_id_is_checked_here_only_where_this_machine_makes_the_env() -> None:
+    """A remote Ray cluster's workers may have env packages this machine lacks: its fleet's id is theirs to check."""
+    from aioseed.cli import _env_id
+
+    assert _env_id(parse(["actors", "--actor.env", "ALE/Pong-v5"])) == "ALE/Pong-v5"
+    assert _env_id(parse(["actors", "--ray", "HEAD:6379", "--actor.env", "my_envs:Robot-v0"])) is None
+    assert _env_id(parse(["run", "--learner.env", "Acrobot-v1"])) == "Acrobot-v1"

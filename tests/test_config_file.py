@@ -127,3 +127,14 @@ def test_values_are_checked_once_the_file_and_the_flags_are_combined(tmp_path) -
     assert (run.learner.r2d2.replay_capacity, run.learner.r2d2.min_replay_size) == (128, 64)
     evaluator = write(tmp_path / "e.toml", "evaluation = true\n")  # video_dir needs evaluation
     assert parse(["actor", "--config", str(evaluator), "--video-dir", str(tmp_path)]).video_dir == tmp_path
+
+
+def test_a_logdir_of_another_envs_run_is_refused_and_a_moved_env_module_is_not(tmp_path) -> None:
+    from aioseed.errors import InvalidInput
+
+    write(tmp_path / "config.toml", '[learner]\nenv = "old.module:Corridor-v0"\n')
+    config_file.check_same_env(tmp_path, "new.module:Corridor-v0")  # the same env, registered from a moved module
+    config_file.check_same_env(tmp_path / "fresh", "CartPole-v1")  # a new logdir holds no run
+    with pytest.raises(InvalidInput, match="holds a run of old.module:Corridor-v0, not CartPole-v1") as refusal:
+        config_file.check_same_env(tmp_path, "CartPole-v1")
+    assert f"--init-checkpoint {tmp_path}" in str(refusal.value)  # how to start from its weights all the same

@@ -44,8 +44,10 @@ class FleetConfig:
     """Actor processes (Ray actors), each with ``actor.num_envs`` environments."""
     cpus_per_actor: float = 1.0
     """Ray CPUs each actor reserves: Ray places an actor only where they are free."""
-    max_restarts: int = -1
-    """Times Ray restarts an actor whose process died (-1: always)."""
+    max_restarts: int = 20
+    """Times Ray restarts an actor whose process died or whose env raised. Past them the actor is given up
+    (``fleet_member_given_up`` in the log), the others go on, and the command exits 1 once none is left:
+    an env that always raises would otherwise restart forever. -1: always."""
     dashboard: bool = True
     """With ray=local: serve Ray's dashboard (its URL is logged)."""
     learner_gone_s: float = 60.0
@@ -117,11 +119,11 @@ class RayFleet:
         configs: Sequence[ActorConfig],
         address: str = "local",
         cpus_per_actor: float = 1.0,
-        max_restarts: int = -1,
+        max_restarts: int = FleetConfig.max_restarts,
         dashboard: bool = False,
         level: str = "info",
     ) -> None:
-        self._configs = list(configs)
+        self.configs = list(configs)
         self._address = address
         self._cpus = cpus_per_actor
         self._max_restarts = max_restarts
@@ -147,7 +149,7 @@ class RayFleet:
         remote = ray.remote(FleetMember).options(
             num_cpus=self._cpus, max_restarts=self._max_restarts, max_task_retries=-1
         )
-        self.members = [remote.remote(config, self._level) for config in self._configs]
+        self.members = [remote.remote(config, self._level) for config in self.configs]
         # Every actor has built its envs once it answers.
         await asyncio.gather(*(member.identity.remote() for member in self.members))
         self._runs = [member.run.remote() for member in self.members]
@@ -161,7 +163,7 @@ class RayFleet:
     def _init_ray(self) -> None:
         ray = self._ray
         if self._address == "local":
-            cpus = max(os.cpu_count() or 1, math.ceil(self._cpus * len(self._configs)))
+            cpus = max(os.cpu_count() or 1, math.ceil(self._cpus * len(self.configs)))
             context = ray.init(num_cpus=cpus, include_dashboard=self._dashboard, log_to_driver=True)
         else:
             context = ray.init(address=self._address, log_to_driver=True)
@@ -169,8 +171,15 @@ class RayFleet:
         self.dashboard_url = getattr(context, "dashboard_url", None) or None
 
     async def wait(self) -> list[int]:
-        """Each actor's exit code, once all have finished (``max_steps``) or been refused."""
-        return list(await asyncio.gather(*self._runs))
+        """Each actor's exit code, once all have finished (``max_steps``), been refused (2) or given up (1)."""
+        return list(await asyncio.gather(*(self._outcome(config, run) for config, run in zip(self.configs, self._runs))))
+
+    async def _outcome(self, config: ActorConfig, run: Any) -> int:
+        try:
+            return await run
+        except self._ray.exceptions.RayActorError as exc:  # its restarts are spent
+            log.error("fleet_member_given_up", member=config.name, max_restarts=self._max_restarts, error=str(exc)[:300])
+            return 1
 
     async def identities(self) -> list[dict[str, Any]]:
         return list(await asyncio.gather(*(member.identity.remote() for member in self.members)))

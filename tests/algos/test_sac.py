@@ -183,6 +183,10 @@ def test_a_skipped_temperature_update_is_counted_and_keeps_alpha(monkeypatch) ->
 
     monkeypatch.setattr(loss, "temperature_loss", lambda log_alpha, *rest: log_alpha * np.inf)  # patched before tracing
     agent = SacAgent(SPEC, SacConfig(hidden_sizes=(8,)))
-    log_alpha = float(agent.log_alpha.numpy())
-    metrics = agent.train_step(_batch(np.random.default_rng(0)))
+    log_alpha, updates = float(agent.log_alpha.numpy()), []
+    diverging = _batch(np.random.default_rng(0))
+    diverging["reward"][1, 0] = np.inf  # the critics' update is skipped too; the policy's loss reads no rewards
+    metrics = agent.train_step(diverging, on_update=lambda: updates.append(1))
     assert metrics["skipped_nonfinite"] == 1 and float(agent.log_alpha.numpy()) == log_alpha
+    # the policy that acts changed: a new version (it was held back), or acting would wait on a stale one
+    assert updates == [1] and int(agent.actor_optimizer.iterations.numpy()) == agent.config.policy_frequency

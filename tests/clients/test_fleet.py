@@ -41,3 +41,24 @@ async def test_the_fleet_sees_a_serving_learner_and_one_that_is_gone(tmp_path, r
         assert await learner_serving(ActorConfig(learner=address, token="SECRET"))
         assert await learner_serving(ActorConfig(learner=address))  # health is public, as for load balancers
     assert not await learner_serving(ActorConfig(learner=address, token="SECRET"), timeout_s=0.5)
+
+
+async def test_a_run_whose_fleet_members_are_all_done_or_given_up_stops_its_learner() -> None:
+    """aioseed run --launcher ray waited forever for frames from members that were given up."""
+    from types import SimpleNamespace
+
+    from aioseed.local_actors import ACTORS_EXITED, watch_fleet
+
+    class Fleet:  # a fake of RayFleet's wait: one member given up (1), one refused (2)
+        configs = [ActorConfig(name="ray-0"), ActorConfig(name="ray-1")]
+
+        async def wait(self) -> list[int]:
+            return [1, 2]
+
+    stops: list[str] = []
+    learner = SimpleNamespace(stopping=SimpleNamespace(reason=None), request_stop=stops.append)
+    await watch_fleet(Fleet(), learner)
+    assert stops == [ACTORS_EXITED]
+    learner.stopping.reason = "stop.after_frames"  # a stop under way (which ends the members) is left alone
+    await watch_fleet(Fleet(), learner)
+    assert stops == [ACTORS_EXITED]

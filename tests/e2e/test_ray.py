@@ -13,7 +13,6 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-
 from tests.conftest import small_config
 from tests.processes import CARTPOLE_TO_195, Process, run_to_return
 from tests.waiting import until
@@ -151,4 +150,18 @@ async def test_a_member_whose_env_raises_is_restarted_and_the_fleet_goes_on(tmp_
             assert await actors.wait(timeout_s=60) == 0, actors.log
         finally:
             await abort(actors)
+    assert ray_processes() == []
+
+
+async def test_a_member_that_fails_past_its_restarts_is_given_up_and_the_fleet_exits_1(tmp_path, running_learner) -> None:
+    """With no limit, an env that always raises restarted its member forever, and the fleet never said so."""
+    broken = "tests.envs.corridor:BrokenCorridor-v0"
+    async with running_learner(small_config(tmp_path, env=broken)) as learner:
+        actors = await fleet(learner.port, "--actor.env", broken, "--max-restarts", "1").start()
+        try:
+            assert await actors.wait(timeout_s=240) == 1, actors.log
+        finally:
+            await abort(actors)
+    given_up = re.findall(r"fleet_member_given_up .*max_restarts=1 member=(ray-\d)", actors.log)
+    assert sorted(given_up) == ["ray-0", "ray-1"], actors.log
     assert ray_processes() == []

@@ -25,9 +25,9 @@ from aioseed.types import ENV_ACTION, Column
 UNIFORM_EDGE = 1.0 - 1e-6
 """Uniform warm-up actions stay this far inside the box, so that their pre-squash sample atanh(a) is finite."""
 COLUMNS = ("observation", "action", "reward", "done", "phantom")
+"""The unroll columns a train step reads (time-major ``[T + 1, B, ...]``)."""
 ALPHA_SKIPPED = "sac/alpha_skipped"
 """1 when the temperature's update was skipped as non-finite (counted as skipped; it leaves the version as it is)."""
-"""The unroll columns a train step reads (time-major ``[T + 1, B, ...]``)."""
 
 
 class SacNetworks(keras.layers.Layer):

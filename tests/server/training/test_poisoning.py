@@ -78,3 +78,5 @@ async def test_a_hostile_stream_cannot_make_the_weights_non_finite(running_learn
             assert path in str(refusal.value)  # the last good checkpoint is kept
     # The shutdown checkpoint was refused too: the latest on disk is still the good one.
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")) == path
+    # Refused is not failed: the process exits 0 (a sweep still scores the run); only a failed write exits 1.
+    assert learner.final_checkpoint_error is None
