@@ -30,6 +30,7 @@ from aioseed.server.acting.step import StepResult, acting_for, unroll_columns
 from aioseed.server.batching.batcher import Batch, Batcher
 from aioseed.server.config import LearnerConfig
 from aioseed.server.learner import Learner
+from aioseed.server.reporting.episode_window import EpisodeWindow
 from aioseed.server.reporting.stats import Stats
 from aioseed.server.reporting.tracking import Sender
 from aioseed.server.stages import Stages
@@ -216,8 +217,10 @@ def assemble(
     unrolls: asyncio.Queue[Unroll] = asyncio.Queue(config.training.queue_capacity)
     running = asyncio.Event()  # cleared while training is paused
     source = build_source(config, agent, unrolls, running)
-    if checkpointer is not None and isinstance(source, ReplayFeed) and replay_settings(config).checkpoint_replay:
-        checkpointer.attach("replay", source.replay)
+    if checkpointer is not None:
+        checkpointer.attach("episodes", EpisodeWindow(stats))
+        if isinstance(source, ReplayFeed) and replay_settings(config).checkpoint_replay:
+            checkpointer.attach("replay", source.replay)
     server = config.server
     bounds = RowBounds(server.max_abs_reward, server.max_abs_observation)
     uploads = impala_uploads(config, spec, agent, unrolls, bounds, stats, stopping) if config.architecture == "impala" else None

@@ -12,6 +12,8 @@ from __future__ import annotations
 import collections
 import math
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +26,9 @@ WINDOW = 4096
 def _percentile(values: collections.deque[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
 
+
+EPISODE_WINDOWS = ("returns", "lengths", "eval_returns", "right_returns")
+"""The windows of ended episodes that a checkpoint keeps (``Stats.episode_state``)."""
 
 ENDED_KEPT = 100_000
 """Episodes kept for TensorBoard's per-episode returns between two summaries."""
@@ -69,6 +74,21 @@ class Stats:
         self.frames, self.train_steps = frames, train_steps
         self._row_frames = frames * self.rows_per_env
         self._mark = (time.monotonic(), frames, train_steps, self.rows)
+
+    def episode_state(self) -> dict[str, Any]:
+        """The episode count and windows, JSON-ready (``EpisodeWindow`` saves them with a checkpoint)."""
+        windows = {name: list(getattr(self, name).copy()) for name in EPISODE_WINDOWS}
+        return {"episodes": self.episodes, "last_return": self.last_return, **windows}
+
+    def restore_episodes(self, state: Mapping[str, Any]) -> None:
+        """What ``episode_state`` gave, all or nothing (TypeError, ValueError or KeyError for a damaged state)."""
+        windows = {name: [(int if name == "lengths" else float)(value) for value in state[name]] for name in EPISODE_WINDOWS}
+        episodes, last_return = int(state["episodes"]), float(state["last_return"])
+        for name, values in windows.items():
+            window = getattr(self, name)
+            window.clear()
+            window.extend(values)  # a smaller return_window than the run's keeps the latest
+        self.episodes, self.last_return = episodes, last_return
 
     def full_window(self) -> bool:
         """As many episodes as the mean return averages have ended."""

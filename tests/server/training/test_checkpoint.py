@@ -24,13 +24,15 @@ async def test_restart_restores_step_counter_and_parameters(running_learner, tmp
         await until(lambda: list((tmp_path / "checkpoints").glob("ckpt-*.index")), "a periodic checkpoint", 3000)
         task.cancel()
     # the block's end stopped the learner, which wrote a final checkpoint
-    steps, frames = learner.train_steps, learner.frames
+    steps, frames, mean_return = learner.train_steps, learner.frames, learner.mean_return
+    assert np.isfinite(mean_return)  # CartPole's episodes ended
     networks = ["network", "target_network"] if agent == "r2d2" else ["network"]
     weights = [w.numpy().copy() for name in networks for w in getattr(learner.agent, name).weights]
 
     async with running_learner(config) as restarted:
         assert restarted.train_steps == steps
         assert restarted.frames == frames
+        assert restarted.mean_return == mean_return  # the episode window, not a new one from the restart's first episodes
         restored = [w.numpy() for name in networks for w in getattr(restarted.agent, name).weights]
         assert len(restored) == len(weights)
         for before, after in zip(weights, restored):
