@@ -97,9 +97,12 @@ async def watch_actors(processes: list[multiprocessing.process.BaseProcess], lea
 
 
 async def watch_fleet(fleet: RayFleet, learner: Learner) -> None:
-    """As ``watch_actors``, for the actors of a Ray fleet: once each is done or given up (its restarts spent)."""
-    codes = await fleet.wait()
-    stop_without_actors(learner, [f"{member.name}: exit code {code}" for member, code in zip(fleet.configs, codes)])
+    """As ``watch_actors``, for the training actors of a Ray fleet: once each is done or given up (its restarts
+    spent)."""
+    training = [i for i, config in enumerate(fleet.configs) if not config.evaluation]
+    if training:
+        codes = await fleet.wait(training)
+        stop_without_actors(learner, [f"{fleet.configs[i].name}: exit code {code}" for i, code in zip(training, codes)])
 
 
 def stop_without_actors(learner: Learner, actors: list[str]) -> None:

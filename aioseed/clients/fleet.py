@@ -170,9 +170,11 @@ class RayFleet:
         self._started_ray = True
         self.dashboard_url = getattr(context, "dashboard_url", None) or None
 
-    async def wait(self) -> list[int]:
-        """Each actor's exit code, once all have finished (``max_steps``), been refused (2) or given up (1)."""
-        return list(await asyncio.gather(*(self._outcome(config, run) for config, run in zip(self.configs, self._runs))))
+    async def wait(self, which: Sequence[int] | None = None) -> list[int]:
+        """The exit code of each actor (or of those ``which`` indexes), once all have finished (``max_steps``), been
+        refused (2) or given up (1)."""
+        which = range(len(self._runs)) if which is None else which
+        return list(await asyncio.gather(*(self._outcome(self.configs[i], self._runs[i]) for i in which)))
 
     async def _outcome(self, config: ActorConfig, run: Any) -> int:
         try:

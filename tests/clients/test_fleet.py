@@ -49,10 +49,11 @@ async def test_a_run_whose_fleet_members_are_all_done_or_given_up_stops_its_lear
 
     from aioseed.local_actors import ACTORS_EXITED, watch_fleet
 
-    class Fleet:  # a fake of RayFleet's wait: one member given up (1), one refused (2)
-        configs = [ActorConfig(name="ray-0"), ActorConfig(name="ray-1")]
+    class Fleet:  # a fake of RayFleet's wait: one member given up (1), one refused (2); an evaluation one runs on
+        configs = [ActorConfig(name="ray-0"), ActorConfig(name="eval", evaluation=True), ActorConfig(name="ray-1")]
 
-        async def wait(self) -> list[int]:
+        async def wait(self, which: list[int]) -> list[int]:
+            assert which == [0, 2]  # the evaluation actor does not keep the run going
             return [1, 2]
 
     stops: list[str] = []
