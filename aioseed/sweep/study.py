@@ -119,13 +119,13 @@ def _suggest(sweep: Sweep, trial: optuna.Trial) -> dict[str, Any]:
 
 def study_of(sweep: Sweep) -> optuna.Study:
     import optuna
-    from optuna.storages import RDBStorage, RetryFailedTrialCallback
+    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
     sweep.directory.mkdir(parents=True, exist_ok=True)
     RetriesFirst = _grid_sampler()
     storage = RDBStorage(
         sweep.storage, heartbeat_interval=sweep.heartbeat_s, grace_period=2 * sweep.heartbeat_s,
-        failed_trial_callback=RetryFailedTrialCallback(max_retry=RETRIES, inherit_intermediate_values=True),
+        heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=RETRIES, inherit_intermediate_values=True),
     )
     samplers = {
         "grid": lambda: RetriesFirst({**{k: list(v) for k, v in sweep.grid.items()}, "seed": list(sweep.seeds)}, seed=0),
