@@ -45,9 +45,10 @@ class FleetConfig:
     cpus_per_actor: float = 1.0
     """Ray CPUs each actor reserves: Ray places an actor only where they are free."""
     max_restarts: int = 20
-    """Times Ray restarts an actor whose process died or whose env raised. Past them the actor is given up
-    (``fleet_member_given_up`` in the log), the others go on, and the command exits 1 once none is left:
-    an env that always raises would otherwise restart forever. -1: always."""
+    """Times Ray restarts an actor whose process died or whose env raised, over the actor's lifetime (Ray's
+    count). Past them the actor is given up (``fleet_member_given_up`` in the log), the others go on, and the
+    command exits 1 once none is left: an env that always raises would otherwise restart forever. -1: always
+    (for fleets that run for days on nodes that come and go)."""
     dashboard: bool = True
     """With ray=local: serve Ray's dashboard (its URL is logged)."""
     learner_gone_s: float = 60.0
@@ -60,6 +61,8 @@ class FleetConfig:
             raise ValueError(f"num_actors must be >= 1, got {self.num_actors}")
         if not self.cpus_per_actor > 0:
             raise ValueError(f"cpus_per_actor must be positive, got {self.cpus_per_actor}")
+        if self.max_restarts < -1:
+            raise ValueError(f"max_restarts must be >= -1 (-1: always), got {self.max_restarts}")
         if self.learner_gone_s < 0:
             raise ValueError(f"learner_gone_s must be >= 0, got {self.learner_gone_s}")
         if self.actor.architecture != "seed":
@@ -179,8 +182,11 @@ class RayFleet:
     async def _outcome(self, config: ActorConfig, run: Any) -> int:
         try:
             return await run
-        except self._ray.exceptions.RayActorError as exc:  # its restarts are spent
-            log.error("fleet_member_given_up", member=config.name, max_restarts=self._max_restarts, error=str(exc)[:300])
+        except self._ray.exceptions.RayError as exc:  # its restarts are spent (ActorDiedError), or Ray could not run it
+            log.error(
+                "fleet_member_given_up", member=config.name, max_restarts=self._max_restarts, error=type(exc).__name__,
+                detail=str(exc)[:300],
+            )
             return 1
 
     async def identities(self) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ def test_the_command_line_builds_the_fleet() -> None:
     assert (command.actor.learner, command.actor.num_envs, command.actor.token) == ("A:8686", 32, "SECRET")
 
 
-@pytest.mark.parametrize("bad", [{"num_actors": 0}, {"cpus_per_actor": 0.0}, {"learner_gone_s": -1.0}])
+@pytest.mark.parametrize("bad", [{"num_actors": 0}, {"cpus_per_actor": 0.0}, {"learner_gone_s": -1.0}, {"max_restarts": -2}])
 def test_impossible_fleets_are_refused(bad: dict) -> None:
     with pytest.raises(ValueError):
         FleetConfig(**bad)

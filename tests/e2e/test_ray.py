@@ -162,6 +162,6 @@ async def test_a_member_that_fails_past_its_restarts_is_given_up_and_the_fleet_e
             assert await actors.wait(timeout_s=240) == 1, actors.log
         finally:
             await abort(actors)
-    given_up = re.findall(r"fleet_member_given_up .*max_restarts=1 member=(ray-\d)", actors.log)
+    given_up = re.findall(r"fleet_member_given_up .*error='?ActorDiedError'? max_restarts=1 member=(ray-\d)", actors.log)
     assert sorted(given_up) == ["ray-0", "ray-1"], actors.log
     assert ray_processes() == []
