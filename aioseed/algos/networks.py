@@ -57,9 +57,13 @@ class Layers:
 # (and never for a target network, which has no optimizer).
 
 
-def mlp(hidden_sizes: tuple[int, ...], activation: str, layers: Layers = Layers()) -> keras.Sequential:
-    """Dense layers of ``hidden_sizes``, each followed by ``activation``."""
-    return keras.Sequential([layers.dense(size, activation=activation) for size in hidden_sizes])
+def mlp(hidden_sizes: tuple[int, ...], activation: str, layers: Layers = Layers(), layer_norm: bool = False) -> keras.Sequential:
+    """Dense layers of ``hidden_sizes``, each followed by ``activation``; with ``layer_norm``, by layer
+    normalisation and then ``activation`` (the critics of RLPD, Ball et al. 2023, and BRO, Nauman et al. 2024)."""
+    if not layer_norm:
+        return keras.Sequential([layers.dense(size, activation=activation) for size in hidden_sizes])
+    blocks = [[layers.dense(size), keras.layers.LayerNormalization(), keras.layers.Activation(activation)] for size in hidden_sizes]
+    return keras.Sequential([layer for block in blocks for layer in block])
 
 
 def flatten_observations(observations: tf.Tensor) -> tf.Tensor:

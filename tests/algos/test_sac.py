@@ -190,3 +190,24 @@ def test_a_skipped_temperature_update_is_counted_and_keeps_alpha(monkeypatch) ->
     assert metrics["skipped_nonfinite"] == 1 and float(agent.log_alpha.numpy()) == log_alpha
     # the policy that acts changed: a new version (it was held back), or acting would wait on a stale one
     assert updates == [1] and int(agent.actor_optimizer.iterations.numpy()) == agent.config.policy_frequency
+
+
+def test_critic_layer_norm_normalises_each_hidden_layer_of_both_critics_and_their_targets() -> None:
+    """Features 100x larger than usual reach every critic's activations at unit scale, and the critics still fit;
+    the policy keeps plain layers."""
+    rng = np.random.default_rng(3)
+    agent = SacAgent(SPEC, SacConfig(hidden_sizes=(32, 32), critic_layer_norm=True))
+    observations, actions = 100.0 * rng.normal(size=(64, 3)).astype(np.float32), np.zeros((64, 2), np.float32)
+    for critics in (agent.network.critics, agent.target_network):
+        for q in (critics.q1, critics.q2):
+            dense, norm = q.torso.layers[:2]  # then the activation, and the same for the second hidden layer
+            assert [type(layer).__name__ for layer in q.torso.layers].count("LayerNormalization") == 2
+            normalised = norm(dense(np.concatenate([observations, actions], -1))).numpy()
+            np.testing.assert_allclose(np.std(normalised, axis=-1), 1.0, rtol=1e-2)
+    assert "LayerNormalization" not in [type(layer).__name__ for layer in agent.network.actor.torso.layers]
+    batch = _batch(rng)
+    first = agent.train_step(batch)
+    for _ in range(150):
+        last = agent.train_step(batch)
+    assert last["losses/critic"] < 0.5 * first["losses/critic"]
+

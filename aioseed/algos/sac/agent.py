@@ -36,7 +36,7 @@ class SacNetworks(keras.layers.Layer):
     def __init__(self, size: int, config: SacConfig) -> None:
         super().__init__(name="sac")
         self.actor = GaussianActor(size, config.hidden_sizes, config.activation, squash_log_std=config.log_std == "tanh")
-        self.critics = TwinQ(config.hidden_sizes, config.activation, name="critics")
+        self.critics = TwinQ(config.hidden_sizes, config.activation, config.critic_layer_norm, name="critics")
 
 
 class SacAgent:
@@ -58,7 +58,7 @@ class SacAgent:
         self.target_entropy = -float(box.size) if config.target_entropy is None else config.target_entropy
         with self.replicas.scope():
             self.network = SacNetworks(box.size, config)
-            self.target_network = TwinQ(config.hidden_sizes, config.activation, name="target_critics")
+            self.target_network = TwinQ(config.hidden_sizes, config.activation, config.critic_layer_norm, name="target_critics")
             observations = np.zeros((1, *spec.observation_shape), spec.observation_dtype)
             actions = np.zeros((1, box.size), np.float32)
             self.network.actor(observations)

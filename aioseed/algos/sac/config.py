@@ -70,6 +70,9 @@ class SacConfig:
     """Hidden layers of the policy and of each Q network."""
     activation: Literal["relu", "tanh"] = "relu"
     """Their activation."""
+    critic_layer_norm: bool = False
+    """Layer normalisation after each hidden layer of the Q networks, before the activation (RLPD's and BRO's
+    critics): it bounds the features' scale, against the Q-value blow-ups that precede collapses."""
     log_std: Literal["clip", "tanh"] = "clip"
     """The policy's log-std: clipped to [-5, 2], or squashed into it by a rescaled tanh (CleanRL's)."""
     log_prob_epsilon: float = 0.0

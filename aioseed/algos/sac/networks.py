@@ -21,11 +21,11 @@ class GaussianActor(keras.Model):
 
 
 class QNetwork(keras.Model):
-    """(observations, actions in [-1, 1]) -> <float32>[B] Q(x, a)."""
+    """(observations, actions in [-1, 1]) -> <float32>[B] Q(x, a); ``layer_norm`` normalises each hidden layer."""
 
-    def __init__(self, hidden_sizes: tuple[int, ...], activation: str, **kwargs) -> None:
+    def __init__(self, hidden_sizes: tuple[int, ...], activation: str, layer_norm: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.torso = mlp(hidden_sizes, activation)
+        self.torso = mlp(hidden_sizes, activation, layer_norm=layer_norm)
         self.out = keras.layers.Dense(1)
 
     def call(self, observations: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
@@ -35,10 +35,10 @@ class QNetwork(keras.Model):
 class TwinQ(keras.layers.Layer):
     """Two Q networks (checkpointed together, as ``q1`` and ``q2``)."""
 
-    def __init__(self, hidden_sizes: tuple[int, ...], activation: str, **kwargs) -> None:
+    def __init__(self, hidden_sizes: tuple[int, ...], activation: str, layer_norm: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.q1 = QNetwork(hidden_sizes, activation)
-        self.q2 = QNetwork(hidden_sizes, activation)
+        self.q1 = QNetwork(hidden_sizes, activation, layer_norm)
+        self.q2 = QNetwork(hidden_sizes, activation, layer_norm)
 
     def call(self, observations: tf.Tensor, actions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         return self.q1(observations, actions), self.q2(observations, actions)
