@@ -210,4 +210,3 @@ def test_critic_layer_norm_normalises_each_hidden_layer_of_both_critics_and_thei
     for _ in range(150):
         last = agent.train_step(batch)
     assert last["losses/critic"] < 0.5 * first["losses/critic"]
-

@@ -72,7 +72,8 @@ class SacConfig:
     """Their activation."""
     critic_layer_norm: bool = False
     """Layer normalisation after each hidden layer of the Q networks, before the activation (RLPD's and BRO's
-    critics): it bounds the features' scale, against the Q-value blow-ups that precede collapses."""
+    critics): it bounds the features' scale, against the Q-value blow-ups that precede collapses. One Hopper
+    seed learned more slowly with it (docs/results/README.md)."""
     log_std: Literal["clip", "tanh"] = "clip"
     """The policy's log-std: clipped to [-5, 2], or squashed into it by a rescaled tanh (CleanRL's)."""
     log_prob_epsilon: float = 0.0
