@@ -87,19 +87,7 @@ class LearnerService(pb_grpc.LearnerServicer):
 
     def describe_streams(self) -> list[dict[str, Any]]:
         """The connected streams, for the console and /api/actors."""
-        return [
-            {
-                "stream": stream_id,
-                "actor": info.actor,
-                "address": info.peer,
-                "envs": len(info.slots),
-                "steps": info.steps,
-                "steps_per_s": info.steps_per_s,
-                "connected_since": info.connected_at,
-                "last_seen": info.last_seen,
-            }
-            for stream_id, info in sorted(self.streams.items())
-        ]
+        return [info.describe(stream_id) for stream_id, info in sorted(self.streams.items())]
 
     @property
     def params_downloads(self) -> int:
@@ -143,9 +131,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         if info.task is not None:
             info.task.cancel()
 
-    async def Act(
-        self, request_iterator: AsyncIterator[bytes], context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[pb.LearnerMessage]:
+    async def Act(self, request_iterator: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> None:
         """Every refusal carries a precise status and a detail of at most a few hundred bytes."""
         if self._uploads is not None:
             await self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, IMPALA_LEARNER)
@@ -159,10 +145,9 @@ class LearnerService(pb_grpc.LearnerServicer):
         parser = RowParser(self._spec, slots, np.asarray(hello.run_ids, np.uint64), evaluation, self._bounds)
         what = f"a Steps message of {len(slots)} rows"
         try:
-            yield pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist()))
+            await self._send(context, pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist())), stream_id, info)
             refusal = None
             try:
-                info.awaiting_since = time.monotonic()
                 async for message, _ in checked(messages, parser.max_bytes, what):
                     info.awaiting_since = None
                     rows = parser.parse(message)
@@ -170,8 +155,8 @@ class LearnerService(pb_grpc.LearnerServicer):
                         actions = await self._answer(info, rows)
                     except InferenceError as exc:
                         await self._abort(context, grpc.StatusCode.INTERNAL, str(exc), stream=stream_id, actor=info.actor)
-                    yield pb.LearnerMessage(actions=pb.Actions(actions=encode(self._spec.action_space, actions)))
-                    info.awaiting_since = time.monotonic()
+                    answer = pb.Actions(actions=encode(self._spec.action_space, actions))
+                    await self._send(context, pb.LearnerMessage(actions=answer), stream_id, info)
             except ProtocolError as exc:
                 refusal = str(exc)
             except asyncio.CancelledError:
@@ -182,9 +167,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         finally:
             self._detach(stream_id)
 
-    async def Learn(
-        self, request_iterator: AsyncIterator[bytes], context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[pb.LearnerMessage]:
+    async def Learn(self, request_iterator: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> None:
         """IMPALA mode: the handshake of ``Act``, then one Accepted answer per Unrolls message, sent once
         its unrolls are queued (a full queue holds the answer back, and so the actor)."""
         uploads = self._uploads
@@ -199,10 +182,9 @@ class LearnerService(pb_grpc.LearnerServicer):
         parser = uploads.parser(slots)
         what = f"an upload of {len(slots)} unrolls"
         try:
-            yield pb.LearnerMessage(welcome=uploads.welcome(slots))
+            await self._send(context, pb.LearnerMessage(welcome=uploads.welcome(slots)), stream_id, info)
             refusal: tuple[grpc.StatusCode, str] | None = None
             try:
-                info.awaiting_since = time.monotonic()
                 async for message, size in checked(messages, parser.max_bytes, what):
                     info.awaiting_since = None
                     if self._upload_bytes + size > self._limits.upload_bytes:
@@ -218,8 +200,8 @@ class LearnerService(pb_grpc.LearnerServicer):
                     info.last_seen = time.time()
                     info.steps += upload.env_steps
                     message = upload = None  # queued: the stream may idle now without holding them
-                    yield pb.LearnerMessage(accepted=pb.Accepted(params_version=uploads.version))
-                    info.awaiting_since = time.monotonic()
+                    accepted = pb.Accepted(params_version=uploads.version)
+                    await self._send(context, pb.LearnerMessage(accepted=accepted), stream_id, info)
             except ProtocolError as exc:
                 refusal = (grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             except asyncio.CancelledError:
@@ -284,6 +266,20 @@ class LearnerService(pb_grpc.LearnerServicer):
                     info.expired = True
                     info.task.cancel()
             self.refusals.collect_cycles()
+
+    async def _send(self, context: grpc.aio.ServicerContext, message: pb.LearnerMessage, stream_id: int, info: StreamInfo) -> None:
+        """Sends one answer, which the actor must take in within the message timeout (flow control holds it
+        back while the actor does not read); past it the call is cancelled, as in ``GetParams``, freeing the
+        stream's slots. Then the timeout for its next message starts."""
+        limit = self._limits.message_timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                await context.write(message)
+        except TimeoutError:
+            detail = f"an answer was not taken in within {limit:g} s"
+            self.refusals.record(grpc.StatusCode.DEADLINE_EXCEEDED.name, context.peer(), detail, stream=stream_id, actor=info.actor)
+            raise asyncio.CancelledError from None
+        info.awaiting_since = time.monotonic()
 
     async def _abort_if_expired(self, context: grpc.aio.ServicerContext, stream_id: int, info: StreamInfo) -> None:
         """In a stream cancelled while it waited: DEADLINE_EXCEEDED if ``expire_idle`` ended it, else the

@@ -38,6 +38,19 @@ class StreamInfo:
     """The stream sent nothing for too long and is being closed (DEADLINE_EXCEEDED)."""
     _counted: tuple[float, int] = (0.0, 0)
 
+    def describe(self, stream_id: int) -> dict[str, object]:
+        """The stream as the console and /api/actors list it."""
+        return {
+            "stream": stream_id,
+            "actor": self.actor,
+            "address": self.peer,
+            "envs": len(self.slots),
+            "steps": self.steps,
+            "steps_per_s": self.steps_per_s,
+            "connected_since": self.connected_at,
+            "last_seen": self.last_seen,
+        }
+
     def update_rate(self, now: float) -> None:
         """Called once per metrics interval."""
         then, steps = self._counted
@@ -83,7 +96,7 @@ class StreamLimits:
     """IMPALA mode: bytes of uploads held at once across streams; past it RESOURCE_EXHAUSTED."""
     message_timeout_s: float = 120.0
     """After the hello, a stream whose next message has not arrived this long after the learner's
-    last answer is closed (DEADLINE_EXCEEDED)."""
+    last answer is closed (DEADLINE_EXCEEDED); so is one that does not take an answer in within it."""
 
 
 class Inference(Protocol):

@@ -8,6 +8,7 @@ import ipaddress
 import pathlib
 
 import grpc
+import numpy as np
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -182,3 +183,33 @@ async def test_a_stream_that_goes_quiet_after_its_hello_is_closed_and_one_the_le
             learner.resume()
             await pending  # the held stream was not closed: its answer comes once training goes on
             assert len(learner.actors()) == 1
+
+
+async def test_a_stream_that_stops_taking_its_answers_in_is_closed_and_the_others_carry_on(running_learner, tmp_path) -> None:
+    """An actor that keeps sending steps but never reads its answers: once flow control holds the learner's
+    answers back, the time they wait to be taken in counts as the actor's, so the message timeout closes
+    the stream and frees its slots, while a healthy stream is answered throughout."""
+    config = small_config(tmp_path, server={"message_timeout_s": 1.0, "max_envs": 1026})
+    async with running_learner(config) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+        service = learner._stages.service
+        # Its own connection, with the initial 64 KiB flow-control window (no BDP probing to widen it).
+        options = [("grpc.use_local_subchannel_pool", 1), ("grpc.http2.bdp_probe", 0)]
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}", options=options) as stalled_channel:
+            stalled, healthy = Stream(stalled_channel), Stream(channel)
+            slots = await stalled.handshake(hello(1024, run_id_base=10_000))  # 4 KiB of actions per answer
+            healthy_slots = await healthy.handshake(hello(2, run_id_base=20))
+
+            async def never_read() -> None:
+                for _ in range(64):  # 256 KiB of answers: far past the window
+                    await stalled.call.write(steps(slots, run_id_base=10_000, observations=np.zeros((1024, 4), np.float32)))
+
+            writer = asyncio.ensure_future(never_read())
+            for _ in range(300):  # the healthy stream steps on while the stalled one waits out its timeout
+                assert len(await healthy.step(steps(healthy_slots, run_id_base=20))) == 2
+                if service.refusals.counts["DEADLINE_EXCEEDED"]:
+                    break
+                await asyncio.sleep(0.05)
+            assert service.refusals.counts["DEADLINE_EXCEEDED"] == 1 and len(learner.actors()) == 1
+            assert len(await Stream(channel).handshake(hello(1024, run_id_base=30_000))) == 1024  # its slots are free again
+            writer.cancel()
+            stalled.call.cancel()
