@@ -50,8 +50,8 @@ class ServerConfig:
     """A stream that sends no hello within this many seconds is closed (DEADLINE_EXCEEDED)."""
     message_timeout_s: float = 120.0
     """After the hello, a stream whose next message has not arrived this many seconds after the learner's
-    answer is closed (DEADLINE_EXCEEDED): a trickled or abandoned stream cannot hold its slots. An answer the
-    stream does not take in within this many seconds (it stopped reading) ends it too."""
+    answer is closed (DEADLINE_EXCEEDED): a trickled or abandoned stream cannot hold its slots. The clock starts
+    as the answer is handed over, so a stream that stops taking its answers in is closed too."""
     max_abs_reward: float = 1e6
     """Rows with a larger |reward| are refused (INVALID_ARGUMENT): finite but huge rewards overflow the loss."""
     max_abs_observation: float = 1e6

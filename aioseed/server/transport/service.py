@@ -145,9 +145,9 @@ class LearnerService(pb_grpc.LearnerServicer):
         parser = RowParser(self._spec, slots, np.asarray(hello.run_ids, np.uint64), evaluation, self._bounds)
         what = f"a Steps message of {len(slots)} rows"
         try:
-            await self._send(context, pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist())), stream_id, info)
             refusal = None
             try:
+                await self._send(context, pb.LearnerMessage(welcome=pb.Welcome(slots=slots.tolist())), info)
                 async for message, _ in checked(messages, parser.max_bytes, what):
                     info.awaiting_since = None
                     rows = parser.parse(message)
@@ -156,7 +156,7 @@ class LearnerService(pb_grpc.LearnerServicer):
                     except InferenceError as exc:
                         await self._abort(context, grpc.StatusCode.INTERNAL, str(exc), stream=stream_id, actor=info.actor)
                     answer = pb.Actions(actions=encode(self._spec.action_space, actions))
-                    await self._send(context, pb.LearnerMessage(actions=answer), stream_id, info)
+                    await self._send(context, pb.LearnerMessage(actions=answer), info)
             except ProtocolError as exc:
                 refusal = str(exc)
             except asyncio.CancelledError:
@@ -182,9 +182,9 @@ class LearnerService(pb_grpc.LearnerServicer):
         parser = uploads.parser(slots)
         what = f"an upload of {len(slots)} unrolls"
         try:
-            await self._send(context, pb.LearnerMessage(welcome=uploads.welcome(slots)), stream_id, info)
             refusal: tuple[grpc.StatusCode, str] | None = None
             try:
+                await self._send(context, pb.LearnerMessage(welcome=uploads.welcome(slots)), info)
                 async for message, size in checked(messages, parser.max_bytes, what):
                     info.awaiting_since = None
                     if self._upload_bytes + size > self._limits.upload_bytes:
@@ -201,7 +201,7 @@ class LearnerService(pb_grpc.LearnerServicer):
                     info.steps += upload.env_steps
                     message = upload = None  # queued: the stream may idle now without holding them
                     accepted = pb.Accepted(params_version=uploads.version)
-                    await self._send(context, pb.LearnerMessage(accepted=accepted), stream_id, info)
+                    await self._send(context, pb.LearnerMessage(accepted=accepted), info)
             except ProtocolError as exc:
                 refusal = (grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             except asyncio.CancelledError:
@@ -267,24 +267,24 @@ class LearnerService(pb_grpc.LearnerServicer):
                     info.task.cancel()
             self.refusals.collect_cycles()
 
-    async def _send(self, context: grpc.aio.ServicerContext, message: pb.LearnerMessage, stream_id: int, info: StreamInfo) -> None:
-        """Sends one answer, which the actor must take in within the message timeout (flow control holds it
-        back while the actor does not read); past it the call is cancelled, as in ``GetParams``, freeing the
-        stream's slots. Then the timeout for its next message starts."""
-        limit = self._limits.message_timeout_s
-        try:
-            async with asyncio.timeout(limit):
-                await context.write(message)
-        except TimeoutError:
-            detail = f"an answer was not taken in within {limit:g} s"
-            self.refusals.record(grpc.StatusCode.DEADLINE_EXCEEDED.name, context.peer(), detail, stream=stream_id, actor=info.actor)
-            raise asyncio.CancelledError from None
+    @staticmethod
+    async def _send(context: grpc.aio.ServicerContext, message: pb.LearnerMessage, info: StreamInfo) -> None:
+        """Sends one answer. The message timeout starts as it is handed over: taking it in (flow control holds
+        it back while the actor does not read) is the actor's time, as is sending its next message."""
         info.awaiting_since = time.monotonic()
+        info.sending = True
+        await context.write(message)
+        info.sending = False
 
     async def _abort_if_expired(self, context: grpc.aio.ServicerContext, stream_id: int, info: StreamInfo) -> None:
         """In a stream cancelled while it waited: DEADLINE_EXCEEDED if ``expire_idle`` ended it, else the
-        cancellation goes on."""
+        cancellation goes on. One that had not taken its answer in is cancelled, as in ``GetParams``: no
+        status can follow an answer that flow control holds back."""
         if not info.expired:
+            raise asyncio.CancelledError
+        if info.sending:
+            detail = f"an answer was not taken in within {self._limits.message_timeout_s:g} s"
+            self.refusals.record(grpc.StatusCode.DEADLINE_EXCEEDED.name, context.peer(), detail, stream=stream_id, actor=info.actor)
             raise asyncio.CancelledError
         detail = f"no message within {self._limits.message_timeout_s:g} s of the learner's answer"
         await self._abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, detail, stream=stream_id, actor=info.actor)

@@ -32,10 +32,12 @@ class StreamInfo:
     pending: asyncio.Future | None = None
     """The rows in flight; the slots are forgotten only once they are answered."""
     awaiting_since: float | None = None
-    """Monotonic time since which the learner has waited for the stream's next message (None while
-    it handles one, or waits for its own answer)."""
+    """Monotonic time since which the learner has waited for the stream's next message, counted from the
+    moment it handed over its answer (None while it handles a message, or waits for its own answer)."""
     expired: bool = False
     """The stream sent nothing for too long and is being closed (DEADLINE_EXCEEDED)."""
+    sending: bool = False
+    """An answer is being handed to the actor (``awaiting_since`` runs: taking it in is the actor's time)."""
     _counted: tuple[float, int] = (0.0, 0)
 
     def describe(self, stream_id: int) -> dict[str, object]:
@@ -95,8 +97,8 @@ class StreamLimits:
     upload_bytes: int = 512 * 1024 * 1024
     """IMPALA mode: bytes of uploads held at once across streams; past it RESOURCE_EXHAUSTED."""
     message_timeout_s: float = 120.0
-    """After the hello, a stream whose next message has not arrived this long after the learner's
-    last answer is closed (DEADLINE_EXCEEDED); so is one that does not take an answer in within it."""
+    """After the hello, a stream whose next message has not arrived this long after the learner handed
+    over its last answer is closed (DEADLINE_EXCEEDED), also while the answer waits to be taken in."""
 
 
 class Inference(Protocol):
