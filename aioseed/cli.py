@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import sys
 
@@ -11,6 +12,7 @@ import tyro
 from aioseed import config_file
 from aioseed import log as logging_setup
 from aioseed.bench.config import BENCHES, Bench, LearningCurveBench
+from aioseed.bench.recipe_config import TimeToScoreBench
 from aioseed.clients.actor import ActorConfig
 from aioseed.clients.fleet import FleetConfig
 from aioseed.errors import InvalidInput, UserError
@@ -110,8 +112,8 @@ def parse(argv: list[str]) -> object:
     if target is None:
         return _parse(plain)  # tyro says what is wrong (or prints the help)
     name, config_class, head = target
-    if config_class is LearningCurveBench and not presets:
-        presets = [LearningCurveBench.__dataclass_fields__["preset"].default]  # it always starts from one
+    if config_class in PRESET_BENCHES and not presets:
+        presets = [config_class.__dataclass_fields__["preset"].default]  # it always starts from one
     flags = [flag for preset in presets for flag in _preset_flags(config_class, preset)]
     for path in files:
         table = config_file.command_table(config_file.read(path), name, str(path))
@@ -141,6 +143,10 @@ def _parse(argv: list[str]) -> object:
     return tyro.extras.subcommand_cli_from_dict(COMMANDS, prog="aioseed", args=argv)
 
 
+PRESET_BENCHES: tuple[type, ...] = (LearningCurveBench, TimeToScoreBench)
+"""Benches with a ``preset`` field of their own that always start from one (their default)."""
+
+
 def _take_file_flags(argv: list[str]) -> tuple[list[str], list[str], list[pathlib.Path]]:
     """(argv without --preset and --config, the presets named, the config files named)."""
     plain: list[str] = []
@@ -149,13 +155,13 @@ def _take_file_flags(argv: list[str]) -> tuple[list[str], list[str], list[pathli
     args = iter(argv)
     for arg in args:
         flag, eq, value = arg.partition("=")
-        if flag not in ("--preset", "--config"):
+        if flag not in ("--preset", "--run.preset", "--config"):
             plain.append(arg)
             continue
         value = value if eq else next(args, None)
         if not value:
             raise InvalidInput(f"{flag} needs a value")
-        if flag == "--preset":
+        if flag in ("--preset", "--run.preset"):  # a bench's run: the preset's flags, not only its name
             presets.append(value)
         else:
             files.append(pathlib.Path(value))
@@ -169,9 +175,11 @@ def _preset_flags(config_class: type, name: str) -> list[str]:
         return preset_flags(name)
     if config_class is LearnerConfig:
         return preset_flags(name, command="learner")
-    if config_class is LearningCurveBench:
+    if config_class in PRESET_BENCHES:
         return [*preset_flags(name, prefix="run."), "--preset", name]
-    raise InvalidInput("--preset applies to run, learner and bench learning-curve")
+    if "run" in {field.name for field in dataclasses.fields(config_class)}:  # benches that train a run
+        return preset_flags(name, prefix="run.")
+    raise InvalidInput("--preset applies to run, learner and the benches that train a run (bench atari, acting, learning-curve, ...)")
 
 
 def missing_extra(extra: str, *modules: str) -> int:

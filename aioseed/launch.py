@@ -29,6 +29,7 @@ PresetName = Literal[
     "none",
     "atari",
     "atari-noframeskip",
+    "atari-fast",
     "atari-ppo",
     "catch",
     "football-academy",

@@ -137,6 +137,20 @@ def test_the_ppo_and_noframeskip_presets_and_the_acting_modes_they_allow() -> No
             parse(bad)
 
 
+def test_the_fast_preset_is_atari_ppo_at_the_machines_speed() -> None:
+    """atari-fast keeps atari-ppo's protocol and loss and changes only what sets the speed (issue 56)."""
+    ppo, fast = parse(["run", "--preset", "atari-ppo"]), parse(["run", "--preset", "atari-fast"])
+    assert fast.learner.precision == "bfloat16" and fast.learner.training.acting == "bounded"
+    assert fast.learner.atari == ppo.learner.atari and fast.learner.env == ppo.learner.env
+    same = ("init", "targets", "lambda_", "minibatch", "ppo_clip", "entropy_cost", "baseline_cost", "max_grad_norm", "normalize_advantages")
+    assert all(getattr(fast.learner.impala, name) == getattr(ppo.learner.impala, name) for name in same)
+    envs = fast.num_actors * fast.envs_per_actor
+    assert fast.learner.training.batch_size == envs and fast.envs_per_message == fast.envs_per_actor  # each env one unroll a batch
+    transitions = envs * fast.learner.training.unroll_length
+    updates = fast.learner.impala.epochs * fast.learner.impala.minibatches
+    assert updates / transitions == 16 / 1024  # atari-ppo's updates per transition
+
+
 @pytest.mark.parametrize("flag,value", [("--num-actors", "0"), ("--envs-per-actor", "0"), ("--envs-per-message", "0"), ("--evaluation-envs", "-1")])
 def test_aioseed_run_refuses_counts_that_cannot_work_before_anything_starts(flag: str, value: str, capsys) -> None:
     """They used to fail once TensorFlow and the learner were up (a traceback), or hang (no actors)."""

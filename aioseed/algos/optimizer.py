@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED
 from aioseed.algos.replicas import ReplicaLoss, Replicas
-from aioseed.algos.schedule import OptimizerKind, ScheduleKind, schedule_factor
+from aioseed.algos.schedule import OptimizerKind, ScheduleKind, kl_adapted_rate, schedule_factor
 
 
 def adam(learning_rate: float, epsilon: float, max_grad_norm: float | None, variables: list) -> keras.optimizers.Adam:
@@ -98,22 +98,48 @@ class LearningRateControl:
     The console sets the base rate (``set_learning_rate``); the schedule scales it by
     the training progress (``set_progress``), so a rate set mid-run decays from there
     on along the same curve. Both apply between train steps. The base rate lives in a
-    variable saved with checkpoints (``checkpoint_objects``).
+    variable saved with checkpoints (``checkpoint_objects``). With a ``target_kl``, a
+    third factor follows each update's approximate KL (``adapt_to_kl``, between updates);
+    it lives in ``kl_factor``, saved with checkpoints too.
     """
 
     optimizer: keras.optimizers.Optimizer
     schedule: ScheduleKind = "constant"
     schedule_frames: int = 0
     final_fraction: float = 0.0
+    target_kl: float | None = None
     base_learning_rate: tf.Variable
+    kl_factor: tf.Variable
     _fraction: float = 0.0
 
     def init_learning_rate(
-        self, base: float, schedule: ScheduleKind = "constant", frames: int = 0, final_fraction: float = 0.0
+        self, base: float, schedule: ScheduleKind = "constant", frames: int = 0, final_fraction: float = 0.0, target_kl: float | None = None
     ) -> None:
-        """Call once ``self.optimizer`` exists; checkpoint ``self.base_learning_rate`` with it."""
+        """Call once ``self.optimizer`` exists; checkpoint ``self.base_learning_rate`` (and, with a
+        ``target_kl``, ``self.kl_factor``) with it."""
         self.base_learning_rate = tf.Variable(base, trainable=False, dtype=tf.float32, name="base_learning_rate")
+        self.kl_factor = tf.Variable(1.0, trainable=False, dtype=tf.float32, name="kl_factor")
         self.schedule, self.schedule_frames, self.final_fraction = schedule, frames, final_fraction
+        self.target_kl = target_kl
+        self._apply_learning_rate()
+
+    def learning_rate_objects(self) -> dict[str, tf.Variable]:
+        """The learning rate's state for ``checkpoint_objects``."""
+        objects = {"base_learning_rate": self.base_learning_rate}
+        if self.target_kl is not None:
+            objects["kl_factor"] = self.kl_factor
+        return objects
+
+    def adapt_to_kl(self, kl: float) -> None:
+        """With a ``target_kl``: moves the rate in effect by ``kl_adapted_rate`` after an update whose
+        approximate KL was ``kl`` (the base rate and the schedule stay; the factor on them moves)."""
+        if self.target_kl is None:
+            return
+        scheduled = self.learning_rate * schedule_factor(self.schedule, self._fraction, self.final_fraction)
+        if scheduled <= 0:
+            return
+        adapted = kl_adapted_rate(scheduled * float(self.kl_factor.numpy()), kl, self.target_kl)
+        self.kl_factor.assign(adapted / scheduled)
         self._apply_learning_rate()
 
     @property
@@ -138,5 +164,5 @@ class LearningRateControl:
         self._apply_learning_rate()
 
     def _apply_learning_rate(self) -> None:
-        factor = schedule_factor(self.schedule, self._fraction, self.final_fraction)
+        factor = schedule_factor(self.schedule, self._fraction, self.final_fraction) * float(self.kl_factor.numpy())
         self.optimizer.learning_rate = self.learning_rate * factor  # assigns the optimizer's variable

@@ -29,6 +29,7 @@ def main(bench: ActingBench) -> int:
     for mode, runs in held.items():
         frames_per_s = _mean(runs, "frames_per_s")
         result = {
+            "preset": bench.run.preset,
             "env": bench.run.learner.env,
             "acting": mode,
             "frames_per_s": round(frames_per_s),

@@ -21,9 +21,9 @@ import sys
 
 import numpy as np
 
-from aioseed.bench.atari import components, compute_bound, end_to_end
+from aioseed.bench.atari import components, compute_bound, measure
 from aioseed.bench.children import ended, reported
-from aioseed.bench.config import ArchitecturesBench, AtariBench, atari_run, cartpole_run
+from aioseed.bench.config import ArchitecturesBench, atari_run, cartpole_run
 from aioseed.launch import RunConfig
 from aioseed.server.config import StopConfig
 
@@ -109,7 +109,7 @@ def measure(bench: ArchitecturesBench, workload: str) -> list[dict[str, object]]
             measured_run = impala_run(run, bench.impala_envs_per_message)
         else:
             measured_run = dataclasses.replace(run, architecture=architecture)
-        measured = end_to_end(AtariBench(run=measured_run, warmup_s=bench.warmup_s, seconds=bench.seconds))
+        measured = measure(measured_run, bench.warmup_s, bench.seconds)
         impala = architecture == "impala"
         wire = measured["wire_bytes_per_step"] if impala else wire_bytes_per_step(run) if architecture == "seed" else 0.0
         rows.append({
@@ -125,7 +125,7 @@ def measure(bench: ArchitecturesBench, workload: str) -> list[dict[str, object]]
     for row in rows:
         batch = row.get("mean_inference_batch", seed["mean_inference_batch"] if seed else 32.0)
         if batch not in splits:
-            splits[batch] = components(AtariBench(run=run, component_s=bench.component_s), float(batch))
+            splits[batch] = components(run, float(batch), bench.component_s)
         split = splits[batch]
         row.update({"workload": workload, "env": run.learner.env, "network": run.learner.impala.network})
         if seed:

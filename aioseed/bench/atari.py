@@ -24,7 +24,7 @@ import numpy as np
 from aioseed.bench.config import AtariBench
 from aioseed.bench.spawned import run_in_process, timed_history
 from aioseed.launch import RunConfig
-from aioseed.server.config import StopConfig
+from aioseed.server.config import ConsoleConfig, StopConfig
 
 
 def core_seconds(work: Callable[[], int], seconds: float) -> tuple[float, float]:
@@ -36,15 +36,12 @@ def core_seconds(work: Callable[[], int], seconds: float) -> tuple[float, float]
     return (time.process_time() - cpu) / steps, steps / (time.perf_counter() - wall)
 
 
-def end_to_end(bench: AtariBench) -> dict[str, float]:
-    return measure(bench.run, bench.warmup_s, bench.seconds)
-
-
 def measure(run: RunConfig, warmup_s: float, seconds: float) -> dict[str, float]:
     """Trains ``run`` in a spawned process for ``warmup_s + seconds``; frames/s and the rest over the last
-    ``seconds``."""
+    ``seconds``. Nothing is written (no logdir: a measured run neither resumes nor leaves a run behind) and
+    no console is served."""
     stop = StopConfig(after_seconds=warmup_s + seconds)
-    learner = dataclasses.replace(run.learner, stop=stop)
+    learner = dataclasses.replace(run.learner, stop=stop, logdir=None, console=ConsoleConfig(enabled=False))
     points = timed_history(run_in_process(dataclasses.replace(run, learner=learner), warmup_s + seconds))
     start_at = points[-1]["time"] - seconds
     window = [p for p in points if p["time"] >= start_at]
@@ -67,16 +64,19 @@ def measure(run: RunConfig, warmup_s: float, seconds: float) -> dict[str, float]
     return result
 
 
-def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
+def components(run: RunConfig, mean_batch: float, seconds: float) -> dict[str, float]:
+    """Each part of ``run`` alone in this process, in core-ms per agent step: its envs stepped together
+    (random actions), inference at ``mean_batch`` rows and the train step at its ``[T + 1, B]`` shape, in
+    the run's precision; each timed for ``seconds``."""
     from aioseed.algos.agent import zero_state
     from aioseed.algos.impala.agent import ImpalaAgent
     from aioseed.app import learner_specs
     from aioseed.envs.registry import make_vector_env
 
-    config = bench.run.learner
-    num_envs = bench.run.num_actors * bench.run.envs_per_actor
+    config = run.learner
+    num_envs = run.num_actors * run.envs_per_actor
     # The envs as the actors run them (with learner-side stacking: single frames), the policy as the learner does.
-    envs = make_vector_env(config.env, num_envs, bench.run.actor_config(0, 0).atari)
+    envs = make_vector_env(config.env, num_envs, run.actor_config(0, 0).atari)
     envs.reset(seed=0)
     rng = np.random.default_rng(0)
     _, spec = learner_specs(config)
@@ -85,14 +85,14 @@ def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
         envs.step(rng.integers(0, spec.num_actions, num_envs))
         return num_envs
 
-    env_cost, env_rate = core_seconds(step_envs, bench.component_s)
+    env_cost, env_rate = core_seconds(step_envs, seconds)
     envs.close()
 
-    agent = ImpalaAgent(spec, config.impala)
+    agent = ImpalaAgent(spec, config.impala, seed=0, precision=config.precision)
     batch = max(1, round(mean_batch))
     observations = rng.integers(0, 255, (batch, *spec.observation_shape), dtype=np.uint8)
     state = zero_state(agent.state_columns(), batch)
-    infer_cost, _ = core_seconds(lambda: (agent.infer(observations, state), batch)[1], bench.component_s)
+    infer_cost, _ = core_seconds(lambda: (agent.infer(observations, state), batch)[1], seconds)
 
     t, b = config.training.unroll_length, config.training.batch_size
     shape = (t + 1, b)
@@ -105,7 +105,7 @@ def components(bench: AtariBench, mean_batch: float) -> dict[str, float]:
         "phantom": np.zeros(shape, bool),
         **zero_state(agent.state_columns(), b),
     }
-    train_cost, _ = core_seconds(lambda: (agent.train_step(train_batch), t * b)[1], bench.component_s)
+    train_cost, _ = core_seconds(lambda: (agent.train_step(train_batch), t * b)[1], seconds)
     return {
         "frames_per_step": spec.frames_per_step,
         "env_core_ms_per_step": env_cost * 1e3,
@@ -122,13 +122,15 @@ def compute_bound(parts: dict[str, float], cores: int) -> float:
 
 
 def main(bench: AtariBench) -> int:
-    run = end_to_end(bench)
-    parts = components(bench, run["mean_batch"])
+    run = measure(bench.run, bench.warmup_s, bench.seconds)
+    parts = components(bench.run, run["mean_batch"], bench.component_s)
     cores = os.cpu_count() or 1
     bound = compute_bound(parts, cores)
     result = {
+        "preset": bench.run.preset,
         "env": bench.run.learner.env,
         "network": bench.run.learner.impala.network,
+        "precision": bench.run.learner.precision,
         "envs": bench.run.num_actors * bench.run.envs_per_actor,
         "frames_per_s": round(run["frames_per_s"]),
         "train_steps_per_s": round(run["train_steps_per_s"], 2),

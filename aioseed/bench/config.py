@@ -10,6 +10,7 @@ import tyro
 
 from aioseed.algos.impala.config import NetworkKind
 from aioseed.bench.load_config import ServeBench, StreamsBench, TransportBench
+from aioseed.bench.recipe_config import PresetsBench, TimeToScoreBench
 from aioseed.envs.registry import EnvBackend
 from aioseed.launch import PresetName, RunConfig
 from aioseed.server.config import ConsoleConfig, StopConfig
@@ -361,6 +362,8 @@ BENCHES: dict[str, type] = {
     "impala-hostile": ImpalaHostileBench,
     "sac": SacBench,
     "env-backends": EnvBackendsBench,
+    "presets": PresetsBench,
+    "time-to-score": TimeToScoreBench,
 }
 """``aioseed bench NAME``: the config of each benchmark."""
 BenchCommand = Union[tuple(Annotated[config, tyro.conf.subcommand(name)] for name, config in BENCHES.items())]  # noqa: UP007

@@ -28,7 +28,7 @@ from aioseed.envs.football import is_football
 from aioseed.errors import InvalidInput
 from aioseed.results.curves import RETURN_TAG, Point, episode_returns, over_episodes, read_curve
 from aioseed.results.scoring import GOAL_RETURNS, scoring_bins, write_scoring_csv
-from aioseed.server.config import StopConfig
+from aioseed.server.config import LearnerConfig, StopConfig
 from aioseed.tables import flatten
 
 log = structlog.get_logger()
@@ -121,8 +121,12 @@ def train(bench: LearningCurveBench) -> None:
 def curve_title(bench: LearningCurveBench) -> str:
     """The plot's title: agent, env and preset, then the protocol (Atari's sticky actions, Football's
     controlled players) and the seed, when one is fixed."""
-    learner = bench.resolved_run.learner
-    title = f"aioseed {learner.agent} on {learner.env} (preset {bench.preset})"
+    return run_title(bench.resolved_run.learner, bench.preset)
+
+
+def run_title(learner: LearnerConfig, preset: str) -> str:
+    """``curve_title`` of a run of ``preset`` with ``learner``'s settings."""
+    title = f"aioseed {learner.agent} on {learner.env} (preset {preset})"
     if is_atari(learner.env):
         title += f", sticky actions {learner.atari.sticky_action_probability:g}"
     football = learner.football

@@ -71,6 +71,34 @@ def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:
     return [p for p in reversed(kept) if not math.isnan(p.mean_return)]
 
 
+def tag_values(tensorboard_dir: pathlib.Path, tag: str) -> list[float]:
+    """Every value written under the scalar ``tag`` over all sessions' event files, in file order."""
+    files = sorted(tensorboard_dir.glob("events.out.tfevents.*")) if tensorboard_dir.is_dir() else []
+    return [float(value) for event_file in files for _, _, value in _session_values(event_file, (tag,))[tag]]
+
+
+def curve_start(tensorboard_dir: pathlib.Path) -> float | None:
+    """Wall-clock time (seconds since the epoch) of the first session's first row, from which ``read_curve``
+    counts a point's ``seconds``; None before a row is written."""
+    for event_file in sorted(tensorboard_dir.glob("events.out.tfevents.*")) if tensorboard_dir.is_dir() else ():
+        returns = _session_values(event_file, (RETURN_TAG,))[RETURN_TAG]
+        if returns:
+            return float(returns[0][0])
+    return None
+
+
+def reached_and_held(points: list[Point], target: float, hold_rows: int, window: int) -> Point | None:
+    """The first point whose mean return over a full ``window`` of episodes is at least ``target`` and stays
+    there for the next ``hold_rows`` points (all of them over full windows too); None while no point has,
+    including one that reached it but whose next ``hold_rows`` points are not all written yet."""
+    full = [p.episodes is None or p.episodes >= window for p in points]
+    above = [ok and p.mean_return >= target for ok, p in zip(full, points)]
+    for i, point in enumerate(points):
+        if i + hold_rows < len(points) and all(above[i : i + hold_rows + 1]):
+            return point
+    return None
+
+
 def episode_returns(tensorboard_dir: pathlib.Path) -> list[tuple[int, float]]:
     """(frames when it ended, return) of every training episode over all sessions, in the order they
     ended. A resumed session's episodes replace those logged before from the frames of its first episode

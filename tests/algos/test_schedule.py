@@ -8,7 +8,7 @@ import pytest
 
 from aioseed.algos.impala.agent import ENTROPY_COST, ImpalaAgent
 from aioseed.algos.impala.config import ImpalaConfig
-from aioseed.algos.schedule import schedule_factor
+from aioseed.algos.schedule import kl_adapted_rate, schedule_factor
 from aioseed.spec import EnvSpec
 
 SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", action_space=2)
@@ -109,3 +109,33 @@ def test_the_base_rate_is_checkpointed(tmp_path) -> None:
     tf.train.Checkpoint(**restored.checkpoint_objects()).read(saved).assert_existing_objects_matched()
     restored.set_progress(50)
     assert np.isclose(restored.current_learning_rate, 2.5e-4)
+
+
+def test_the_kl_adapted_rate_follows_rl_games_rule() -> None:
+    assert kl_adapted_rate(1e-3, kl=0.001, target_kl=0.01) == pytest.approx(1.5e-3)  # under half: up
+    assert kl_adapted_rate(1e-3, kl=0.021, target_kl=0.01) == pytest.approx(1e-3 / 1.5)  # over twice: down
+    assert kl_adapted_rate(1e-3, kl=0.005, target_kl=0.01) == 1e-3  # within [half, twice]: kept
+    assert kl_adapted_rate(1e-3, kl=0.02, target_kl=0.01) == 1e-3
+    assert kl_adapted_rate(9e-3, kl=0.0, target_kl=0.01) == 1e-2  # bounded above
+    assert kl_adapted_rate(1.2e-6, kl=1.0, target_kl=0.01) == 1e-6  # and below
+    assert kl_adapted_rate(1e-3, kl=float("nan"), target_kl=0.01) == 1e-3
+
+
+def test_target_kl_moves_the_rate_per_update_on_top_of_the_schedule_and_is_checkpointed() -> None:
+    """Rate 1e-5 barely moves the policy, so every update's KL is far under half the target: each of the 2 x 2
+    updates raises the rate in effect by 1.5; the schedule and the console's base rate still scale it."""
+    reuse = {"epochs": 2, "minibatches": 2, "ppo_clip": 0.2, "targets": "gae", "minibatch": "transitions"}
+    config = ImpalaConfig(learning_rate=1e-5, lr_schedule="linear", lr_frames=1000, target_kl=0.01, **reuse)
+    agent = ImpalaAgent(SPEC, config)
+    agent.set_progress(500)
+    agent.train_step(_batch(np.random.default_rng(0)))
+    assert agent.current_learning_rate == pytest.approx(1e-5 * 0.5 * 1.5**4, rel=1e-4)
+    agent.set_learning_rate(2e-5)  # the console's base doubles what is in effect
+    assert agent.current_learning_rate == pytest.approx(2e-5 * 0.5 * 1.5**4, rel=1e-4)
+    assert agent.checkpoint_objects()["kl_factor"] is agent.kl_factor
+    assert "kl_factor" not in ImpalaAgent(SPEC, ImpalaConfig(**reuse)).checkpoint_objects()  # old checkpoints keep their shape
+    untargeted = ImpalaAgent(SPEC, ImpalaConfig(learning_rate=1e-5, **reuse))
+    untargeted.train_step(_batch(np.random.default_rng(0)))
+    assert untargeted.current_learning_rate == pytest.approx(1e-5)
+    with pytest.raises(ValueError, match="target_kl must be positive and needs sample reuse"):
+        ImpalaConfig(target_kl=0.01)

@@ -108,7 +108,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
                 rho=config.rmsprop_decay,
                 momentum=config.rmsprop_momentum,
             )
-            self.init_learning_rate(config.learning_rate, config.lr_schedule, config.lr_frames, config.lr_final_fraction)
+            self.init_learning_rate(config.learning_rate, config.lr_schedule, config.lr_frames, config.lr_final_fraction, config.target_kl)
             # A variable, so that the compiled losses read its scheduled value without retracing.
             self.entropy_cost = tf.Variable(config.entropy_cost, trainable=False, dtype=tf.float32, name="entropy_cost")
         base = getattr(self.network, "base", self.network)  # an LSTM core wraps the torso
@@ -170,6 +170,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
                 minibatch = {name: column[part] if name in self._state_axes else column[:, part] for name, column in data.items()}
                 result = {name: float(value) for name, value in step(self._split(minibatch)).items()}
                 if not result[SKIPPED]:
+                    self.adapt_to_kl(result["losses/approx_kl"])
                     on_update()
                 for name, value in result.items():
                     totals[name] = totals.get(name, 0.0) + value
@@ -183,7 +184,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         return self.replicas.split(columns, self._state_axes)
 
     def checkpoint_objects(self) -> dict[str, Any]:
-        objects = {"network": self.network, "optimizer": self.optimizer, "base_learning_rate": self.base_learning_rate}
+        objects = {"network": self.network, "optimizer": self.optimizer, **self.learning_rate_objects()}
         if self._reward_scaler is not None:
             objects["reward_scaler"] = self._reward_scaler
         return objects

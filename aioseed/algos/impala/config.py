@@ -42,6 +42,12 @@ class ImpalaConfig:
     """The schedule's frame budget (env frames, as the learner counts them); past it the rate stays at the end value."""
     lr_final_fraction: float = 0.0
     """The schedule's end value as a fraction of the base rate."""
+    target_kl: float | None = None
+    """Sample reuse: adapt the rate in effect after each update to keep the approximate KL between the
+    batch's starting policy and the current one near this (rl_games' adaptive rate, which solves Pong in
+    ~4M frames with 0.01; rsl_rl's PPO): times 1.5 when an update's KL is under half of it, divided by
+    1.5 when over twice it, within [1e-6, 1e-2]. The schedule and the console's base rate still scale it.
+    None: the rate follows the schedule alone."""
     max_grad_norm: float | None = 1.0
     """Clip the global gradient norm to this value (None: no clipping). On CartPole, 1.0 prevented the
     occasional collapse to a deterministic policy seen with 40 (1 run in 13) and learned faster."""
@@ -175,5 +181,7 @@ class ImpalaConfig:
             raise ValueError("observation_clip and scaled_reward_clip must be positive")
         if self.reward_clip <= 0:
             raise ValueError(f"reward_clip must be positive, got {self.reward_clip}")
+        if self.target_kl is not None and not (self.target_kl > 0 and self.reuses_samples):
+            raise ValueError(f"target_kl must be positive and needs sample reuse (epochs, minibatches or ppo_clip), got {self.target_kl}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
             raise ValueError(f"max_grad_norm must be positive or None, got {self.max_grad_norm}")

@@ -1,0 +1,75 @@
+"""``aioseed bench presets``: presets' training frames/s side by side, each against its own compute bound.
+
+Each preset trains exactly as ``aioseed run --preset NAME`` would (only the logdir and the console are
+off) in a fresh process; the presets are held in order and then in reverse (A B B A), so that the host's
+drift, linear over the run, adds the same to every preset's mean. Then each preset's components are
+timed alone on the same cores (``aioseed.bench.atari.components``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from typing import Any
+
+from aioseed.bench.acting import order
+from aioseed.bench.atari import components, compute_bound, measure
+from aioseed.bench.recipe_config import PresetsBench
+from aioseed.launch import RunConfig
+
+
+def preset_run(name: str, env: str | None) -> RunConfig:
+    """``aioseed run --preset NAME`` (on ``env`` when given)."""
+    from aioseed.presets import preset
+
+    run = preset(name)
+    return run if env is None else dataclasses.replace(run, learner=dataclasses.replace(run.learner, env=env))
+
+
+def describe(run: RunConfig) -> dict[str, Any]:
+    """What sets a preset's speed: its envs, acting mode, precision, batch and sample reuse."""
+    learner, training, impala = run.learner, run.learner.training, run.learner.impala
+    return {
+        "preset": run.preset,
+        "env": learner.env,
+        "envs": run.num_actors * run.envs_per_actor,
+        "envs_per_message": run.envs_per_message,
+        "acting": training.acting,
+        "precision": learner.precision,
+        "train_batch": [training.unroll_length, training.batch_size],
+        "epochs_x_minibatches": [impala.epochs, impala.minibatches],
+    }
+
+
+def main(bench: PresetsBench) -> int:
+    runs = {name: preset_run(name, bench.env) for name in bench.presets}
+    held: dict[str, list[dict[str, float]]] = {name: [] for name in bench.presets}
+    for name in order(bench.presets):
+        held[name].append(measure(runs[name], bench.warmup_s, bench.seconds))
+    cores = os.cpu_count() or 1
+    baseline = _mean(held[bench.presets[0]], "frames_per_s")
+    for name, holds in held.items():
+        frames_per_s = _mean(holds, "frames_per_s")
+        parts = components(runs[name], _mean(holds, "mean_batch"), bench.component_s)
+        bound = compute_bound(parts, cores)
+        result = {
+            **describe(runs[name]),
+            "frames_per_s": round(frames_per_s),
+            "holds_frames_per_s": [round(h["frames_per_s"]) for h in holds],
+            "policy_lag": round(_mean(holds, "policy_lag"), 2),
+            "mean_inference_batch": round(_mean(holds, "mean_batch"), 1),
+            f"ratio_vs_{bench.presets[0]}": round(frames_per_s / baseline, 3),
+            **{key: round(value, 4) for key, value in parts.items()},
+            "cores": cores,
+            "bound_frames_per_s": round(bound),
+            "ratio_vs_bound": round(frames_per_s / bound, 3),
+        }
+        sys.stdout.write((json.dumps(result) if bench.json else json.dumps(result, indent=2)) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def _mean(holds: list[dict[str, float]], key: str) -> float:
+    return sum(h[key] for h in holds) / len(holds)

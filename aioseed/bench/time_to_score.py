@@ -1,0 +1,181 @@
+"""``aioseed bench time-to-score``: wall-clock from ``aioseed run``'s launch to a return target, seed after seed.
+
+Each seed is a real ``aioseed run --config LOGDIR/seedN.toml`` child process (its output in
+LOGDIR/seedN.log), started from a fresh logdir. The bench reads the run's curve from its TensorBoard logs
+every ``poll_s`` and stops the child (SIGINT) once the target has held for ``hold_rows`` rows; the
+figures come from the curve itself, so a late poll costs training time but changes no figure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import pathlib
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+import structlog
+
+from aioseed import config_file
+from aioseed.bench.atari import components, compute_bound
+from aioseed.bench.children import ChildFailed
+from aioseed.bench.learning_curve import run_title, write_csv, write_png
+from aioseed.bench.recipe_config import TimeToScoreBench
+from aioseed.errors import InvalidInput
+from aioseed.launch import RunConfig
+from aioseed.results.curves import Point, curve_start, episode_returns, over_episodes, reached_and_held, read_curve, tag_values
+from aioseed.server.config import ConsoleConfig, StopConfig
+
+log = structlog.get_logger()
+
+STOP_WAIT_S = 180.0
+"""Seconds a stopped child gets for its ordered shutdown (drain, final checkpoint) before it is killed."""
+
+
+def seed_run(bench: TimeToScoreBench, seed: int, logdir: pathlib.Path) -> RunConfig:
+    """The run of one seed: the bench's, with the seed, the logdir, the return window and the budgets; no
+    console (nothing else should share the cores), progress as log lines."""
+    learner = dataclasses.replace(
+        bench.run.learner,
+        seed=seed,
+        logdir=logdir,
+        return_window=bench.return_window,
+        stop=StopConfig(after_frames=bench.max_frames, after_seconds=bench.max_minutes * 60.0),
+        console=ConsoleConfig(enabled=False),
+        display="lines",
+    )
+    return dataclasses.replace(bench.run, learner=learner)
+
+
+def curve(logdir: pathlib.Path, window: int) -> list[Point]:
+    """The run's curve, each mean taken over the last ``window`` episodes of the whole run."""
+    tensorboard = logdir / "tensorboard"
+    return over_episodes(read_curve(tensorboard), episode_returns(tensorboard), window)
+
+
+def run_seed(bench: TimeToScoreBench, seed: int) -> dict[str, Any]:
+    """Launches one seed's ``aioseed run``, stops it once the target has held, and reads its figures."""
+    root = bench.root
+    logdir = root / f"seed{seed}"
+    if (logdir / "tensorboard").exists() or (logdir / "checkpoints").exists():
+        raise InvalidInput(f"{logdir} holds a run already (a resumed run's time from launch means nothing): give another --logdir or remove it")
+    run = seed_run(bench, seed, logdir)
+    root.mkdir(parents=True, exist_ok=True)
+    config_path = root / f"seed{seed}.toml"
+    command = [sys.executable, "-m", "aioseed", "run", "--config", str(config_path)]
+    config_path.write_text(config_file.dumps(run, "run", f"aioseed bench time-to-score, seed {seed}: {' '.join(command[2:])}"))
+    log.info("time_to_score_seed", seed=seed, logdir=str(logdir), command=" ".join(command[2:]))
+    launched = time.time()
+    with open(root / f"seed{seed}.log", "w") as output:
+        child = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        stopped = False
+        try:
+            while child.poll() is None:
+                try:
+                    child.wait(bench.poll_s)
+                except subprocess.TimeoutExpired:
+                    pass
+                if child.poll() is None and reached_and_held(curve(logdir, bench.return_window), bench.target_return, bench.hold_rows, bench.return_window):
+                    child.send_signal(signal.SIGINT)
+                    stopped = True
+                    break
+            child.wait(STOP_WAIT_S)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    if child.returncode != 0 and not stopped:
+        raise ChildFailed(f"seed {seed}'s aioseed run exited with {child.returncode}; its output is in {root / f'seed{seed}.log'}")
+    return seed_result(bench, seed, run, launched)
+
+
+def seed_result(bench: TimeToScoreBench, seed: int, run: RunConfig, launched: float) -> dict[str, Any]:
+    """One seed's figures from its curve; writes curve.csv and curve.png into its logdir."""
+    logdir = run.learner.logdir
+    assert logdir is not None
+    points = curve(logdir, bench.return_window)
+    start = curve_start(logdir / "tensorboard")
+    if not points or start is None:
+        raise ChildFailed(f"seed {seed}'s run wrote no curve under {logdir / 'tensorboard'}")
+    reached = reached_and_held(points, bench.target_return, bench.hold_rows, bench.return_window)
+    write_csv(points, logdir / "curve.csv")
+    write_png(points, logdir / "curve.png", run_title(run.learner, bench.preset), bench.target_return, bench.max_frames, bench.return_window)
+    first, last = points[0], points[-1]
+    training_s = last.seconds - first.seconds
+    batches = [b for b in tag_values(logdir / "tensorboard", "batcher/batch_size") if not math.isnan(b)]
+    return {
+        "seed": seed,
+        "reached": reached is not None,
+        "target_return": bench.target_return,
+        "minutes_to_target": None if reached is None else round((start + reached.seconds - launched) / 60, 2),
+        "frames_to_target": None if reached is None else reached.frames,
+        "start_up_s": round(start - launched, 1),
+        "frames": last.frames,
+        "minutes": round((start + last.seconds - launched) / 60, 2),
+        "frames_per_s": round((last.frames - first.frames) / training_s) if training_s > 0 else None,
+        "best_return": round(max(p.mean_return for p in points), 2),
+        "mean_inference_batch": round(statistics.fmean(batches), 1) if batches else None,
+        "logdir": str(logdir),
+        "csv": str(logdir / "curve.csv"),
+        "png": str(logdir / "curve.png"),
+    }
+
+
+def aggregate(bench: TimeToScoreBench, seeds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The seeds together: how many reached, the median time and frames to the target of those that did,
+    and ``aioseed report``'s 95% intervals of the final scores (LOGDIR/report)."""
+    from aioseed.results.report import ReportConfig, report
+
+    reached = [s for s in seeds if s["reached"]]
+    result: dict[str, Any] = {
+        "preset": bench.preset,
+        "env": bench.run.learner.env,
+        "seeds": [s["seed"] for s in seeds],
+        "reached": f"{len(reached)} of {len(seeds)}",
+        "median_minutes_to_target": statistics.median(s["minutes_to_target"] for s in reached) if reached else None,
+        "median_frames_to_target": statistics.median(s["frames_to_target"] for s in reached) if reached else None,
+    }
+    rates = [s["frames_per_s"] for s in seeds if s["frames_per_s"]]
+    result["median_frames_per_s"] = statistics.median(rates) if rates else None
+    summary = report(ReportConfig(runs=tuple(pathlib.Path(s["logdir"]) for s in seeds), source="curve", out=bench.root / "report"))
+    result["final_scores"] = {"scores": summary["scores"], **summary["settings"]}  # one setting: the preset's
+    result["report"] = str(bench.root / "report" / "report.json")
+    return result
+
+
+def split(bench: TimeToScoreBench, seeds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The components alone on these cores at the runs' mean inference batch, the bound they imply, and
+    each seed's ratio to it."""
+    batches = [s["mean_inference_batch"] for s in seeds if s["mean_inference_batch"]]
+    parts = components(bench.run, statistics.fmean(batches) if batches else 1.0, bench.component_s)
+    cores = os.cpu_count() or 1
+    bound = compute_bound(parts, cores)
+    return {
+        **{key: round(value, 4) for key, value in parts.items()},
+        "cores": cores,
+        "bound_frames_per_s": round(bound),
+        "ratio_vs_bound": [round(s["frames_per_s"] / bound, 3) if s["frames_per_s"] else None for s in seeds],
+    }
+
+
+def main(bench: TimeToScoreBench) -> int:
+    seeds = []
+    for seed in bench.seeds:
+        seeds.append(run_seed(bench, seed))
+        _print(seeds[-1], bench.json)
+    result = aggregate(bench, seeds)
+    if bench.component_s > 0:
+        result.update(split(bench, seeds))
+    _print(result, bench.json)
+    return 0
+
+
+def _print(result: dict[str, Any], one_line: bool) -> None:
+    sys.stdout.write((json.dumps(result) if one_line else json.dumps(result, indent=2)) + "\n")
+    sys.stdout.flush()
