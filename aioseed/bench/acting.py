@@ -25,21 +25,22 @@ def main(bench: ActingBench) -> int:
         training = dataclasses.replace(bench.run.learner.training, acting=mode)
         run = dataclasses.replace(bench.run, learner=dataclasses.replace(bench.run.learner, training=training))
         held[mode].append(measure(run, bench.warmup_s, bench.seconds))
-    baseline = _mean(held[bench.modes[0]], "frames_per_s")
+    baseline = mean_of(held[bench.modes[0]], "frames_per_s")
     for mode, runs in held.items():
-        frames_per_s = _mean(runs, "frames_per_s")
+        frames_per_s = mean_of(runs, "frames_per_s")
         result = {
             "preset": bench.run.preset,
             "env": bench.run.learner.env,
             "acting": mode,
             "frames_per_s": round(frames_per_s),
             "holds_frames_per_s": [round(r["frames_per_s"]) for r in runs],
-            "policy_lag": round(_mean(runs, "policy_lag"), 2),
+            "policy_lag": round(mean_of(runs, "policy_lag"), 2),
             "ratio_vs_" + bench.modes[0]: round(frames_per_s / baseline, 3),
         }
         sys.stdout.write((json.dumps(result) if bench.json else json.dumps(result, indent=2)) + "\n")
     return 0
 
 
-def _mean(runs: list[dict[str, float]], key: str) -> float:
+def mean_of(runs: list[dict[str, float]], key: str) -> float:
+    """The mean of ``key`` over the holds ``runs``."""
     return sum(r[key] for r in runs) / len(runs)

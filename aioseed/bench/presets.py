@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from aioseed.bench.acting import order
+from aioseed.bench.acting import mean_of, order
 from aioseed.bench.atari import components, compute_bound, measure
 from aioseed.bench.recipe_config import PresetsBench
 from aioseed.launch import RunConfig
@@ -49,17 +49,17 @@ def main(bench: PresetsBench) -> int:
     for name in order(bench.presets):
         held[name].append(measure(runs[name], bench.warmup_s, bench.seconds))
     cores = os.cpu_count() or 1
-    baseline = _mean(held[bench.presets[0]], "frames_per_s")
+    baseline = mean_of(held[bench.presets[0]], "frames_per_s")
     for name, holds in held.items():
-        frames_per_s = _mean(holds, "frames_per_s")
-        parts = components(runs[name], _mean(holds, "mean_batch"), bench.component_s)
+        frames_per_s = mean_of(holds, "frames_per_s")
+        parts = components(runs[name], mean_of(holds, "mean_batch"), bench.component_s)
         bound = compute_bound(parts, cores)
         result = {
             **describe(runs[name]),
             "frames_per_s": round(frames_per_s),
             "holds_frames_per_s": [round(h["frames_per_s"]) for h in holds],
-            "policy_lag": round(_mean(holds, "policy_lag"), 2),
-            "mean_inference_batch": round(_mean(holds, "mean_batch"), 1),
+            "policy_lag": round(mean_of(holds, "policy_lag"), 2),
+            "mean_inference_batch": round(mean_of(holds, "mean_batch"), 1),
             f"ratio_vs_{bench.presets[0]}": round(frames_per_s / baseline, 3),
             **{key: round(value, 4) for key, value in parts.items()},
             "cores": cores,
@@ -69,7 +69,3 @@ def main(bench: PresetsBench) -> int:
         sys.stdout.write((json.dumps(result) if bench.json else json.dumps(result, indent=2)) + "\n")
         sys.stdout.flush()
     return 0
-
-
-def _mean(holds: list[dict[str, float]], key: str) -> float:
-    return sum(h[key] for h in holds) / len(holds)

@@ -2,8 +2,9 @@
 
 Each seed is a real ``aioseed run --config LOGDIR/seedN.toml`` child process (its output in
 LOGDIR/seedN.log), started from a fresh logdir. The bench reads the run's curve from its TensorBoard logs
-every ``poll_s`` and stops the child (SIGINT) once the target has held for ``hold_rows`` rows; the
-figures come from the curve itself, so a late poll costs training time but changes no figure.
+every ``poll_s`` (only the events new since the last read) and stops the child (SIGINT) once the target
+has held for ``hold_rows`` rows; the figures come from the curve itself, so a late poll costs training
+time but changes no figure.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from aioseed.bench.learning_curve import run_title, write_csv, write_png
 from aioseed.bench.recipe_config import TimeToScoreBench
 from aioseed.errors import InvalidInput
 from aioseed.launch import RunConfig
-from aioseed.results.curves import Point, curve_start, episode_returns, over_episodes, reached_and_held, read_curve, tag_values
+from aioseed.results.curves import CurveTail, Point, curve_start, episode_returns, over_episodes, reached_and_held, read_curve, tag_values
 from aioseed.server.config import ConsoleConfig, StopConfig
 
 log = structlog.get_logger()
@@ -73,26 +74,40 @@ def run_seed(bench: TimeToScoreBench, seed: int) -> dict[str, Any]:
     log.info("time_to_score_seed", seed=seed, logdir=str(logdir), command=" ".join(command[2:]))
     launched = time.time()
     with open(root / f"seed{seed}.log", "w") as output:
-        child = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        # Its own session: a Ctrl-C on the bench reaches the child once, through ``stop``, not twice.
+        child = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
         stopped = False
+        tail = CurveTail(logdir / "tensorboard", bench.return_window)
         try:
             while child.poll() is None:
                 try:
                     child.wait(bench.poll_s)
                 except subprocess.TimeoutExpired:
                     pass
-                if child.poll() is None and reached_and_held(curve(logdir, bench.return_window), bench.target_return, bench.hold_rows, bench.return_window):
+                if child.poll() is None and reached_and_held(tail.points(), bench.target_return, bench.hold_rows, bench.return_window):
                     child.send_signal(signal.SIGINT)
                     stopped = True
                     break
-            child.wait(STOP_WAIT_S)
         finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+            stop(child, signalled=stopped)
     if child.returncode != 0 and not stopped:
         raise ChildFailed(f"seed {seed}'s aioseed run exited with {child.returncode}; its output is in {root / f'seed{seed}.log'}")
     return seed_result(bench, seed, run, launched)
+
+
+def stop(child: subprocess.Popen, signalled: bool) -> None:
+    """Waits for ``child`` to end: it is sent SIGINT first unless ``signalled`` already (one SIGINT is an
+    ordered shutdown that stops its actors and checkpoints; a second would exit at once), and SIGKILL
+    after ``STOP_WAIT_S``."""
+    if child.poll() is not None:
+        return
+    if not signalled:
+        child.send_signal(signal.SIGINT)
+    try:
+        child.wait(STOP_WAIT_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
 
 
 def seed_result(bench: TimeToScoreBench, seed: int, run: RunConfig, launched: float) -> dict[str, Any]:
@@ -164,12 +179,38 @@ def split(bench: TimeToScoreBench, seeds: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
+def write_seeds_png(bench: TimeToScoreBench, seeds: list[dict[str, Any]], path: pathlib.Path) -> None:
+    """Every seed's curve on one plot, each marked where the target held, with the target and the budget."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 4.5), dpi=100)
+    for result in seeds:
+        points = curve(pathlib.Path(result["logdir"]), bench.return_window)
+        label = f"seed {result['seed']}" + (f": held from {result['frames_to_target'] / 1e6:.2f}M, {result['minutes_to_target']:.1f} min" if result["reached"] else ": not reached")
+        (line,) = axes.plot([p.frames / 1e6 for p in points], [p.mean_return for p in points], label=label)
+        if result["reached"]:
+            axes.plot(result["frames_to_target"] / 1e6, bench.target_return, "o", color=line.get_color())
+    axes.axhline(bench.target_return, color="tab:green", linestyle="--", label=f"target {bench.target_return:+g}")
+    axes.axvline(bench.max_frames / 1e6, color="tab:gray", linestyle=":", label=f"{bench.max_frames / 1e6:g}M frames")
+    axes.set(xlabel="env frames (millions)", ylabel=f"mean return (last {bench.return_window} episodes)", title=run_title(dataclasses.replace(bench.run.learner, seed=None), bench.preset))
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right", fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
 def main(bench: TimeToScoreBench) -> int:
     seeds = []
     for seed in bench.seeds:
         seeds.append(run_seed(bench, seed))
         _print(seeds[-1], bench.json)
+    write_seeds_png(bench, seeds, bench.root / "seeds.png")
     result = aggregate(bench, seeds)
+    result["png"] = str(bench.root / "seeds.png")
     if bench.component_s > 0:
         result.update(split(bench, seeds))
     _print(result, bench.json)

@@ -8,6 +8,7 @@ import dataclasses
 import itertools
 import math
 import pathlib
+from collections.abc import Iterable
 from typing import Any
 
 RETURN_TAG = "charts/return"
@@ -32,15 +33,49 @@ def _session_values(event_file: pathlib.Path, tags: tuple[str, ...]) -> dict[str
     """(wall_time, step, value) of each of ``tags`` in one event file (one learner session); a tensor
     summary's value is its array, an old-style scalar's a float."""
     from tensorboard.backend.event_processing import event_file_loader
-    from tensorboard.util import tensor_util
 
     found: dict[str, list[tuple[float, int, Any]]] = {tag: [] for tag in tags}
-    for event in event_file_loader.EventFileLoader(str(event_file)).Load():
+    _collect(event_file_loader.EventFileLoader(str(event_file)).Load(), found)
+    return found
+
+
+def _collect(events: Iterable[Any], found: dict[str, list[tuple[float, int, Any]]]) -> None:
+    """Appends (wall_time, step, value) of each of ``found``'s tags in ``events`` to it."""
+    from tensorboard.util import tensor_util
+
+    for event in events:
         for value in event.summary.value:
             if value.tag in found:
                 number = tensor_util.make_ndarray(value.tensor) if value.HasField("tensor") else value.simple_value
                 found[value.tag].append((event.wall_time, event.step, number))
-    return found
+
+
+class CurveTail:
+    """The curve of a run's first session, read as it is written: each ``points`` call reads only the
+    events added since the last (a whole read of a long run's file costs about a CPU-second here)."""
+
+    def __init__(self, tensorboard_dir: pathlib.Path, window: int) -> None:
+        self._directory, self._window = tensorboard_dir, window
+        self._loader: Any = None
+        self._found: dict[str, list[tuple[float, int, Any]]] = {RETURN_TAG: [], EPISODES_TAG: []}
+
+    def points(self) -> list[Point]:
+        """As ``over_episodes(read_curve(...), episode_returns(...), window)`` of a one-session run."""
+        if self._loader is None:
+            files = sorted(self._directory.glob("events.out.tfevents.*")) if self._directory.is_dir() else []
+            if not files:
+                return []
+            from tensorboard.backend.event_processing import event_file_loader
+
+            self._loader = event_file_loader.EventFileLoader(str(files[0]))
+        _collect(self._loader.Load(), self._found)
+        returns = self._found[RETURN_TAG]
+        if not returns:
+            return []
+        start = returns[0][0]
+        points = [Point(frames, wall_time - start, float(value)) for wall_time, frames, value in returns]
+        episodes = [(int(f), float(r)) for _, _, ended in self._found[EPISODES_TAG] for f, r in ended]
+        return [p for p in over_episodes(points, episodes, self._window) if not math.isnan(p.mean_return)]
 
 
 def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:

@@ -75,7 +75,7 @@ def test_time_to_score_runs_each_seed_to_the_target_and_aggregates(tmp_path, cap
         assert (tmp_path / f"seed{s['seed']}" / "curve.png").exists() and (tmp_path / f"seed{s['seed']}.toml").exists()
     assert summary["median_frames_to_target"] == statistics.median(s["frames_to_target"] for s in seeds)
     assert summary["train_core_ms_per_step"] > 0 and summary["bound_frames_per_s"] > 0 and len(summary["ratio_vs_bound"]) == 2
-    assert (tmp_path / "report" / "report.json").exists()
+    assert (tmp_path / "report" / "report.json").exists() and (tmp_path / "seeds.png").read_bytes()[:4] == b"\x89PNG"
 
     with pytest.raises(InvalidInput, match="holds a run already"):
         time_to_score_main(parse(flags).command)
@@ -96,3 +96,35 @@ def test_presets_bench_holds_a_preset_and_times_its_parts(capsys) -> None:
     assert len(result["holds_frames_per_s"]) == 2 and result["frames_per_s"] > 0 and result["ratio_vs_catch"] == 1.0
     assert result["env_core_ms_per_step"] > 0 and result["inference_core_ms_per_step"] > 0 and result["train_core_ms_per_step"] > 0
     assert result["ratio_vs_bound"] == pytest.approx(result["frames_per_s"] / result["bound_frames_per_s"], rel=0.01)
+
+
+def test_the_tail_reads_only_new_events_and_agrees_with_a_whole_read(tmp_path) -> None:
+    """The bench polls a growing event file; the tail's curve equals the whole file's at every point."""
+    import numpy as np
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util import tensor_util
+
+    from aioseed.bench.time_to_score import curve
+    from aioseed.results.curves import CurveTail
+
+    def row(wall_time: float, frames: int, own_mean: float, ended: list[list[float]]) -> event_pb2.Event:
+        values = [summary_pb2.Summary.Value(tag="charts/return", tensor=tensor_util.make_tensor_proto(np.float32(own_mean)))]
+        if ended:
+            values.append(summary_pb2.Summary.Value(tag="charts/episode_returns", tensor=tensor_util.make_tensor_proto(np.array(ended, np.float64))))
+        return event_pb2.Event(wall_time=wall_time, step=frames, summary=summary_pb2.Summary(value=values))
+
+    logdir = tmp_path / "run"
+    tail = CurveTail(logdir / "tensorboard", window=2)
+    assert tail.points() == []  # nothing written yet
+    writer = EventFileWriter(str(logdir / "tensorboard"))
+    for event in (row(100.0, 10, float("nan"), []), row(102.0, 20, 1.0, [[15, 1.0]]), row(104.0, 30, 2.0, [[25, 3.0]])):
+        writer.add_event(event)
+    writer.flush()
+    first = tail.points()
+    assert [(p.frames, p.seconds, p.mean_return) for p in first] == [(20, 2.0, 1.0), (30, 4.0, 2.0)]
+    assert first == curve(logdir, 2)
+    writer.add_event(row(106.0, 40, 5.0, [[33, 5.0], [38, 7.0]]))
+    writer.close()
+    assert [(p.frames, p.mean_return, p.episodes) for p in tail.points()] == [(20, 1.0, 1), (30, 2.0, 2), (40, 6.0, 2)]
+    assert tail.points() == curve(logdir, 2)

@@ -47,7 +47,8 @@ class ImpalaConfig:
     batch's starting policy and the current one near this (rl_games' adaptive rate, which solves Pong in
     ~4M frames with 0.01; rsl_rl's PPO): times 1.5 when an update's KL is under half of it, divided by
     1.5 when over twice it, within [1e-6, 1e-2]. The schedule and the console's base rate still scale it.
-    None: the rate follows the schedule alone."""
+    Its factor is checkpointed, so a run's checkpoints written without it do not resume with it (the
+    learner refuses them). None: the rate follows the schedule alone."""
     max_grad_norm: float | None = 1.0
     """Clip the global gradient norm to this value (None: no clipping). On CartPole, 1.0 prevented the
     occasional collapse to a deterministic policy seen with 40 (1 run in 13) and learned faster."""
