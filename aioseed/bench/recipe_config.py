@@ -44,7 +44,7 @@ class TimeToScoreBench:
     Each seed runs ``aioseed run --config LOGDIR/seedN.toml`` (the preset with ``--run.*`` flags on top, its
     seed, logdir and return window) as a child process, from a fresh logdir. The target counts once the
     mean over ``run.learner.return_window`` episodes reaches it and holds it for the next ``hold_rows`` rows
-    of the curve; the child is then stopped (SIGINT: an ordered shutdown). Per seed it reports the
+    of the curve; the child is then stopped (SIGTERM: an ordered shutdown). Per seed it reports the
     wall-clock from launch (start-up and tracing included) and the frames to that row, and frames/s; then
     the components alone on the same cores (env, inference, train core-ms per agent step), the compute
     bound they imply and each run's ratio to it; then the seeds aggregated (``aioseed report``)."""

@@ -2,9 +2,9 @@
 
 Each seed is a real ``aioseed run --config LOGDIR/seedN.toml`` child process (its output in
 LOGDIR/seedN.log), started from a fresh logdir. The bench reads the run's curve from its TensorBoard logs
-every ``poll_s`` (only the events new since the last read) and stops the child (SIGINT) once the target
-has held for ``hold_rows`` rows; the figures come from the curve itself, so a late poll costs training
-time but changes no figure.
+every ``poll_s`` (only the events new since the last read) and stops the child (SIGTERM: an ordered
+shutdown, as a sweep stops its trials) once the target has held for ``hold_rows`` rows; the figures come
+from the curve itself, so a late poll costs training time but changes no figure.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import json
 import math
 import os
 import pathlib
-import signal
 import statistics
 import subprocess
 import sys
@@ -30,14 +29,11 @@ from aioseed.bench.learning_curve import run_title, write_csv, write_png
 from aioseed.bench.recipe_config import TimeToScoreBench
 from aioseed.errors import InvalidInput
 from aioseed.launch import RunConfig
-from aioseed.results.curves import CurveTail, Point, curve_start, episode_returns, over_episodes, reached_and_held, read_curve, tag_values
+from aioseed.results.curves import CurveTail, Point, reached_and_held
 from aioseed.server.config import ConsoleConfig, StopConfig
+from aioseed.sweep.trial import stop_run
 
 log = structlog.get_logger()
-
-STOP_WAIT_S = 180.0
-"""Seconds a stopped child gets for its ordered shutdown (drain, final checkpoint) before it is killed."""
-
 
 def seed_run(bench: TimeToScoreBench, seed: int, logdir: pathlib.Path) -> RunConfig:
     """The run of one seed: the bench's, with the seed, the logdir, the return window and the budgets; no
@@ -54,14 +50,11 @@ def seed_run(bench: TimeToScoreBench, seed: int, logdir: pathlib.Path) -> RunCon
     return dataclasses.replace(bench.run, learner=learner)
 
 
-def curve(logdir: pathlib.Path, window: int) -> list[Point]:
-    """The run's curve, each mean taken over the last ``window`` episodes of the whole run."""
-    tensorboard = logdir / "tensorboard"
-    return over_episodes(read_curve(tensorboard), episode_returns(tensorboard), window)
+BATCH_TAG = "batcher/batch_size"
 
 
-def run_seed(bench: TimeToScoreBench, seed: int) -> dict[str, Any]:
-    """Launches one seed's ``aioseed run``, stops it once the target has held, and reads its figures."""
+def run_seed(bench: TimeToScoreBench, seed: int) -> tuple[dict[str, Any], list[Point]]:
+    """Launches one seed's ``aioseed run``, stops it once the target has held, and reads its figures and curve."""
     root = bench.root
     logdir = root / f"seed{seed}"
     if (logdir / "tensorboard").exists() or (logdir / "checkpoints").exists():
@@ -72,50 +65,32 @@ def run_seed(bench: TimeToScoreBench, seed: int) -> dict[str, Any]:
     command = [sys.executable, "-m", "aioseed", "run", "--config", str(config_path)]
     config_path.write_text(config_file.dumps(run, "run", f"aioseed bench time-to-score, seed {seed}: {' '.join(command[2:])}"))
     log.info("time_to_score_seed", seed=seed, logdir=str(logdir), command=" ".join(command[2:]))
+    tail = CurveTail(logdir / "tensorboard", bench.return_window, (BATCH_TAG,))
     launched = time.time()
     with open(root / f"seed{seed}.log", "w") as output:
-        # Its own session: a Ctrl-C on the bench reaches the child once, through ``stop``, not twice.
+        # Its own session: a Ctrl-C on the bench reaches the child once, through ``stop_run``, not twice.
         child = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
         stopped = False
-        tail = CurveTail(logdir / "tensorboard", bench.return_window)
         try:
-            while child.poll() is None:
+            while not stopped and child.poll() is None:
                 try:
                     child.wait(bench.poll_s)
                 except subprocess.TimeoutExpired:
-                    pass
-                if child.poll() is None and reached_and_held(tail.points(), bench.target_return, bench.hold_rows, bench.return_window):
-                    child.send_signal(signal.SIGINT)
-                    stopped = True
-                    break
+                    stopped = reached_and_held(tail.points(), bench.target_return, bench.hold_rows, bench.return_window) is not None
         finally:
-            stop(child, signalled=stopped)
+            if child.poll() is None:
+                stop_run(child)
     if child.returncode != 0 and not stopped:
         raise ChildFailed(f"seed {seed}'s aioseed run exited with {child.returncode}; its output is in {root / f'seed{seed}.log'}")
-    return seed_result(bench, seed, run, launched)
+    points = tail.points()  # the events written since the last poll, up to the shutdown's
+    return seed_result(bench, seed, run, launched, points, tail), points
 
 
-def stop(child: subprocess.Popen, signalled: bool) -> None:
-    """Waits for ``child`` to end: it is sent SIGINT first unless ``signalled`` already (one SIGINT is an
-    ordered shutdown that stops its actors and checkpoints; a second would exit at once), and SIGKILL
-    after ``STOP_WAIT_S``."""
-    if child.poll() is not None:
-        return
-    if not signalled:
-        child.send_signal(signal.SIGINT)
-    try:
-        child.wait(STOP_WAIT_S)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
-
-
-def seed_result(bench: TimeToScoreBench, seed: int, run: RunConfig, launched: float) -> dict[str, Any]:
+def seed_result(bench: TimeToScoreBench, seed: int, run: RunConfig, launched: float, points: list[Point], tail: CurveTail) -> dict[str, Any]:
     """One seed's figures from its curve; writes curve.csv and curve.png into its logdir."""
     logdir = run.learner.logdir
     assert logdir is not None
-    points = curve(logdir, bench.return_window)
-    start = curve_start(logdir / "tensorboard")
+    start = tail.start
     if not points or start is None:
         raise ChildFailed(f"seed {seed}'s run wrote no curve under {logdir / 'tensorboard'}")
     reached = reached_and_held(points, bench.target_return, bench.hold_rows, bench.return_window)
@@ -123,7 +98,7 @@ def seed_result(bench: TimeToScoreBench, seed: int, run: RunConfig, launched: fl
     write_png(points, logdir / "curve.png", run_title(run.learner, bench.preset), bench.target_return, bench.max_frames, bench.return_window)
     first, last = points[0], points[-1]
     training_s = last.seconds - first.seconds
-    batches = [b for b in tag_values(logdir / "tensorboard", "batcher/batch_size") if not math.isnan(b)]
+    batches = [b for b in tail.values(BATCH_TAG) if not math.isnan(b)]
     return {
         "seed": seed,
         "reached": reached is not None,
@@ -179,7 +154,7 @@ def split(bench: TimeToScoreBench, seeds: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
-def write_seeds_png(bench: TimeToScoreBench, seeds: list[dict[str, Any]], path: pathlib.Path) -> None:
+def write_seeds_png(bench: TimeToScoreBench, seeds: list[dict[str, Any]], curves: list[list[Point]], path: pathlib.Path) -> None:
     """Every seed's curve on one plot, each marked where the target held, with the target and the budget."""
     import matplotlib
 
@@ -187,8 +162,7 @@ def write_seeds_png(bench: TimeToScoreBench, seeds: list[dict[str, Any]], path: 
     from matplotlib import pyplot as plt
 
     figure, axes = plt.subplots(figsize=(8, 4.5), dpi=100)
-    for result in seeds:
-        points = curve(pathlib.Path(result["logdir"]), bench.return_window)
+    for result, points in zip(seeds, curves):
         label = f"seed {result['seed']}" + (f": held from {result['frames_to_target'] / 1e6:.2f}M, {result['minutes_to_target']:.1f} min" if result["reached"] else ": not reached")
         (line,) = axes.plot([p.frames / 1e6 for p in points], [p.mean_return for p in points], label=label)
         if result["reached"]:
@@ -204,11 +178,13 @@ def write_seeds_png(bench: TimeToScoreBench, seeds: list[dict[str, Any]], path: 
 
 
 def main(bench: TimeToScoreBench) -> int:
-    seeds = []
+    seeds, curves = [], []
     for seed in bench.seeds:
-        seeds.append(run_seed(bench, seed))
-        _print(seeds[-1], bench.json)
-    write_seeds_png(bench, seeds, bench.root / "seeds.png")
+        result, points = run_seed(bench, seed)
+        seeds.append(result)
+        curves.append(points)
+        _print(result, bench.json)
+    write_seeds_png(bench, seeds, curves, bench.root / "seeds.png")
     result = aggregate(bench, seeds)
     result["png"] = str(bench.root / "seeds.png")
     if bench.component_s > 0:

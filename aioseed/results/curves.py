@@ -50,17 +50,36 @@ def _collect(events: Iterable[Any], found: dict[str, list[tuple[float, int, Any]
                 found[value.tag].append((event.wall_time, event.step, number))
 
 
+def run_curve(logdir: pathlib.Path, window: int) -> list[Point]:
+    """The run's curve, each mean taken over the last ``window`` episodes of the whole run (its sessions'
+    included: the learner's own mean starts over at each session)."""
+    tensorboard = logdir / "tensorboard"
+    return over_episodes(read_curve(tensorboard), episode_returns(tensorboard), window)
+
+
 class CurveTail:
     """The curve of a run's first session, read as it is written: each ``points`` call reads only the
-    events added since the last (a whole read of a long run's file costs about a CPU-second here)."""
+    events added since the last (a whole read of a long run's file costs about a CPU-second here).
+    ``tags``: scalars kept besides the curve's (``values``)."""
 
-    def __init__(self, tensorboard_dir: pathlib.Path, window: int) -> None:
+    def __init__(self, tensorboard_dir: pathlib.Path, window: int, tags: tuple[str, ...] = ()) -> None:
         self._directory, self._window = tensorboard_dir, window
         self._loader: Any = None
-        self._found: dict[str, list[tuple[float, int, Any]]] = {RETURN_TAG: [], EPISODES_TAG: []}
+        self._found: dict[str, list[tuple[float, int, Any]]] = {tag: [] for tag in (RETURN_TAG, EPISODES_TAG, *tags)}
+
+    @property
+    def start(self) -> float | None:
+        """Wall-clock time (seconds since the epoch) of the first row, from which a point's ``seconds``
+        count; None before one is read."""
+        returns = self._found[RETURN_TAG]
+        return float(returns[0][0]) if returns else None
+
+    def values(self, tag: str) -> list[float]:
+        """The values of one of ``tags`` read so far."""
+        return [float(value) for _, _, value in self._found[tag]]
 
     def points(self) -> list[Point]:
-        """As ``over_episodes(read_curve(...), episode_returns(...), window)`` of a one-session run."""
+        """As ``run_curve`` of a one-session run."""
         if self._loader is None:
             files = sorted(self._directory.glob("events.out.tfevents.*")) if self._directory.is_dir() else []
             if not files:
@@ -104,22 +123,6 @@ def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:
         if not kept or point.frames < kept[-1].frames:
             kept.append(point)
     return [p for p in reversed(kept) if not math.isnan(p.mean_return)]
-
-
-def tag_values(tensorboard_dir: pathlib.Path, tag: str) -> list[float]:
-    """Every value written under the scalar ``tag`` over all sessions' event files, in file order."""
-    files = sorted(tensorboard_dir.glob("events.out.tfevents.*")) if tensorboard_dir.is_dir() else []
-    return [float(value) for event_file in files for _, _, value in _session_values(event_file, (tag,))[tag]]
-
-
-def curve_start(tensorboard_dir: pathlib.Path) -> float | None:
-    """Wall-clock time (seconds since the epoch) of the first session's first row, from which ``read_curve``
-    counts a point's ``seconds``; None before a row is written."""
-    for event_file in sorted(tensorboard_dir.glob("events.out.tfevents.*")) if tensorboard_dir.is_dir() else ():
-        returns = _session_values(event_file, (RETURN_TAG,))[RETURN_TAG]
-        if returns:
-            return float(returns[0][0])
-    return None
 
 
 def reached_and_held(points: list[Point], target: float, hold_rows: int, window: int) -> Point | None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import structlog
 import tomli_w
 
-from aioseed.results.curves import Point, episode_returns, over_episodes, read_curve
+from aioseed.results.curves import Point, run_curve
 
 log = structlog.get_logger()
 
@@ -55,13 +55,6 @@ def value_at(points: Sequence[Point], frames: int) -> float:
     return (before[-1] if before else points[0]).mean_return
 
 
-def curve(logdir: pathlib.Path, window: int) -> list[Point]:
-    """The run's curve, each mean taken over the last ``window`` episodes of the whole run (its sessions'
-    included: a retried trial resumes, and the learner's own mean starts over at each session)."""
-    tensorboard = logdir / "tensorboard"
-    return over_episodes(read_curve(tensorboard), episode_returns(tensorboard), window)
-
-
 def run_trial(
     argv: list[str], logdir: pathlib.Path, every: int, should_stop: Callable[[float, int], bool], window: int = 100
 ) -> float:
@@ -80,11 +73,11 @@ def run_trial(
             while True:
                 finished = process.poll() is not None
                 written = sum(f.stat().st_size for f in (logdir / "tensorboard").glob("events.out.tfevents.*"))
-                points = curve(logdir, window) if written != read else []  # parsed again only once it grew
+                points = run_curve(logdir, window) if written != read else []  # parsed again only once it grew
                 read = written
                 while points and points[-1].frames >= step:
                     if should_stop(value_at(points, step), step):
-                        _stop(process)
+                        stop_run(process)
                         raise Pruned(step)
                     step += every
                 if finished:
@@ -92,16 +85,16 @@ def run_trial(
                 time.sleep(POLL_S)
         finally:
             if process.poll() is None:
-                _stop(process)
+                stop_run(process)
     if process.returncode != 0:
         raise TrialFailed(f"aioseed run exited with status {process.returncode}: see {logdir / 'trial.log'}")
-    points = curve(logdir, window)
+    points = run_curve(logdir, window)
     if not points:
         raise TrialFailed(f"the run left no curve under {logdir / 'tensorboard'}: see {logdir / 'trial.log'}")
     return points[-1].mean_return
 
 
-def _stop(process: subprocess.Popen) -> None:
+def stop_run(process: subprocess.Popen) -> None:
     """SIGTERM (the run stops accepting, drains, checkpoints and exits), then SIGKILL if it hangs."""
     process.send_signal(signal.SIGTERM)
     try:

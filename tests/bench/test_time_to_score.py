@@ -105,8 +105,7 @@ def test_the_tail_reads_only_new_events_and_agrees_with_a_whole_read(tmp_path) -
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
     from tensorboard.util import tensor_util
 
-    from aioseed.bench.time_to_score import curve
-    from aioseed.results.curves import CurveTail
+    from aioseed.results.curves import CurveTail, run_curve
 
     def row(wall_time: float, frames: int, own_mean: float, ended: list[list[float]]) -> event_pb2.Event:
         values = [summary_pb2.Summary.Value(tag="charts/return", tensor=tensor_util.make_tensor_proto(np.float32(own_mean)))]
@@ -123,8 +122,8 @@ def test_the_tail_reads_only_new_events_and_agrees_with_a_whole_read(tmp_path) -
     writer.flush()
     first = tail.points()
     assert [(p.frames, p.seconds, p.mean_return) for p in first] == [(20, 2.0, 1.0), (30, 4.0, 2.0)]
-    assert first == curve(logdir, 2)
+    assert first == run_curve(logdir, 2)
     writer.add_event(row(106.0, 40, 5.0, [[33, 5.0], [38, 7.0]]))
     writer.close()
     assert [(p.frames, p.mean_return, p.episodes) for p in tail.points()] == [(20, 1.0, 1), (30, 2.0, 2), (40, 6.0, 2)]
-    assert tail.points() == curve(logdir, 2)
+    assert tail.points() == run_curve(logdir, 2)
