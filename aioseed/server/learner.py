@@ -75,9 +75,10 @@ class Learner:
             self._history,
             config.metrics_every_s,
             config.log_every_s,
-            None if write is None else lambda snapshot: self._trainer.run_between_steps(lambda: write(snapshot, self.frames)),
+            None if write is None else lambda snapshot: self._trainer.run_between_steps(lambda: write(snapshot, int(snapshot["charts/frames"]))),
             self._tune,
         )
+        self.stopping.on_request = self._reporter.mark_stop
         self.console = console(self) if console is not None else None
         self.console_url: str | None = None
         self.port: int | None = None

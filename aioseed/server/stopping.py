@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Callable
 
 import structlog
 
@@ -41,6 +42,8 @@ class Stopping:
         """Frames at the stop (before the drain)."""
         self.mean_return = math.nan
         """Mean return at the stop."""
+        self.on_request: Callable[[], None] | None = None
+        """Called once, in the same step as the first ``request`` (the learner records the figures the stop acted on)."""
 
     @property
     def requested(self) -> bool:
@@ -51,6 +54,8 @@ class Stopping:
             return
         self.reason, self.time = reason, time.time()
         self.frames, self.mean_return = self._stats.frames, self._stats.mean_return()
+        if self.on_request is not None:
+            self.on_request()
         self._event.set()
 
     async def wait(self) -> None:

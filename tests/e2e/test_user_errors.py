@@ -54,7 +54,7 @@ def test_an_env_that_cannot_be_made_or_served_says_why_in_one_line() -> None:
 
 def test_an_unknown_preset_and_a_renamed_config_key_name_what_to_use(tmp_path) -> None:
     assert "unknown preset 'atari-pp'; did you mean atari-ppo" in only_line(aioseed("run", "--preset", "atari-pp"))
-    assert "--preset applies to run, learner and bench learning-curve" in only_line(aioseed("eval", "--preset", "atari"))
+    assert "--preset applies to run, learner and the benches that train a run" in only_line(aioseed("eval", "--preset", "atari"))
     assert "--config needs a value" in only_line(aioseed("run", "--config"))
     old = tmp_path / "old.toml"
     old.write_text("[learner]\nstop-after-seconds = 10\n")

@@ -86,6 +86,7 @@ class Reporter:
         self._logged_at, self._logged_frames = time.monotonic(), frames()
         self._logged_time = 0.0  # the "time" of the snapshot the last line was logged from
         self._unwritten: Snapshot | None = None
+        self._at_stop: Snapshot | None = None
         self._due = asyncio.Event()
 
     async def run(self) -> None:
@@ -116,14 +117,23 @@ class Reporter:
             if snapshot is not None:
                 await self._write(snapshot)
 
+    def mark_stop(self) -> None:
+        """Takes the snapshot the stop acted on, at the stop itself: the periodic ones can miss
+        everything since the last interval (such as the training that reached the target), and episodes
+        that end during the drain move the mean return after it."""
+        self._at_stop = self._sample()
+        self._history.append(self._at_stop)
+
     async def final(self) -> None:
-        """The figures at the stop: a last snapshot, progress line and summary (the periodic ones can
-        miss everything since the last interval, such as the training that reached the target)."""
+        """After the drain: the stop's summary, then a last snapshot, progress line and summary with
+        the frames the drain added."""
         snapshot = self._sample()
         self._history.append(snapshot)
         self._log(snapshot)
         self._unwritten = None
         if self._write is not None:
+            if self._at_stop is not None:
+                await self._write(self._at_stop)
             await self._write(snapshot)
 
     def _log(self, snapshot: Snapshot) -> None:

@@ -154,3 +154,28 @@ def test_the_rows_answered_per_second_count_every_row_evaluation_included() -> N
     snapshot = stats.take()
     assert snapshot["charts/frames"] == 64  # 16 rows of 4 frames; as many rows again of evaluation
     assert snapshot["batcher/rows_per_s"] > 0 and math.isclose(snapshot["batcher/rows_per_s"], snapshot["charts/frames_per_s"])
+
+
+async def test_the_summaries_hold_the_mean_return_the_stop_acted_on() -> None:
+    """A CI run stopped on a 20-episode mean of 195 but wrote 193.3 at most: its only summary of the stop came after
+    the drain, and an episode that ended in the drain had moved the mean."""
+    from aioseed.server.reporting.stats import Stats
+    from aioseed.server.stopping import Stopping
+
+    stats = Stats(window=2)
+    stopping = Stopping(stats, at_return=195.0)
+    written: list[dict[str, float]] = []
+
+    async def write(point: dict[str, float]) -> None:
+        written.append(point)
+
+    reporter = Reporter(stats.take, lambda: stats.frames, History(), every_s=3600, log_every_s=3600, write=write)
+    stopping.on_request = reporter.mark_stop
+    stats.record_batch(size=4, fill_s=0.001, inference_s=0.001, frames=400)
+    stats.record_episodes(np.array([190.0, 200.0]), np.array([190, 200]))
+    stopping.check(episodes_ended=True)
+    stats.record_batch(size=4, fill_s=0.001, inference_s=0.001, frames=4)  # the drain
+    stats.record_episodes(np.array([150.0]), np.array([150]))
+    await reporter.final()
+    assert stopping.reason == "return" and stopping.mean_return == 195.0
+    assert [(point["charts/frames"], point["charts/return"]) for point in written] == [(400.0, 195.0), (404.0, 175.0)]
