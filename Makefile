@@ -10,6 +10,9 @@ STAMP := $(VENV)/.installed
 WEB_STAMP := web/node_modules/.installed
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# apt-get that waits up to 10 minutes for another apt or dpkg (unattended upgrades, a second set-up) to let go of
+# its lock, instead of failing at once.
+APT_GET := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get -o DPkg::Lock::Timeout=600
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,14 +27,14 @@ $(WEB_STAMP): web/package.json web/package-lock.json
 
 # Debian's Chromium for the console's browser test (Playwright drives it; no browser download).
 $(CHROMIUM):
-	$(SUDO) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+	$(APT_GET) update -qq
+	$(APT_GET) install -y -qq chromium
 
 # Debian's OSMesa: MuJoCo renders offscreen in software for `aioseed eval --video` (no display, no GPU).
 OSMESA := /usr/lib/x86_64-linux-gnu/libOSMesa.so.8
 $(OSMESA):
-	$(SUDO) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libosmesa6
+	$(APT_GET) update -qq
+	$(APT_GET) install -y -qq libosmesa6
 
 # Google Research Football (gfootball 2.10.2): apt build dependencies, then the engine built from
 # source with the venv activated (the build calls a bare python3) and without build isolation.
@@ -42,8 +45,7 @@ FOOTBALL_APT := cmake build-essential libgl1-mesa-dev python3-dev libsdl2-dev li
 	libboost-filesystem-dev
 
 $(FOOTBALL_STAMP): $(STAMP)
-	dpkg -s $(FOOTBALL_APT) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(FOOTBALL_APT); }
+	dpkg -s $(FOOTBALL_APT) >/dev/null 2>&1 || { $(APT_GET) update -qq && $(APT_GET) install -y -qq $(FOOTBALL_APT); }
 	. $(BIN)/activate && pip install -q -U setuptools wheel psutil six && \
 		pip install -q --no-build-isolation -e '.[dev,ray,results,tracking,envpool,onnx,gfootball]'
 	touch $(FOOTBALL_STAMP)

@@ -70,6 +70,15 @@ class MultiDiscrete:
         return f"MultiDiscrete{_echo_dims(self.nvec)} actions"
 
 
+LOG_STD_MIN = -5.0
+"""A Box policy's log standard deviations lie in [LOG_STD_MIN, LOG_STD_MAX] (CleanRL's SAC bounds): its heads clip or
+squash them there, and an IMPALA-mode upload outside is refused."""
+LOG_STD_MAX = 2.0
+MAX_ABS_PRESQUASH = 10.0
+"""A Box action is ``tanh`` of a Gaussian's pre-squash sample ``u``, which is +-1 in float32 beyond |u| ~ 9: an uploaded
+``u`` beyond this bound is clipped to it (the env action is the same, and the log-densities stay finite)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Box:
     """float32 actions of ``shape``, element i in ``[low[i], high[i]]`` (bounds flattened in C order)."""

@@ -47,7 +47,8 @@ from aioseed.server.transport.protocol import RowBounds, RowParser
 from aioseed.server.transport.service import LearnerService
 from aioseed.server.transport.slots import SlotTable
 from aioseed.server.transport.streams import StreamLimits, envs_that_fit
-from aioseed.server.transport.uploads import UnrollParser, Upload, Uploads
+from aioseed.server.transport.upload_history import Taken, UploadHistory
+from aioseed.server.transport.uploads import UnrollParser, Uploads
 from aioseed.spec import EnvSpec
 from aioseed.types import Unroll
 
@@ -232,7 +233,7 @@ def assemble(
     trainer = Trainer(config.training, agent, source, stats.record_train, lambda: stats.frames, on_version, pacing, running)
     acting = acting_for(agent, spec, config.training.unroll_length, lambda: trainer.version, stack, opponent, served)
     inference = InferenceLoop(batcher, acting, unrolls, on_batch(stats, stopping, spec.frames_per_step), lanes, pacing)
-    longest = uploads.parser if uploads is not None else lambda slots: RowParser(spec, slots, np.zeros(len(slots), np.uint64))
+    longest = (lambda slots: uploads.parser(slots, shared=False)) if uploads is not None else lambda slots: RowParser(spec, slots, np.zeros(len(slots), np.uint64))
     limits = StreamLimits(
         streams=server.max_streams,
         envs_per_stream=envs_that_fit(lambda k: longest(np.arange(k, dtype=np.int32)).max_bytes, server.max_message_bytes, server.max_envs_per_stream),
@@ -278,15 +279,16 @@ def impala_uploads(
     length = config.training.unroll_length
     columns, per_unroll = unroll_columns(agent, spec), agent.state_columns().keys()
 
-    def on_upload(upload: Upload) -> None:
-        stats.record_frames(upload.env_steps * spec.frames_per_step)
-        record_episodes(stats, stopping, upload.episode_returns, upload.episode_lengths)
+    def on_unroll(taken: Taken) -> None:
+        stats.record_frames(taken.env_steps * spec.frames_per_step)
+        record_episodes(stats, stopping, np.array(taken.returns, np.float64), np.array(taken.lengths, np.int64))
 
     return Uploads(
         ParamsPublisher(agent.policy_variables, min(config.server.params_chunk_bytes, config.server.max_message_bytes // 2)),
         unrolls,
-        lambda slots: UnrollParser(columns, per_unroll, length, slots, agent.spec.action_space, bounds),
-        on_upload,
+        lambda slots, history: UnrollParser(columns, per_unroll, length, slots, agent.spec.action_space, bounds, history),
+        UploadHistory(per_unroll),
+        on_unroll,
         json.dumps(dataclasses.asdict(config.impala)),
         length,
     )

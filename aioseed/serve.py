@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import pathlib
 from typing import TYPE_CHECKING
 
@@ -74,11 +75,10 @@ def serving_settings(saved: LearnerConfig, config: ServeConfig) -> LearnerConfig
 
 def build(config: ServeConfig) -> tuple[Learner, ServedPolicy, pathlib.Path]:
     """The served learner, its policy and the checkpoint directory --watch looks at."""
-    import tensorflow as tf
-
     from aioseed.app import assemble, learner_specs
     from aioseed.server.acting.served import ServedPolicy
     from aioseed.server.training.checkpoint import Checkpointer
+    from aioseed.server.training.checkpoint_files import latest_checkpoint
     from aioseed.trained import acting_function, acting_settings, locate, restored_agent
 
     logdir, checkpoint = locate(config.checkpoint)
@@ -86,7 +86,7 @@ def build(config: ServeConfig) -> tuple[Learner, ServedPolicy, pathlib.Path]:
     spec, seen = learner_specs(saved)
     directory = logdir / "checkpoints"
     # Read once, before the restore: a checkpoint written meanwhile is --watch's to load, not a label for these weights.
-    path = checkpoint or tf.train.latest_checkpoint(str(directory))
+    path = checkpoint or latest_checkpoint(directory)
     if path is None:
         raise MissingFile(f"no checkpoint under {directory}: has the run saved one yet?")
     agent, progress = restored_agent(saved, seen, logdir, path, config.device)
@@ -102,21 +102,28 @@ def build(config: ServeConfig) -> tuple[Learner, ServedPolicy, pathlib.Path]:
 
 
 async def watch(served: ServedPolicy, learner: Learner, directory: pathlib.Path, every_s: float) -> None:
-    """Loads the run's newest checkpoint whenever it changes (a checkpoint is complete once it is the latest). One
-    that does not load (the run restarted with other flags, a file gone) is logged and skipped: the one served
-    stays."""
-    import tensorflow as tf
+    """Loads the run's newest checkpoint whenever it changes (a checkpoint is complete once it is the latest). A
+    failure to read the state file or to load the checkpoint (the run restarted with other flags, a file gone,
+    truncated or overwritten) is logged once and skipped: the one served stays, and so does this process."""
+    from aioseed.server.training.checkpoint_files import latest_checkpoint
 
-    tried = served.checkpoint
+    tried, unreadable = served.checkpoint, ""
     while True:
         await asyncio.sleep(every_s)
-        latest = await asyncio.to_thread(tf.train.latest_checkpoint, str(directory))
+        try:
+            latest = await asyncio.to_thread(latest_checkpoint, directory)
+        except UserError as exc:  # a damaged state file: logged when its error changes, not every poll
+            if str(exc) != unreadable:
+                unreadable = str(exc)
+                log.error("checkpoint_state_unreadable", serving=served.checkpoint, error=unreadable)
+            continue
+        unreadable = ""
         if latest is None or latest == tried:
             continue
         tried = latest
         try:
             await asyncio.to_thread(served.reload, latest)
-        except (UserError, OSError, ValueError, tf.errors.OpError) as exc:  # files gone, or of another network
+        except Exception as exc:  # whatever a file did to the restore, serving goes on (the restore is all or nothing)
             log.error("checkpoint_reload_failed", path=latest, serving=served.checkpoint, error=str(exc)[:300])
             continue
         learner.set_version(served.train_steps)
@@ -128,6 +135,7 @@ async def main(config: ServeConfig) -> int:
     from aioseed.terminal import showing
 
     learner, served, directory = build(config)
+    gc.freeze()  # as ``aioseed learner`` does (launch.serve_learner): the collections refusals cause skip TensorFlow's objects
     stop_on_signals(learner.request_stop)
     async with showing(learner, StopConfig(), learner.config.env, config.display), asyncio.TaskGroup() as group:
         watcher = group.create_task(watch(served, learner, directory, config.watch_every_s)) if config.watch else None

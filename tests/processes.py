@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
 import sys
+import urllib.request
 from collections.abc import Sequence
 
 PYTHON = sys.executable
@@ -104,6 +106,12 @@ CARTPOLE_TO_195 = (
     "--learner.console.port", "0",
 )
 """``aioseed run`` flags of the end-to-end CartPole runs: mean return 195 over 20 episodes, within the frame budget."""
+
+
+def console_metrics(console: str) -> dict[str, float]:
+    """The latest metrics snapshot of the console at ``console`` (http://HOST:PORT; reading is open on loopback)."""
+    with urllib.request.urlopen(f"{console}/api/metrics", timeout=5) as reply:
+        return json.loads(reply.read())
 
 
 async def run_to_end(args: Sequence[str], timeout_s: float = 240) -> str:

@@ -21,13 +21,10 @@ from typing import Protocol
 import numpy as np
 import tensorflow as tf
 
-from aioseed.action_space import ActionSpace, Box, Discrete, MultiDiscrete
+from aioseed.action_space import LOG_STD_MAX, LOG_STD_MIN, ActionSpace, Box, Discrete, MultiDiscrete
 from aioseed.algos import tanh_gaussian
 from aioseed.types import Column
 
-LOG_STD_MIN = -5.0
-"""Log standard deviations are clipped to [LOG_STD_MIN, LOG_STD_MAX] (CleanRL's SAC bounds)."""
-LOG_STD_MAX = 2.0
 
 
 class Distribution(Protocol):

@@ -8,7 +8,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from aioseed.algos.distributions import LOG_STD_MAX, LOG_STD_MIN, Distribution, TanhGaussian, gaussian_params
+from aioseed.action_space import LOG_STD_MAX, LOG_STD_MIN
+from aioseed.algos.distributions import Distribution, TanhGaussian, gaussian_params
 from aioseed.algos.normalization import RunningNormalizer
 from aioseed.algos.tanh_gaussian import squashed_log_std
 from aioseed.spec import EnvSpec

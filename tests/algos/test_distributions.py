@@ -6,7 +6,8 @@ import numpy as np
 import tensorflow as tf
 
 from aioseed.algos import tanh_gaussian
-from aioseed.algos.distributions import LOG_STD_MAX, LOG_STD_MIN, Categorical, MultiCategorical, TanhGaussian, gaussian_params
+from aioseed.action_space import LOG_STD_MAX, LOG_STD_MIN
+from aioseed.algos.distributions import Categorical, MultiCategorical, TanhGaussian, gaussian_params
 
 
 def test_independent_categoricals_add_their_log_probs_entropies_and_kls() -> None:

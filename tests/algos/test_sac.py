@@ -135,7 +135,7 @@ def test_the_policy_updates_frequency_times_every_frequency_th_critic_update(fre
 
 
 def test_cleanrl_log_std_is_squashed_into_its_bounds_from_mid_range() -> None:
-    from aioseed.algos.distributions import LOG_STD_MAX, LOG_STD_MIN
+    from aioseed.action_space import LOG_STD_MAX, LOG_STD_MIN
     from aioseed.algos.networks import GaussianHead
 
     head = GaussianHead(2, state_dependent=True, squash_log_std=True)

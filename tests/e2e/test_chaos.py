@@ -4,14 +4,12 @@ nothing is logged at error level, and at the end the learner holds exactly the l
 from __future__ import annotations
 
 import asyncio
-import json
 import pathlib
 import random
 import signal
 import time
-import urllib.request
 
-from tests.processes import Process
+from tests.processes import Process, console_metrics
 
 ENVS = 4
 CHURN_S = 60.0
@@ -23,10 +21,6 @@ def rss_kib(pid: int) -> int:
             return int(line.split()[1])
     raise AssertionError("no VmRSS")
 
-
-def metrics(console: str) -> dict[str, float]:
-    with urllib.request.urlopen(f"{console}/api/metrics", timeout=5) as reply:  # reading is open on loopback
-        return json.loads(reply.read())
 
 
 async def test_random_actor_kills_leave_training_going_and_no_slot_held_by_the_dead(tmp_path) -> None:
@@ -58,7 +52,7 @@ async def test_random_actor_kills_leave_training_going_and_no_slot_held_by_the_d
             await victim.wait()
             kills += 1
             await spawn()
-            steps_seen.append(metrics(console)["learner/train_steps"])
+            steps_seen.append(console_metrics(console)["learner/train_steps"])
         assert kills >= 25
         assert steps_seen == sorted(steps_seen) and steps_seen[-1] > steps_seen[len(steps_seen) // 2] > steps_seen[0]
 
@@ -70,7 +64,7 @@ async def test_random_actor_kills_leave_training_going_and_no_slot_held_by_the_d
         settled = (2 * len(live), ENVS * len(live), 0)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            now = metrics(console)
+            now = console_metrics(console)
             held = (now["actors/streams"], now["actors/envs"], now["actors/reserved_slots"])
             if held == settled:
                 break

@@ -3,11 +3,15 @@ nothing trains or is written, and with --watch a newer checkpoint of the run is 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import signal
 
+import grpc
 import pytest
-from tests.processes import Process, run_to_end
+from tests.processes import Process, console_metrics, run_to_end
+from tests.waiting import until
+from tests.wire import CARTPOLE, hello, refused
 
 RUN = ("--learner.console.port", "0", "--num-actors", "1", "--envs-per-actor", "8", "--learner.seed", "1")
 
@@ -30,6 +34,17 @@ async def test_serve_answers_an_actor_and_loads_the_runs_newer_checkpoint_withou
         await serve.wait_for_line(rf"progress .*eval_return=[\d.]+ .*serving=\d+ .*train_steps={first}\b")
         assert sorted(p.name for p in (logdir / "checkpoints").iterdir()) == written  # serving writes nothing
 
+        # Refused calls: the collections of the cycles they leave skip TensorFlow's objects, which serve freezes once
+        # started (before, each walked them all: ~200 ms of a stalled event loop, in every second of refusals).
+        console = (await serve.wait_for_line(r"console_listening url=(http://[\d.]+:\d+)")).group(1)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            for _ in range(3):
+                error = await refused(channel, hello(1, dataclasses.replace(CARTPOLE, action_space=7)))
+                assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+        await until(lambda: console_metrics(console).get("refusals/failed_precondition") == 3 and "refusals/collect_ms" in console_metrics(console),
+                    "a collection after the refusals", attempts=500)
+        assert console_metrics(console)["refusals/collect_ms"] < 50
+
         # The run trains on and writes a newer checkpoint: served at once, and the actor's stream carries on.
         await run_to_end(["--learner.logdir", str(logdir), "--learner.stop.after-frames", "6000", *RUN])
         reloaded = int((await serve.wait_for_line(r"checkpoint_reloaded .*train_steps=(\d+)")).group(1))
@@ -46,6 +61,7 @@ async def test_serve_answers_an_actor_and_loads_the_runs_newer_checkpoint_withou
         serve.kill()
         if actor is not None:
             actor.kill()
+
 
 
 pytestmark = pytest.mark.e2e

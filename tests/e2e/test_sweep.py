@@ -86,17 +86,20 @@ async def test_a_killed_sweep_queues_its_trial_again_and_the_run_resumes_from_it
     logdir = tmp_path / "trials" / "learning_rate-0.001" / "seed-7"
     first = await Process(["sweep", "--config", str(path)]).start()
     try:
+        # A checkpoint that has trained (ckpt-N counts train steps): the first, ckpt-0, is written at frames 0.
         for _ in range(600):
-            if list((logdir / "checkpoints").glob("ckpt-*.index")):
+            if any(int(p.name[5:-6]) > 0 for p in (logdir / "checkpoints").glob("ckpt-*.index")):
                 break
             await asyncio.sleep(0.2)
         else:
-            raise AssertionError(f"no checkpoint in {logdir}:\n{first.log}")
+            raise AssertionError(f"no checkpoint after a train step in {logdir}:\n{first.log}")
     finally:
         first.kill()  # SIGKILL: no cleanup in the sweep; its run gets SIGTERM from the kernel
     await first.wait()
     config = str(logdir / "trial.toml")
     await until(lambda: not any(config in cmdline for cmdline in command_lines()), "the orphaned run to stop", attempts=6000)
+    latest = checkpoint_frames(logdir / "checkpoints")  # the orphan's final checkpoint, or the one waited for
+    assert latest > 0
     await asyncio.sleep(2.5)  # past the heartbeat's grace period (2 x heartbeat_s) since the sweep died
     second = await Process(["sweep", "--config", str(path)]).start()
     try:
@@ -105,10 +108,17 @@ async def test_a_killed_sweep_queues_its_trial_again_and_the_run_resumes_from_it
         second.kill()
     trial_log = (logdir / "trial.log").read_text()
     restored = re.search(r"checkpoint_restored .*frames=(\d+)", trial_log)
-    assert restored and int(restored.group(1)) > 0, trial_log[-3000:]
+    assert restored and int(restored.group(1)) == latest, trial_log[-3000:]
     study = optuna.load_study(study_name="resume", storage=f"sqlite:///{tmp_path / 'trials' / 'study.db'}")
     states = sorted(t.state.name for t in study.get_trials())
     assert states == ["COMPLETE", "FAIL"], states
+
+
+def checkpoint_frames(directory: pathlib.Path) -> int:
+    """The env frames of ``directory``'s latest checkpoint, as it saved them."""
+    import tensorflow as tf
+
+    return int(tf.train.load_checkpoint(tf.train.latest_checkpoint(str(directory))).get_tensor("frames/.ATTRIBUTES/VARIABLE_VALUE"))
 
 
 def test_a_pruned_trial_stops_its_run_in_order_at_the_frames_it_was_judged(tmp_path) -> None:

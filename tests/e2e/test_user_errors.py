@@ -11,7 +11,8 @@ from tests.processes import ENV, PYTHON
 from tests.results.test_report import a_run
 from tests.server.transport.test_security import self_signed
 
-from aioseed import cli
+from aioseed import cli, load_policy
+from aioseed.errors import UserError
 
 
 def aioseed(*args: str, cwd=None) -> subprocess.CompletedProcess:
@@ -89,6 +90,19 @@ def test_a_missing_or_incompatible_checkpoint_and_the_run_it_belongs_to_is_left_
     assert "--protocol seed evaluates Atari (ALE/ ids); CartPole-v1 is not one: use --protocol none" in line
     line = one_error_line(aioseed("eval", "--logdir", str(logdir), "--device", "/XPU:0"))
     assert "cannot read device '/XPU:0'" in line
+
+    # A damaged checkpoint: one line naming the file and what is wrong with it (before: IndexError's traceback, exit 1).
+    latest = max((logdir / "checkpoints").glob("ckpt-*.index"), key=lambda p: int(p.name[5:-6])).with_suffix("")
+    data = latest.with_name(latest.name + ".data-00000-of-00001")
+    data.write_bytes(data.read_bytes()[:10])
+    for command in (("eval", "--logdir"), ("serve", "--server.port", "0", "--console.port", "0", "--checkpoint")):
+        line = one_error_line(aioseed(*command, str(logdir)))
+        assert f"{data} is truncated or damaged (Read less bytes than requested)" in line, line
+    with pytest.raises(UserError, match=f"{data} is truncated or damaged"):
+        load_policy(logdir)
+    (logdir / "checkpoints" / "checkpoint").write_bytes(b"\xff\xfe garbage")
+    line = one_error_line(aioseed("learner", "--logdir", str(logdir), "--server.port", "0", "--console.port", "0"))
+    assert f"{logdir}/checkpoints/checkpoint is damaged or not a checkpoint state file" in line
 
 
 def test_runs_a_report_cannot_compare_or_group_say_why(tmp_path) -> None:

@@ -11,6 +11,7 @@ import structlog
 
 from aioseed.control import CommandFailed, CommandRefused
 from aioseed.errors import InvalidInput, MissingFile
+from aioseed.server.training.checkpoint_files import check_index, first_line, latest_checkpoint, restore_error
 from aioseed.server.training.trainer import Progress
 
 log = structlog.get_logger()
@@ -23,12 +24,6 @@ class CheckpointRefused(CommandRefused):
 class CheckpointFailed(CommandFailed):
     """Writing a checkpoint failed (a full disk, a directory gone or not writable); the ones written before
     are kept, and the run goes on."""
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of TensorFlow's error (at most 300 characters), or its type when it has no message."""
-    lines = str(exc).strip().splitlines()
-    return lines[0][:300] if lines else type(exc).__name__
 
 
 def variables_of(trackable: Any) -> list[Any]:
@@ -72,7 +67,7 @@ class WarmStart:
                 raise MissingFile(f"init checkpoint: no checkpoint at {self.source} (and no directory)")
             return str(self.source)
         for directory in (self.source / "checkpoints", self.source):
-            if latest := tf.train.latest_checkpoint(str(directory)):
+            if latest := latest_checkpoint(directory):
                 return latest
         raise MissingFile(f"init checkpoint: no checkpoint under {self.source}")
 
@@ -109,6 +104,7 @@ class Checkpointer:
         self._directory = directory
         self._attachments: dict[str, Attachment] = {}
         self._checkpoint = tf.train.Checkpoint(train_steps=self._train_steps, frames=self._frames, **objects)
+        latest_checkpoint(directory)  # the manager reads the state file too, and raises TensorFlow's errors on a damaged one
         self._manager = tf.train.CheckpointManager(self._checkpoint, str(directory), max_to_keep=max_to_keep)
 
     def attach(self, name: str, attachment: Attachment) -> None:
@@ -129,6 +125,7 @@ class Checkpointer:
             if self._restored is not None:
                 self._restored()
             return None
+        check_index(path)
         variables = self._variables()
         kept = [variable.numpy() for variable in variables]
         try:
@@ -138,6 +135,8 @@ class Checkpointer:
             # a file that could not be read (serve --watch goes on serving these weights).
             for variable, value in zip(variables, kept):
                 variable.assign(value)
+            if (unreadable := restore_error(path, exc)) is not None:
+                raise unreadable from None
             if not isinstance(exc, (AssertionError, ValueError)):  # TensorFlow's errors for values of another shape or kind
                 raise
             first = first_line(exc)

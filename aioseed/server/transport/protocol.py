@@ -269,7 +269,13 @@ def out_of_bounds(values: np.ndarray, bound: float) -> str | None:
     largest = magnitudes.max(initial=0.0)
     if largest <= bound and np.isfinite(largest):  # False for NaN
         return None
-    ok = np.isfinite(magnitudes) & (magnitudes <= bound)
-    rows = np.flatnonzero(~ok.reshape(len(values), -1).all(axis=1))
+    return rows_not(np.isfinite(magnitudes) & (magnitudes <= bound))
+
+
+def rows_not(ok: np.ndarray) -> str | None:
+    """None when every element of ``ok[K, ...]`` is true, else which rows are not: "row(s) 3, 5 are not"."""
+    rows = np.flatnonzero(~ok.reshape(len(ok), -1).all(axis=1))
+    if not rows.size:
+        return None
     shown = ", ".join(map(str, rows[:4].tolist())) + (f" and {len(rows) - 4} more" if len(rows) > 4 else "")
     return f"row(s) {shown} are not"

@@ -32,6 +32,9 @@ class Refusals:
         self._trailing = False
         self.collections = 0
         """Cyclic collections ``collect_cycles`` has run."""
+        self.collect_ms = 0.0
+        """How long the last of them held the event loop (a process that froze its start-up objects: well under a
+        millisecond; one that did not walks all of TensorFlow's, ~200 ms here)."""
 
     def record(self, status: str, peer: str, detail: str, **fields: object) -> None:
         self.counts[status] += 1
@@ -54,8 +57,9 @@ class Refusals:
         A refused call leaves a reference cycle in grpc.aio's Python layer that holds part of what the call
         received. Python collects cycles by object counts, not bytes, so a flood of refused large uploads
         outpaced it: the learner's RSS grew by ~2 GB per 10 s of 4 MiB uploads (bench impala-hostile) and
-        stayed. One collection a second while refusals come in keeps it flat; the learner process freezes
-        its long-lived objects (``gc.freeze`` in ``serve_learner``) after start-up, so a collection scans only what is new.
+        stayed. One collection a second while refusals come in keeps it flat; the learner and serve processes freeze
+        their long-lived objects (``gc.freeze`` in ``serve_learner`` and ``serve.main``) after start-up, so a collection
+        scans only what is new.
 
         One more collection follows on the call after the last refusal: a refusal is counted before its call
         has ended, so a collection in between cannot free that call's cycle yet."""
@@ -63,7 +67,9 @@ class Refusals:
         if refused or self._trailing:
             self._collected_at = self.total
             self._trailing = refused
+            started = time.perf_counter()
             gc.collect()
+            self.collect_ms = (time.perf_counter() - started) * 1e3
             self.collections += 1
 
     @property
@@ -75,4 +81,5 @@ class Refusals:
         return {
             "refusals/total": float(self.total),
             **{f"refusals/{status.lower()}": float(count) for status, count in self.counts.items()},
+            **({"refusals/collect_ms": self.collect_ms} if self.collections else {}),
         }

@@ -13,15 +13,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from aioseed.action_space import ActionSpace, Discrete, invalid_actions
+from aioseed.action_space import LOG_STD_MAX, LOG_STD_MIN, MAX_ABS_PRESQUASH, ActionSpace, Box, Discrete, invalid_actions
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.server.transport.params import ParamsPublisher
-from aioseed.server.transport.protocol import BOOL_BYTES, ProtocolError, RowBounds, out_of_bounds, shorten
-from aioseed.server.transport.upload_history import UploadHistory
+from aioseed.server.transport.protocol import BOOL_BYTES, ProtocolError, RowBounds, out_of_bounds, rows_not, shorten
+from aioseed.server.transport.upload_history import Taken, UploadHistory, digests
 from aioseed.types import Column, Unroll
 
 MAX_ABS_LOGIT = 1e6
@@ -34,15 +34,30 @@ every train batch holding that unroll would be skipped as non-finite, stalling t
 
 @dataclasses.dataclass
 class Upload:
-    """One accepted ``Unrolls`` message."""
+    """One checked ``Unrolls`` message: its unrolls, each taken in once it is queued (``Uploads.receive``)."""
 
     unrolls: list[Unroll]
-    episode_returns: np.ndarray
-    """<float64>[E] the episodes that ended in these unrolls, summed by the learner from their steps"""
-    episode_lengths: np.ndarray
-    """<int64>[E] their lengths in env steps"""
-    env_steps: int
-    """New env steps the unrolls hold: steps 1..T whose action ran (step 0 repeats the previous unroll's last)."""
+    taken: list[Taken]
+    """Per unroll: its slot's history once it is queued, its new env steps and the episodes that ended in it
+    (the learner's own sums over its steps)."""
+    repeated: int = 0
+    """Unrolls left out: byte for byte the slot's last accepted one (sent again after a reconnect)."""
+    clipped_actions: int = 0
+    """A Box's pre-squash action elements beyond +-MAX_ABS_PRESQUASH, clipped to it."""
+
+    @property
+    def env_steps(self) -> int:
+        return sum(taken.env_steps for taken in self.taken)
+
+    @property
+    def episode_returns(self) -> np.ndarray:
+        """<float64>[E] the episodes that ended in these unrolls and whose start was seen"""
+        return np.array([r for taken in self.taken for r in taken.returns], np.float64)
+
+    @property
+    def episode_lengths(self) -> np.ndarray:
+        """<int64>[E] their lengths in env steps"""
+        return np.array([n for taken in self.taken for n in taken.lengths], np.int64)
 
 
 class UnrollParser:
@@ -56,16 +71,19 @@ class UnrollParser:
         slots: np.ndarray,
         space: ActionSpace,
         bounds: RowBounds = RowBounds(),
+        history: UploadHistory | None = None,
     ) -> None:
         """``columns``: the learner's unroll columns (``aioseed.server.acting.unroll_columns``); ``per_unroll``
-        of them hold the first step only (recurrent state)."""
+        of them hold the first step only (recurrent state); ``history``: the learner's, shared by its streams (a
+        parser of its own by default)."""
         self._columns = dict(columns)
         self._per_unroll = frozenset(per_unroll)
         self._steps = unroll_length + 1
         self._owned = frozenset(slots.tolist())
         self._space = space
         self._bounds = bounds
-        self._history = UploadHistory(per_unroll)
+        self.history = history if history is not None else UploadHistory(per_unroll)
+        self._first = True
         k = len(slots)
         data = sum(k * (1 if name in per_unroll else self._steps) * math.prod(shape) * np.dtype(dtype).itemsize for name, (shape, dtype) in columns.items())
         self.max_bytes = data + 4 * k + 16 * k * self._steps + sum(64 + 2 * len(name) for name in columns) + 64
@@ -89,16 +107,24 @@ class UnrollParser:
                 f"{[name[:40] for name in extra]}" + (", some twice" if len(given) != len(set(given)) else "")
             )
         arrays = {column.name: self._array(column, count) for column in upload.columns}
+        sent = digests(arrays)
         self._check_values(arrays)
-        self._history.check(slots, arrays)
+        clipped = self._clip_presquash(arrays)
         phantom = arrays["phantom"]
         self._check_reported(upload, int((arrays["done"] | phantom).sum()))
-        returns, lengths = self._history.episodes(slots, arrays)
+        # A stream's first upload may repeat unrolls queued already (their Accepted answer was lost with the old
+        # stream); later, an env's next unroll equal to its last one is only a state that did not change.
+        new = ~self.history.repeated(slots, sent) if self._first else np.ones(count, bool)
+        if not new.all():
+            slots, sent, arrays = slots[new], [d for d, keep in zip(sent, new) if keep], {k: v[new] for k, v in arrays.items()}
+        self.history.check(slots, arrays)
+        taken = self.history.take(slots, arrays, sent)
         # Versions only measure the policy lag. An actor that acted for a learner since restarted (from an
         # older checkpoint) may name versions this one has not reached: they count as its newest.
         arrays["version"] = np.minimum(arrays["version"], max(newest_version, 0))
-        unrolls = [{**{name: array[i] for name, array in arrays.items()}, "slot": slots[i]} for i in range(count)]
-        return Upload(unrolls, returns, lengths, int((~phantom[:, 1:]).sum()))
+        unrolls = [{**{name: array[i] for name, array in arrays.items()}, "slot": slots[i]} for i in range(len(slots))]
+        self._first = False
+        return Upload(unrolls, taken, count - len(slots), clipped)
 
     def _slots(self, raw: bytes) -> np.ndarray:
         if not raw or len(raw) % 4:
@@ -157,6 +183,22 @@ class UnrollParser:
                 bad = out_of_bounds(array.reshape(count, -1), bound)
                 if bad is not None:
                     raise ProtocolError(f"unrolls column {name} must be finite with |x| <= {bound:g}; unroll {bad}")
+        if isinstance(self._space, Box):  # [mean, log_std]: a log-std the policy cannot produce makes a log-density NaN
+            log_std = arrays["logits"][..., self._space.size :]
+            bad = rows_not((log_std >= LOG_STD_MIN) & (log_std <= LOG_STD_MAX))
+            if bad is not None:
+                raise ProtocolError(f"unrolls logits' log-std half must lie in [{LOG_STD_MIN:g}, {LOG_STD_MAX:g}], the policy's range; unroll {bad}")
+
+    def _clip_presquash(self, arrays: dict[str, np.ndarray]) -> int:
+        """Clips a Box's pre-squash actions to +-MAX_ABS_PRESQUASH (where tanh is already +-1: the env action is the
+        same); returns how many elements it clipped."""
+        if not isinstance(self._space, Box):
+            return 0
+        action = arrays["action"]
+        clipped = int(np.count_nonzero(np.abs(action) > MAX_ABS_PRESQUASH))
+        if clipped:
+            arrays["action"] = np.clip(action, -MAX_ABS_PRESQUASH, MAX_ABS_PRESQUASH)
+        return clipped
 
     def _check_reported(self, upload: pb.Unrolls, boundaries: int) -> None:
         """The episodes the actor reports (checked, then not used): no more than the unrolls' episode
@@ -181,44 +223,63 @@ class Uploads:
         self,
         params: ParamsPublisher,
         unrolls: asyncio.Queue[Unroll],
-        parser: Callable[[np.ndarray], UnrollParser],
-        on_upload: Callable[[Upload], None],
+        parser: Callable[[np.ndarray, UploadHistory | None], UnrollParser],
+        history: UploadHistory,
+        on_unroll: Callable[[Taken], None],
         agent_config: str,
         unroll_length: int,
     ) -> None:
-        """``parser``: makes a stream's parser for its slots; ``on_upload``: counts frames and episodes once
-        the upload's unrolls are queued; ``agent_config``: JSON from which actors build the network."""
+        """``parser(slots, history)``: makes a stream's parser for its slots; ``history``: the learner's, per slot, which
+        the streams' parsers share; ``on_unroll``: counts an unroll's frames and episodes once it is queued;
+        ``agent_config``: JSON from which actors build the network."""
         self.publisher = params
         self._unrolls = unrolls
-        self.parser = parser
-        self._on_upload = on_upload
+        self._parser = parser
+        self.history = history
+        self._on_unroll = on_unroll
         self._agent_config = agent_config
         self._unroll_length = unroll_length
         self.received_bytes = 0
         """Unrolls messages accepted so far, in serialized bytes."""
+        self.clipped_actions = 0
+        """A Box's pre-squash action elements clipped to +-MAX_ABS_PRESQUASH so far."""
+        self.repeated = 0
+        """Unrolls sent again after a reconnect that had been queued already (acknowledged, not queued again)."""
         self.sent_bytes = 0
         """Parameter chunks sent so far, in serialized bytes."""
+
+    def parser(self, slots: np.ndarray, shared: bool = True) -> UnrollParser:
+        """A stream's parser (``shared``: on the learner's history; else on one of its own, to size messages)."""
+        return self._parser(slots, self.history if shared else None)
 
     def metrics(self) -> dict[str, float]:
         return {
             "impala/params_version": float(self.version),
             "impala/received_bytes": float(self.received_bytes),
             "impala/params_sent_bytes": float(self.sent_bytes),
+            "impala/clipped_actions": float(self.clipped_actions),
+            "impala/repeated_unrolls": float(self.repeated),
         }
 
     @property
     def version(self) -> int:
         return self.publisher.version
 
-    def welcome(self, slots: np.ndarray) -> pb.Welcome:
+    def welcome(self, slots: np.ndarray, run_ids: Sequence[int]) -> pb.Welcome:
+        """A stream holds ``slots`` for the envs ``run_ids``: an env that reconnects and gets its slot back carries on."""
+        self.history.adopt(slots.tolist(), run_ids)
         return pb.Welcome(slots=slots.tolist(), agent_config=self._agent_config, unroll_length=self._unroll_length)
 
     async def receive(self, upload: Upload, message_bytes: int) -> None:
-        """Queues the unrolls; waits while the queue is full (back-pressure on the uploading stream)."""
-        for unroll in upload.unrolls:
+        """Queues the unrolls, each taken in (history, frames, episodes) as it is queued: a stream cut off while the
+        queue is full (back-pressure on the uploading stream) leaves exactly what was queued counted."""
+        for unroll, taken in zip(upload.unrolls, upload.taken, strict=True):
             await self._unrolls.put(unroll)
+            self.history.commit(taken)
+            self._on_unroll(taken)
         self.received_bytes += message_bytes
-        self._on_upload(upload)
+        self.clipped_actions += upload.clipped_actions
+        self.repeated += upload.repeated
 
     def params(self, have_version: int) -> Iterator[pb.ParamsChunk]:
         """``ParamsPublisher.chunks``, counted."""

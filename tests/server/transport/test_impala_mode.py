@@ -11,6 +11,7 @@ import tracemalloc
 
 import grpc
 import numpy as np
+import pytest
 from tests.conftest import small_config
 from tests.server.transport.test_security import self_signed
 from tests.waiting import until
@@ -347,3 +348,54 @@ async def test_an_upload_is_parsed_and_checked_off_the_event_loop(running_learne
             reply = await stream.send(upload_message(zero_unrolls(learner, 2), slots, [], []))
             assert reply.accepted.params_version == 0
     assert threads and threading.main_thread() not in threads
+
+
+async def test_each_unroll_counts_once_through_refused_cut_off_and_resent_uploads(running_learner, tmp_path) -> None:
+    """Issue 57: after a probe's refused and cut-off uploads, a learner counted 40 frames (one upload) more than the
+    steps it had accepted and 8 episodes (one per env) fewer. An actor sends again the upload whose Accepted answer it
+    lost with a stream; the learner had queued it already, and the new stream did not count the episodes in progress."""
+    config = impala_config(tmp_path, return_window=1, training={"batch_size": 2, "queue_capacity": 1})
+    async with running_learner(config) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+        steps = learner.config.training.unroll_length
+        actor = Stream(channel, TOKEN, "Learn")
+        slots = await actor.handshake(hello(2, run_id_base=500))
+        sent: list[pb.ActorMessage] = []
+
+        def upload(index: int) -> pb.ActorMessage:
+            unrolls = zero_unrolls(learner, 2)
+            unrolls["observation"][:, 0], unrolls["observation"][:, 1:] = index - 1, index  # step 0 repeats the last
+            unrolls["reward"][:] = 1.0
+            if index == 0:
+                unrolls["done"][0, 0] = True  # env 0's episode starts here (seen whole) ...
+            sent.append(upload_message(unrolls, slots, [], []))
+            return sent[-1]
+
+        learner.pause()  # the unroll queue fills: an upload then waits for room, its stream held back
+        held = asyncio.ensure_future(actor.send(upload(0)))
+        while (await asyncio.wait([held], timeout=1.0))[0]:
+            held.result()
+            held = asyncio.ensure_future(actor.send(upload(len(sent))))
+        held.cancel()
+        actor.call.cancel()  # cut off while the learner queues its upload
+        hostile = Stream(channel, TOKEN, "Learn")  # a stream whose upload is refused
+        await hostile.handshake(hello(2, run_id_base=900))
+        bad = zero_unrolls(learner, 2)
+        bad["reward"][:] = np.nan
+        with pytest.raises(grpc.aio.AioRpcError) as error:
+            await hostile.send(upload_message(bad, hostile.slots, [], []))
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        learner.resume()
+
+        # The actor reconnects for the same envs and sends the upload it has no answer for again, then one more
+        # that ends env 0's episode.
+        again = Stream(channel, TOKEN, "Learn")
+        assert (await again.handshake(hello(2, run_id_base=500, previous=slots.tolist()))).tolist() == slots.tolist()
+        assert (await again.send(sent[-1])).accepted.params_version >= 0
+        last = zero_unrolls(learner, 2)
+        last["observation"][:, 0], last["observation"][:, 1:], last["reward"][:] = len(sent) - 1, len(sent), 1.0
+        last["phantom"][0, -1] = last["done"][0, -1] = True  # ... and ends here
+        await again.send(upload_message(last, slots, [], []))
+        uploads = len(sent) + 1
+        await until(lambda: learner.metrics().get("charts/episodes") == 1.0, "env 0's episode counted")
+        assert learner.frames == uploads * 2 * steps - 1  # every unroll once; the final row of the last is no step
+        assert learner.metrics()["charts/return"] == uploads * steps  # begun on the first stream, counted on the second

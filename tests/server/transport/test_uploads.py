@@ -17,7 +17,8 @@ from aioseed.impala_actor.params import ParamsError, receive_params
 from aioseed.proto import aioseed_pb2 as pb
 from aioseed.server.transport.params import ParamsPublisher
 from aioseed.server.transport.protocol import ProtocolError, RowBounds, checked
-from aioseed.server.transport.uploads import UnrollParser
+from aioseed.server.transport.upload_history import UploadHistory
+from aioseed.server.transport.uploads import UnrollParser, Upload
 from aioseed.types import step_columns
 
 T = 3
@@ -84,16 +85,24 @@ def following(previous: dict[str, np.ndarray], rewards: list[float], phantom_at:
     return sent
 
 
+def queued(stream: UnrollParser, message: pb.ActorMessage) -> Upload:
+    """``message`` parsed, and its unrolls taken in as ``Uploads.receive`` does once each is queued."""
+    upload = stream.parse(message, newest_version=3)
+    for taken in upload.taken:
+        stream.history.commit(taken)
+    return upload
+
+
 def test_the_learner_sums_episodes_from_the_steps_across_unrolls_and_ignores_the_reported_figures() -> None:
     stream = parser()
     first = unrolls()
     first["reward"][0, 3] = 0.0  # the new episode's first observation, after the phantom at step 2
-    stream.parse(upload_message(first, SLOTS, [], []), newest_version=3)
+    queued(stream, upload_message(first, SLOTS, [], []))
     second = following(first, [1.0, 2.0, 0.5])
-    assert stream.parse(upload_message(second, SLOTS, [], []), newest_version=3).episode_returns.tolist() == []
+    assert queued(stream, upload_message(second, SLOTS, [], [])).episode_returns.tolist() == []
     third = following(second, [4.0, 8.0, 1.0], phantom_at=3)
     # A forged figure that passes the format checks (|return| <= 100 x length) changes nothing.
-    upload = stream.parse(upload_message(third, SLOTS, [99.0], [1]), newest_version=3)
+    upload = queued(stream, upload_message(third, SLOTS, [99.0], [1]))
     assert upload.episode_returns.tolist() == [1.0 + 2.0 + 0.5 + 4.0 + 8.0 + 1.0]
     assert upload.episode_lengths.tolist() == [6]  # steps 1..3 twice (the final row counts, as in SEED mode)
 
@@ -113,7 +122,7 @@ def test_an_episode_starting_at_a_streams_first_step_is_reported_whole() -> None
 def test_unrolls_that_do_not_follow_on_or_flags_that_disagree_are_refused() -> None:
     stream = parser()
     first = unrolls()
-    stream.parse(upload_message(first, SLOTS, [], []), newest_version=3)
+    queued(stream, upload_message(first, SLOTS, [], []))
     gap = following(first, [0.0, 0.0, 0.0])
     gap["observation"][1, 0] += 1.0
     with pytest.raises(ProtocolError, match=r"unroll 1 \(slot 9\): step 0 must repeat the previous unroll's last step; \['observation'\]"):
@@ -122,6 +131,40 @@ def test_unrolls_that_do_not_follow_on_or_flags_that_disagree_are_refused() -> N
     undone["done"][0, 3] = False
     with pytest.raises(ProtocolError, match="step 2 is final \\(phantom\\) but step 3 is not done"):
         parser().parse(upload_message(undone, SLOTS, [], []), newest_version=3)
+
+
+def test_a_refused_or_unqueued_upload_leaves_no_trace_and_a_repeat_is_taken_in_once() -> None:
+    """Issue 57: the learner counted 40 frames more than the steps it accepted and 8 episodes fewer. An unroll sent
+    again after a reconnect (its Accepted answer lost with the stream) was queued twice, and a new stream did not
+    count the episodes its envs were in the middle of."""
+    history = UploadHistory(["core_h"])
+    history.adopt(SLOTS.tolist(), [1, 2])
+    stream = UnrollParser(COLUMNS, ["core_h"], T, SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6), history=history)
+    first = unrolls()
+    queued(stream, upload_message(first, SLOTS, [], []))
+    second = following(first, [1.0, 2.0, 0.5], phantom_at=3)
+    broken = following(first, [1.0, 2.0, 0.5])
+    broken["observation"][1, 1] = np.nan
+    with pytest.raises(ProtocolError):
+        stream.parse(upload_message(broken, SLOTS, [], []), newest_version=3)
+    stream.parse(upload_message(second, SLOTS, [], []), newest_version=3)  # parsed, never queued (its stream was cut)
+    # The actor reconnects and gets its slots back (same run ids): a new stream, the same history.
+    history.adopt(SLOTS.tolist(), [1, 2])
+    again = UnrollParser(COLUMNS, ["core_h"], T, SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6), history=history)
+    upload = queued(again, upload_message(second, SLOTS, [], []))
+    assert (upload.repeated, upload.env_steps) == (0, 2 * T - 1)  # neither the refused nor the cut-off one left a trace
+    assert upload.episode_returns.tolist() == [1.0 + 2.0 + 0.5]  # begun on the old stream: counted (it was not)
+    # Its answer was lost with that stream too: the actor reconnects and sends it once more.
+    resent = UnrollParser(COLUMNS, ["core_h"], T, SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6), history=history)
+    repeat = queued(resent, upload_message(second, SLOTS, [], []))
+    assert (repeat.repeated, repeat.env_steps, repeat.unrolls) == (2, 0, [])  # taken in once (it was twice)
+    # Slot 9 handed to another env (another run id) starts afresh; slot 7's env carries on.
+    history.adopt(SLOTS.tolist(), [1, 3])
+    third = following(second, [1.0, 1.0, 1.0], phantom_at=3)
+    third["done"][0, 1] = True  # the row after second's final row
+    third["observation"][1, 0] += 1.0  # the other env's own first step
+    other = UnrollParser(COLUMNS, ["core_h"], T, SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6), history=history)
+    assert queued(other, upload_message(third, SLOTS, [], [])).episode_returns.tolist() == [1.0 + 1.0]
 
 
 def test_versions_past_the_learners_newest_count_as_its_newest() -> None:
