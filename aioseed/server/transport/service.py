@@ -110,6 +110,7 @@ class LearnerService(pb_grpc.LearnerServicer):
             info.update_rate(now)
         return {
             "actors/streams": float(len(self.streams)),
+            "actors/streams_unread": float(sum(info.unread for info in self.streams.values())),
             "actors/handshaking": float(self.handshaking),
             "actors/envs": float(self.connected_envs),
             "actors/reserved_slots": float(self._slots.reserved),
@@ -278,14 +279,19 @@ class LearnerService(pb_grpc.LearnerServicer):
 
     async def _abort_if_expired(self, context: grpc.aio.ServicerContext, stream_id: int, info: StreamInfo) -> None:
         """In a stream cancelled while it waited: DEADLINE_EXCEEDED if ``expire_idle`` ended it, else the
-        cancellation goes on. One that had not taken its answer in is cancelled, as in ``GetParams``: no
-        status can follow an answer that flow control holds back."""
+        cancellation goes on. One that had not taken its answer in is counted as DEADLINE_EXCEEDED and held, still
+        counted, until gRPC ends the call (``StreamInfo.unread``)."""
         if not info.expired:
             raise asyncio.CancelledError
         if info.sending:
             detail = f"an answer was not taken in within {self._limits.message_timeout_s:g} s"
             self.refusals.record(grpc.StatusCode.DEADLINE_EXCEEDED.name, context.peer(), detail, stream=stream_id, actor=info.actor)
-            raise asyncio.CancelledError
+            # The status would queue behind the held answer, and grpc.aio cannot reset a stream from the server: the
+            # stream stays open on the wire until its client or connection ends it (gRPC then cancels this call). Till
+            # then it keeps counting against max-streams and its connection's envs, so a client that stops reading
+            # holds no more than the limits let it (before, it was dropped from the books and could open more).
+            info.awaiting_since, info.unread = None, True
+            await asyncio.get_running_loop().create_future()
         detail = f"no message within {self._limits.message_timeout_s:g} s of the learner's answer"
         await self._abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, detail, stream=stream_id, actor=info.actor)
 

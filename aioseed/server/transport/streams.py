@@ -38,6 +38,9 @@ class StreamInfo:
     """The stream sent nothing for too long and is being closed (DEADLINE_EXCEEDED)."""
     sending: bool = False
     """An answer is being handed to the actor (``awaiting_since`` runs: taking it in is the actor's time)."""
+    unread: bool = False
+    """Expired with an answer it never took in: no status can follow that answer and grpc.aio cannot reset a
+    stream, so it stays open on the wire, and counted, until its client or connection closes it."""
     _counted: tuple[float, int] = (0.0, 0)
 
     def describe(self, stream_id: int) -> dict[str, object]:
@@ -51,6 +54,7 @@ class StreamInfo:
             "steps_per_s": self.steps_per_s,
             "connected_since": self.connected_at,
             "last_seen": self.last_seen,
+            "unread": self.unread,
         }
 
     def update_rate(self, now: float) -> None:

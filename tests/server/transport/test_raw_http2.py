@@ -1,5 +1,6 @@
 """What no gRPC client library will send, written frame by frame with h2 against a live learner: an
-IMPALA upload whose gRPC length prefix promises more bytes than arrive before END_STREAM.
+IMPALA upload whose gRPC length prefix promises more bytes than arrive before END_STREAM, and a connection whose
+streams never take an answer in (a flow-control window of 0).
 
 gRPC's C core discards such a partial message and hands the handler a clean half-close, so the learner
 cannot answer INVALID_ARGUMENT (docs/operations.md, "IMPALA mode's limits"). What must hold is that
@@ -14,7 +15,9 @@ import grpc
 import h2.config
 import h2.connection
 import h2.events
+import h2.settings
 import numpy as np
+from tests.conftest import small_config
 from tests.server.transport.test_impala_mode import TOKEN, impala_config, zero_unrolls
 from tests.waiting import until
 from tests.wire import Stream, hello
@@ -79,3 +82,59 @@ async def test_an_upload_cut_short_by_end_of_stream_is_never_accepted(running_le
         await good.handshake(hello(1, run_id_base=2000))
         assert (await good.send(upload_message(zero_unrolls(learner, 1), good.slots, [], []))).accepted.params_version == 0
         assert learner.frames == learner.config.training.unroll_length
+
+
+async def test_streams_that_never_take_an_answer_in_stay_counted_until_their_connection_closes(running_learner, tmp_path) -> None:
+    """Issue 57: streams whose answer flow control held back were dropped from the books at the message timeout,
+    but stayed open on the wire (no RST_STREAM or trailers: grpc.aio cannot reset a stream, and a status queues
+    behind the held answer), so one connection opened 120 against --server.max-streams 64."""
+    config = small_config(tmp_path, server={"message_timeout_s": 1.0, "max_streams": 64})
+    async with running_learner(config) as learner:
+        service = learner._stages.service
+        reader, writer = await asyncio.open_connection("127.0.0.1", learner.port)
+        connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        connection.initiate_connection()
+        connection.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})  # no answer can be taken in
+        statuses: dict[int, str] = {}
+
+        def open_streams(count: int, base: int) -> None:
+            for i in range(count):
+                stream = connection.get_next_available_stream_id()
+                connection.send_headers(stream, [(":method", "POST"), (":scheme", "http"), (":path", "/aioseed.v1.Learner/Act"),
+                                                 (":authority", "learner"), ("content-type", "application/grpc"), ("te", "trailers")])
+                payload = hello(1, run_id_base=base + i).SerializeToString()
+                connection.send_data(stream, b"\0" + struct.pack(">I", len(payload)) + payload)
+
+        async def exchange(done) -> None:
+            """Writes what is due and reads frames (acknowledging pings) until ``done()``."""
+            for _ in range(500):
+                writer.write(connection.data_to_send())
+                await writer.drain()
+                if done():
+                    return
+                try:
+                    data = await asyncio.wait_for(reader.read(1 << 16), 0.05)
+                except TimeoutError:
+                    continue
+                assert data, "the learner closed the connection"
+                for event in connection.receive_data(data):
+                    if isinstance(event, h2.events.TrailersReceived | h2.events.ResponseReceived):
+                        status = dict(event.headers).get(b"grpc-status")
+                        if status is not None:
+                            statuses[event.stream_id] = status.decode()
+                    elif isinstance(event, h2.events.StreamReset):  # after a status: NO_ERROR, ending the request side
+                        statuses.setdefault(event.stream_id, f"reset {event.error_code!r}")
+            raise AssertionError(f"timed out: {len(statuses)} statuses, {len(service.streams)} streams")
+
+        open_streams(100, 1000)
+        await exchange(lambda: len(statuses) == 36 and len(service.streams) == 64)
+        assert set(statuses.values()) == {str(grpc.StatusCode.RESOURCE_EXHAUSTED.value[0])}  # past max-streams
+        # The message timeout passes: each is counted as DEADLINE_EXCEEDED, and still holds its place.
+        await exchange(lambda: service.refusals.counts["DEADLINE_EXCEEDED"] == 64)
+        assert service.metrics()["actors/streams_unread"] == 64.0 and learner.connected_envs == 64
+        open_streams(20, 5000)  # before: welcomed, 120 streams on the connection
+        await exchange(lambda: len(statuses) == 56)
+        assert len(service.streams) == 64 and set(statuses.values()) == {str(grpc.StatusCode.RESOURCE_EXHAUSTED.value[0])}
+        writer.close()  # the connection closes: gRPC ends its calls, and each gives its place and slots back
+        await until(lambda: not service.streams, "the held streams to end with their connection")
+        assert learner.connected_envs == 0

@@ -209,7 +209,11 @@ async def test_a_stream_that_stops_taking_its_answers_in_is_closed_and_the_other
                 if service.refusals.counts["DEADLINE_EXCEEDED"]:
                     break
                 await asyncio.sleep(0.05)
-            assert service.refusals.counts["DEADLINE_EXCEEDED"] == 1 and len(learner.actors()) == 1
-            assert len(await Stream(channel).handshake(hello(1024, run_id_base=30_000))) == 1024  # its slots are free again
+            # Counted as DEADLINE_EXCEEDED, but held and counted (slots included) until its client ends it: no status
+            # can follow the held answer, and grpc.aio cannot reset the stream (test_raw_http2.py has the wire's view).
+            assert service.refusals.counts["DEADLINE_EXCEEDED"] == 1 and len(learner.actors()) == 2
+            assert service.metrics()["actors/streams_unread"] == 1.0
             writer.cancel()
             stalled.call.cancel()
+            await until(lambda: len(learner.actors()) == 1, "the stalled stream to end with its call")
+            assert len(await Stream(channel).handshake(hello(1024, run_id_base=30_000))) == 1024  # its slots are free again
