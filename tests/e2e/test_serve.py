@@ -28,6 +28,7 @@ async def test_serve_answers_an_actor_and_loads_the_runs_newer_checkpoint_withou
     try:
         first = int((await serve.wait_for_line(r"serving .*train_steps=(\d+)")).group(1))
         port = int((await serve.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))
+        console = (await serve.wait_for_line(r"console_listening url='?(http://[\d.]+:\d+)")).group(1)
         actor = await Process(["actor", "--learner", f"127.0.0.1:{port}", "--num-envs", "4", "--envs-per-message", "4"]).start()
         await serve.wait_for_line(r"stream_connected .*slots=4")
         # The actor's episodes are played by the checkpoint's policy; they are evaluation episodes: nothing trains.
@@ -36,7 +37,6 @@ async def test_serve_answers_an_actor_and_loads_the_runs_newer_checkpoint_withou
 
         # Refused calls: the collections of the cycles they leave skip TensorFlow's objects, which serve freezes once
         # started (before, each walked them all: ~200 ms of a stalled event loop, in every second of refusals).
-        console = (await serve.wait_for_line(r"console_listening url=(http://[\d.]+:\d+)")).group(1)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             for _ in range(3):
                 error = await refused(channel, hello(1, dataclasses.replace(CARTPOLE, action_space=7)))
