@@ -286,10 +286,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         if info.sending:
             detail = f"an answer was not taken in within {self._limits.message_timeout_s:g} s"
             self.refusals.record(grpc.StatusCode.DEADLINE_EXCEEDED.name, context.peer(), detail, stream=stream_id, actor=info.actor)
-            # The status would queue behind the held answer, and grpc.aio cannot reset a stream from the server: the
-            # stream stays open on the wire until its client or connection ends it (gRPC then cancels this call). Till
-            # then it keeps counting against max-streams and its connection's envs, so a client that stops reading
-            # holds no more than the limits let it (before, it was dropped from the books and could open more).
+            # Held, and counted against the limits, until gRPC cancels the call as its client or connection ends it.
             info.awaiting_since, info.unread = None, True
             await asyncio.get_running_loop().create_future()
         detail = f"no message within {self._limits.message_timeout_s:g} s of the learner's answer"
