@@ -17,10 +17,9 @@ import numpy as np
 import structlog
 
 from aioseed import config_file
-from aioseed.action_space import Discrete
 from aioseed.algos.agent import Agent
-from aioseed.algos.r2d2.config import R2D2Config
-from aioseed.algos.sac.config import SacConfig
+from aioseed.algos.builder import ReplaySettings
+from aioseed.algos.registry import ALGORITHMS, algorithm
 from aioseed.console.server import ConsoleServer
 from aioseed.devices import place
 from aioseed.envs.atari import is_atari
@@ -75,40 +74,27 @@ def learner_specs(config: LearnerConfig) -> tuple[EnvSpec, EnvSpec]:
 def build_agent(config: LearnerConfig, spec: EnvSpec, replicas: Replicas) -> Agent:
     """The agent ``config.agent`` names, for the observations the policy sees, training on ``replicas``."""
     check_batch_shares(config, replicas)
-    if config.agent == "sac":
-        from aioseed.algos.sac.agent import SacAgent
+    trains = algorithm(config.agent)
+    if not trains.learns(spec.action_space):
+        learners = [name for name, entry in ALGORITHMS.items() if entry.learns(spec.action_space)]
+        raise ValueError(f"--agent {config.agent} cannot learn this env's {spec.action_space.describe()}: use --agent {' or '.join(learners)}")
+    sides = 2 if config.self_play.opponent == "separate" else 1
+    return trains.make_agent(settings(config), spec, replicas, seed=config.seed, precision=config.precision, sides=sides)
 
-        return SacAgent(spec, config.sac, replicas)
-    if config.agent == "r2d2":
-        from aioseed.algos.r2d2.agent import R2D2Agent
 
-        if not isinstance(spec.action_space, Discrete):
-            raise ValueError(
-                f"R2D2 learns Q-values of Discrete actions; this env has {spec.action_space.describe()}: use --agent sac or impala"
-            )
-        return R2D2Agent(spec, config.r2d2, replicas, config.precision)
-    from aioseed.algos.impala.agent import ImpalaAgent
-
-    agent = ImpalaAgent(spec, config.impala, replicas, seed=config.seed, precision=config.precision)
-    if config.self_play.opponent != "separate":
-        return agent
-    from aioseed.algos.impala.sides import SidedAgent
-
-    right_seed = None if config.seed is None else config.seed + 1
-    return SidedAgent(agent, ImpalaAgent(spec, config.impala, replicas, seed=right_seed, precision=config.precision))
+def settings(config: LearnerConfig) -> Any:
+    """The settings of the algorithm ``config.agent`` names (its section of the config)."""
+    return getattr(config, algorithm(config.agent).section)
 
 
 def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:
     """Every update's batch splits into equal shares, one per training device."""
-    batch = config.training.batch_size
-    replicas.check_divides(batch, "training.batch_size")
-    minibatches = config.impala.minibatches if config.agent == "impala" else 1
-    rows, what = batch, f"training.batch_size = {batch}"
-    if config.agent == "impala" and config.impala.minibatch == "transitions":
-        rows, what = batch * config.training.unroll_length, f"the {batch} x {config.training.unroll_length} transitions"
-    if minibatches > 1 and (rows % minibatches or (rows // minibatches) % replicas.count):
+    training = config.training
+    replicas.check_divides(training.batch_size, "training.batch_size")
+    split = algorithm(config.agent).split(settings(config), training.batch_size, training.unroll_length)
+    if split.minibatches > 1 and (split.rows % split.minibatches or (split.rows // split.minibatches) % replicas.count):
         raise ValueError(
-            f"{what} must split into impala.minibatches = {minibatches} equal minibatches "
+            f"{split.what} must split into {config.agent}.minibatches = {split.minibatches} equal minibatches "
             f"that are multiples of the {replicas.count} training devices"
         )
 
@@ -177,12 +163,12 @@ def frozen_opponent(config: LearnerConfig, spec: EnvSpec, agent: Agent) -> Froze
     """Self-play's frozen copy of ``agent``'s policy (``self_play.opponent`` frozen), else None."""
     if config.self_play.opponent != "frozen":
         return None
-    from aioseed.algos.impala.policy import ImpalaPolicy
     from aioseed.server.acting.opponent import FrozenOpponent
 
-    if not isinstance(agent, ImpalaPolicy) or spec.players[1] < 1:
-        raise ValueError("self_play.opponent frozen needs a V-trace agent and right-side players (--football.right-players)")
-    frozen = ImpalaPolicy(spec, config.impala, agent.replicas.inference_device, config.precision)
+    trains = algorithm(config.agent)
+    if trains.make_policy is None or spec.players[1] < 1:
+        raise ValueError("self_play.opponent frozen needs an agent whose policy actors can run (impala) and right-side players (--football.right-players)")
+    frozen = trains.make_policy(settings(config), spec, agent.replicas.inference_device, config.precision)
     return FrozenOpponent(agent, frozen, config.self_play.refresh_frames)
 
 
@@ -220,7 +206,7 @@ def assemble(
     source = build_source(config, agent, unrolls, running)
     if checkpointer is not None:
         checkpointer.attach("episodes", EpisodeWindow(stats))
-        if isinstance(source, ReplayFeed) and replay_settings(config).checkpoint_replay:
+        if isinstance(source, ReplayFeed) and replay_settings(config).checkpoint:
             checkpointer.attach("replay", source.replay)
     server = config.server
     bounds = RowBounds(server.max_abs_reward, server.max_abs_observation)
@@ -230,9 +216,14 @@ def assemble(
     on_version = None if params is None else params.publish
     if opponent is not None:  # self-play and IMPALA mode never meet (LearnerConfig refuses them together)
         on_version = refreshing(opponent, stats)
-    trainer = Trainer(config.training, agent, source, stats.record_train, lambda: stats.frames, on_version, pacing, running)
+    trainer = Trainer(
+        config.training, agent, source, on_step=stats.record_train, frames=lambda: stats.frames, on_version=on_version,
+        pacing=pacing, running=running,
+    )
     acting = acting_for(agent, spec, config.training.unroll_length, lambda: trainer.version, stack, opponent, served)
-    inference = InferenceLoop(batcher, acting, unrolls, on_batch(stats, stopping, spec.frames_per_step), lanes, pacing)
+    inference = InferenceLoop(
+        batcher, acting, unrolls, on_batch=on_batch(stats, stopping, spec.frames_per_step), lanes=lanes, pacing=pacing
+    )
     longest = (lambda slots: uploads.parser(slots, shared=False)) if uploads is not None else lambda slots: RowParser(spec, slots, np.zeros(len(slots), np.uint64))
     limits = StreamLimits(
         streams=server.max_streams,
@@ -249,15 +240,17 @@ def assemble(
     )
     slots = SlotTable(server.max_envs, server.slot_grace_s)
     service = LearnerService(
-        spec, slots, inference, limits, batcher.set_connected_rows, stats.record_latency, bounds, uploads, served is not None
+        spec, slots, inference, limits, on_connected_rows=batcher.set_connected_rows, on_latency=stats.record_latency,
+        bounds=bounds, uploads=uploads, serving=served is not None,
     )
     batcher.set_connected_rows(0)
     tls = None if server.tls_cert is None or server.tls_key is None else (server.tls_cert, server.tls_key)
     options = server_options(server.max_streams, server.max_message_bytes, server.keepalive_s, server.keepalive_timeout_s)
     endpoint = GrpcEndpoint(service, server.host, server.port, options, server.actor_token, tls)
     stages = Stages(
-        endpoint, service, batcher, inference, source, trainer, stats, stopping, checkpointer, summary_writer(config, stats, tracker), params,
-        tracker, pacing,
+        endpoint=endpoint, service=service, batcher=batcher, inference=inference, source=source, trainer=trainer, stats=stats,
+        stopping=stopping, checkpointer=checkpointer, write_summaries=summary_writer(config, stats, tracker), params=params,
+        tracker=tracker, pacing=pacing,
     )
     return Learner(config, spec, agent, stages, console_factory(config))
 
@@ -272,10 +265,8 @@ def impala_uploads(
     stopping: Stopping,
 ) -> Uploads:
     """IMPALA mode: the parameters actors pull, and their uploads into the same unroll queue."""
-    from aioseed.algos.impala.policy import ImpalaPolicy
-
-    if not isinstance(agent, ImpalaPolicy):
-        raise ValueError(f"architecture impala needs an agent whose policy actors can run (ImpalaAgent), got {type(agent).__name__}")
+    if not algorithm(config.agent).actor_policy:
+        raise ValueError(f"architecture impala needs an agent whose policy actors can run, not {config.agent}")
     length = config.training.unroll_length
     columns, per_unroll = unroll_columns(agent, spec), agent.state_columns().keys()
 
@@ -300,17 +291,19 @@ def build_source(config: LearnerConfig, agent: Agent, unrolls: asyncio.Queue[Unr
     per_unroll = agent.state_columns().keys()
     if not agent.uses_replay:
         return UnrollQueue(unrolls, config.training.batch_size, per_unroll)
-    settings = replay_settings(config)
-    if config.agent == "sac":  # uniform: every unroll's priority stays equal, and no importance weights
-        replay = Replay(settings.replay_capacity, 0.0, 0.0, seed=config.seed)
-    else:
-        replay = Replay(settings.replay_capacity, settings.priority_exponent, settings.importance_exponent, seed=config.seed)
-    return ReplayFeed(replay, unrolls, config.training.batch_size, settings.min_replay_size, settings.replay_ratio, per_unroll, running)
+    replay = replay_settings(config)
+    return ReplayFeed(
+        Replay(replay.capacity, replay.priority_exponent, replay.importance_exponent, seed=config.seed),
+        unrolls, config.training.batch_size, replay.min_size, replay.ratio, per_unroll, running,
+    )
 
 
-def replay_settings(config: LearnerConfig) -> R2D2Config | SacConfig:
-    """The replay's size, ratio and checkpointing, from the config of the agent that trains from it."""
-    return config.sac if config.agent == "sac" else config.r2d2
+def replay_settings(config: LearnerConfig) -> ReplaySettings:
+    """The replay of the agent that trains from one (its size, sampling, ratio and checkpointing)."""
+    replay = algorithm(config.agent).replay
+    if replay is None:
+        raise ValueError(f"--agent {config.agent} trains each unroll once, from no replay")
+    return replay(settings(config))
 
 
 def pacing_for(config: LearnerConfig) -> Pacing:
@@ -319,9 +312,9 @@ def pacing_for(config: LearnerConfig) -> Pacing:
     training = config.training
     if training.acting != "replay":
         return Pacing(training.acting, training.batch_size)
-    sac = config.sac
-    credit = training.batch_size / sac.replay_ratio
-    return Pacing("replay", training.batch_size, credit=credit, start=sac.min_replay_size + credit + sac.acting_ahead)
+    replay = replay_settings(config)
+    credit = training.batch_size / replay.ratio
+    return Pacing("replay", training.batch_size, credit=credit, start=replay.min_size + credit + replay.acting_ahead)
 
 
 def on_batch(stats: Stats, stopping: Stopping, frames_per_step: int) -> Callable[[Batch, StepResult], None]:

@@ -14,6 +14,7 @@ import numpy as np
 import structlog
 
 from aioseed import config_file, export
+from aioseed.algos.registry import algorithm
 from aioseed.errors import InvalidInput
 from aioseed.protocols import PROTOCOLS, ProtocolName, describe
 from aioseed.trained import Act, acting_function, acting_settings, atari_seen, restored_agent, trained_env
@@ -111,7 +112,9 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
             clip.close()
     from aioseed import __version__
 
-    policy = "greedy" if config.greedy else (f"epsilon {epsilon:g}" if saved.agent == "r2d2" else "sampled")
+    trains = algorithm(saved.agent)
+    acting = getattr(saved, trains.section)
+    policy = trains.policy_name(acting, config.greedy)
     result: dict[str, Any] = {
         "env": env_id,
         "agent": saved.agent,
@@ -137,8 +140,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         result["right_mean_return"] = float(np.mean(right_returns))
     if is_football(env_id) and saved.football.rewards in GOAL_RETURNS:  # the figure academy results are read by
         result["scoring_rate"] = games_scored(left, GOAL_RETURNS[saved.football.rewards])
-    if saved.agent == "r2d2":
-        result["epsilon"] = saved.r2d2.eval_epsilon
+    result.update(trains.evaluation_fields(acting))
     if clip is not None:
         result["video"] = str(config.video)
         log.info("video_written", path=str(config.video), frames=clip.frames)

@@ -25,6 +25,7 @@ import numpy as np
 
 from aioseed import config_file
 from aioseed.by_side import Infer, infer_by_side
+from aioseed.algos.registry import algorithm
 from aioseed.errors import MissingFile
 from aioseed.spec import EnvSpec
 from aioseed.types import env_actions
@@ -62,20 +63,15 @@ def trained_env(saved: LearnerConfig, env_id: str, num_envs: int = 1, render: bo
 
 def acting_settings(saved: LearnerConfig, greedy: bool, epsilon: float) -> LearnerConfig:
     """``saved`` set to act as evaluation envs do: R2D2 at ``epsilon`` (0 when greedy), SAC's mean action when greedy."""
-    if saved.agent == "r2d2":
-        return dataclasses.replace(saved, r2d2=dataclasses.replace(saved.r2d2, eval_epsilon=0.0 if greedy else epsilon))
-    if saved.agent == "sac":
-        return dataclasses.replace(saved, sac=dataclasses.replace(saved.sac, evaluation_action="mean" if greedy else "sample"))
-    return saved
+    trains = algorithm(saved.agent)
+    return dataclasses.replace(saved, **{trains.section: trains.evaluation(getattr(saved, trains.section), greedy, epsilon)})
 
 
 def acting_function(agent: Agent, greedy: bool) -> Act:
     """The policy as one function: the agent's own inference for evaluation rows (V-trace samples; R2D2 takes
     epsilon-greedy actions at its evaluation epsilon; SAC its ``evaluation_action``), or, greedy, V-trace's most
     likely action (a Box's squashed mean). A policy per side acts on each row with its side's."""
-    from aioseed.algos.impala.sides import SidedAgent
-
-    if isinstance(agent, SidedAgent):
+    if getattr(agent, "right", None) is not None:  # a policy per side (``SidedAgent``)
         return _sided(acting_function(agent.left, greedy), acting_function(agent.right, greedy))
     if not greedy or agent.uses_replay:
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import pathlib
 import subprocess
 import sys
@@ -30,3 +31,40 @@ def test_the_server_top_level_holds_only_the_learners_lifecycle() -> None:
     stages = {p.name for p in (ROOT / "aioseed" / "server").iterdir() if (p / "__init__.py").exists()}
     assert stages == {"transport", "batching", "acting", "trajectories", "training", "reporting"}
     assert stages == {p.name for p in (ROOT / "tests" / "server").iterdir() if (p / "__init__.py").exists()}  # tests mirror it
+
+
+AGENT_CLASSES = {"ImpalaAgent", "ImpalaPolicy", "R2D2Agent", "SacAgent", "SidedAgent"}
+
+
+def algorithm_branches(tree: ast.AST) -> list[int]:
+    """Lines that branch on which algorithm trains: ``x.agent == "sac"`` (or ``!=``, ``in``) against an algorithm's
+    name, or ``isinstance(x, ImpalaAgent)`` with an agent class."""
+    from aioseed.algos.registry import ALGORITHMS
+
+    names = {*ALGORITHMS, "vtrace"}
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            on_agent = any(isinstance(side, ast.Attribute) and side.attr == "agent" for side in sides)
+            literals = {c.value for side in sides for c in ast.walk(side) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+            if on_agent and literals & names:
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" and len(node.args) == 2:
+            classes = {c.id for c in ast.walk(node.args[1]) if isinstance(c, ast.Name)}
+            if classes & AGENT_CLASSES:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_algorithms_name_an_algorithm() -> None:
+    """Issue 58: the rest of aioseed reads an algorithm's ``Algorithm`` record (``aioseed.algos.registry``), so a
+    new algorithm touches its own folder and one registry line, not the composition root, evaluation or serving."""
+    found = {}
+    for path in (ROOT / "aioseed").rglob("*.py"):
+        if path.is_relative_to(ROOT / "aioseed" / "algos"):
+            continue
+        if lines := algorithm_branches(ast.parse(path.read_text())):
+            found[str(path.relative_to(ROOT))] = lines
+    assert not found, found
+    assert algorithm_branches(ast.parse('if config.agent == "sac": pass\nisinstance(a, (ImpalaAgent,))')) == [1, 2]

@@ -9,6 +9,7 @@ from typing import Any
 import structlog
 
 from aioseed.algos.impala.agent import ENTROPY_COST, ImpalaAgent
+from aioseed.algos.registry import algorithm
 from aioseed.anakin.envs import ENVS, TFEnv
 from aioseed.anakin.loop import Anakin
 from aioseed.devices import place
@@ -34,15 +35,16 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
 
     if replicas.count > 1:
         raise ValueError(f"--architecture anakin runs on one device; --learner.devices names {list(replicas.training)}")
-    if config.agent != "impala":
-        raise ValueError("--architecture anakin trains IMPALA (V-trace)")
+    trains = algorithm(config.agent)
+    if not trains.actor_policy:
+        raise ValueError(f"--architecture anakin trains an agent whose policy runs beside its env in the graph (impala), not {config.agent}")
     if config.tracking != "none":
         raise ValueError(f"--tracking {config.tracking} sends a learner's run; --architecture anakin writes TensorBoard only")
     if config.seed is not None:
         keras.utils.set_random_seed(config.seed)  # as aioseed.app.build
     env = tf_env(config.env)
     spec = EnvSpec(observation_shape=env.observation_shape, observation_dtype=env.observation_dtype, action_space=env.num_actions)
-    agent = ImpalaAgent(spec, config.impala, replicas, seed=config.seed)
+    agent = trains.make_agent(getattr(config, trains.section), spec, replicas, seed=config.seed)
     anakin = Anakin(
         env, agent, envs, config.training.unroll_length, config.training.batch_size, seed=config.seed, window=config.return_window
     )

@@ -8,6 +8,7 @@ from typing import Literal
 
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.config import R2D2Config
+from aioseed.algos.registry import algorithm
 from aioseed.algos.sac.config import SacConfig
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig, is_football
@@ -262,8 +263,11 @@ class LearnerConfig:
             raise ValueError(f"--tracking {self.tracking} needs a logdir (the config, clips and checkpoints it sends live there)")
         if self.init_checkpoint is not None and self.logdir is None:
             raise ValueError("init_checkpoint needs a logdir (the warm-started run keeps its own checkpoints)")
-        if self.architecture == "impala" and (self.agent != "impala" or self.learner_frame_stack != 1):
-            raise ValueError("architecture impala trains V-trace (agent impala) on the actors' observations (learner_frame_stack 1)")
+        trains = algorithm(self.agent)
+        if self.architecture == "impala" and (not trains.actor_policy or self.learner_frame_stack != 1):
+            raise ValueError(
+                "architecture impala trains an agent whose policy actors run (agent impala) on the actors' observations (learner_frame_stack 1)"
+            )
         if self.architecture == "impala" and is_football(self.env) and self.football.right_players > 0:
             raise ValueError(
                 "architecture impala keeps no sides: the right players' returns would count in the mean return; "
@@ -272,9 +276,9 @@ class LearnerConfig:
         if self.architecture == "impala" and self.atari.episodic_life:
             raise ValueError(NOT_IN_IMPALA_MODE)
         acting = self.training.acting
-        if acting == "replay" and self.agent != "sac":
+        if acting == "replay" and "replay" not in trains.pacing:
             raise ValueError("training.acting replay paces acting against SAC's replay ratio (agent sac)")
-        if acting in ("bounded", "synchronous") and (self.agent != "impala" or self.architecture != "seed"):
+        if acting in ("bounded", "synchronous") and (acting not in trains.pacing or self.architecture != "seed"):
             raise ValueError(
                 f"training.acting {acting} paces SEED actors against V-trace's train batches "
                 "(agent impala, architecture seed); R2D2's replay and IMPALA-mode uploads run async"
@@ -282,9 +286,8 @@ class LearnerConfig:
         if self.learner_frame_stack < 1:
             raise ValueError(f"learner_frame_stack must be >= 1, got {self.learner_frame_stack}")
         opponent = self.self_play.opponent
-        if opponent != "policy" and (
-            self.agent != "impala" or self.architecture != "seed" or not is_football(self.env) or self.football.right_players < 1
-        ):
+        capable = trains.actor_policy if opponent == "frozen" else trains.separate_sides
+        if opponent != "policy" and (not capable or self.architecture != "seed" or not is_football(self.env) or self.football.right_players < 1):
             raise ValueError(
                 f"self_play.opponent {opponent} plays the right side of a football: id with --football.right-players >= 1 "
                 f"by {'a frozen copy of' if opponent == 'frozen' else 'a second'} V-trace policy (agent impala, architecture seed)"

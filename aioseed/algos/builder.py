@@ -1,0 +1,108 @@
+"""What the rest of aioseed needs from an algorithm, as plain data and factories: the contract each
+``aioseed/algos/<name>/builder.py`` publishes and ``aioseed.algos.registry`` holds.
+
+The composition root, evaluation, serving, Anakin and the benches read an ``Algorithm`` and never name one
+(an architecture test keeps it so). Importing a builder loads no TensorFlow: the agent factory imports its
+agent when it is called, so that config checks and the CLI stay light.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from aioseed.action_space import ActionSpace
+
+if TYPE_CHECKING:
+    from aioseed.algos.agent import Agent
+
+Pacing = Literal["bounded", "synchronous", "replay"]
+"""Acting modes beyond ``async`` that an algorithm's training can pace (``--training.acting``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplaySettings:
+    """A replay-trained algorithm's replay: its size, sampling and what acting waits for."""
+
+    capacity: int
+    """Unrolls kept."""
+    priority_exponent: float
+    """Prioritisation (0: uniform)."""
+    importance_exponent: float
+    """Importance-weight correction of the prioritised sampling (0: none)."""
+    min_size: int
+    """Unrolls inserted before training starts."""
+    ratio: float
+    """Average times each unroll is sampled."""
+    checkpoint: bool
+    """Whether checkpoints keep the replay."""
+    acting_ahead: float = 0.0
+    """Unrolls acting may run ahead of the replay's pace once it has its minimum (``--training.acting replay``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """How one train batch splits into updates: ``minibatches`` equal parts of ``rows`` (``what`` they are, for errors)."""
+
+    minibatches: int
+    rows: int
+    what: str
+
+
+def one_update(settings: Any, batch_size: int, unroll_length: int) -> Split:
+    """A whole batch per update."""
+    return Split(1, batch_size, f"training.batch_size = {batch_size}")
+
+
+def as_trained(settings: Any, greedy: bool, epsilon: float) -> Any:
+    """Evaluation acts as training does (the agent's own inference for evaluation rows)."""
+    return settings
+
+
+def sampled(settings: Any, greedy: bool) -> str:
+    return "greedy" if greedy else "sampled"
+
+
+def nothing_more(settings: Any) -> dict[str, Any]:
+    return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
+    """One learning algorithm, as the system composes, evaluates and serves it."""
+
+    name: str
+    """``--agent NAME``."""
+    section: str
+    """The learner config's field that holds its settings (its ``--SECTION.*`` flags)."""
+    make_agent: Callable[..., Agent]
+    """``make_agent(settings, spec, replicas, seed=, precision=, sides=)``: the agent for the spec the policy sees,
+    training on ``replicas``; ``sides`` 2 gives each side of a game a policy of its own (``separate_sides``)."""
+    action_spaces: tuple[type[ActionSpace], ...]
+    """The action spaces it learns."""
+    replay: Callable[[Any], ReplaySettings] | None = None
+    """Its replay (None: each unroll is trained once, in order)."""
+    split: Callable[[Any, int, int], Split] = one_update
+    """(settings, batch_size, unroll_length) -> how a train batch splits into updates."""
+    pacing: frozenset[str] = frozenset()
+    """Acting modes beyond ``async`` its training paces (``Pacing``)."""
+    make_policy: Callable[..., Any] | None = None
+    """``make_policy(settings, spec, device, precision)``: its policy alone, as actors run it (IMPALA mode, Anakin)
+    and a frozen self-play opponent copies it; None where actors cannot run it."""
+    separate_sides: bool = False
+    """It can train a policy per side of a game (``--self-play.opponent separate``)."""
+    evaluation: Callable[[Any, bool, float], Any] = as_trained
+    """(settings, greedy, epsilon) -> the settings evaluation and serving act with."""
+    policy_name: Callable[[Any, bool], str] = sampled
+    """(settings, greedy) -> how evaluation acts, as ``aioseed eval`` reports it."""
+    evaluation_fields: Callable[[Any], dict[str, Any]] = nothing_more
+    """Figures of its acting settings that ``aioseed eval`` adds to its result."""
+
+    @property
+    def actor_policy(self) -> bool:
+        """Actors can run its policy."""
+        return self.make_policy is not None
+
+    def learns(self, space: ActionSpace) -> bool:
+        return isinstance(space, self.action_spaces)

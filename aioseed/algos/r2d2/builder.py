@@ -1,0 +1,42 @@
+"""R2D2: recurrent replay distributed DQN, as ``aioseed.algos.registry`` composes it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aioseed.action_space import Discrete
+from aioseed.algos.builder import Algorithm, ReplaySettings
+from aioseed.algos.r2d2.config import R2D2Config
+
+
+def make_agent(settings: R2D2Config, spec: Any, replicas: Any, seed: int | None = None, precision: str = "float32", sides: int = 1) -> Any:
+    from aioseed.algos.r2d2.agent import R2D2Agent
+
+    return R2D2Agent(spec, settings, replicas, precision)
+
+
+def replay(settings: R2D2Config) -> ReplaySettings:
+    """Prioritised sequence replay."""
+    return ReplaySettings(
+        settings.replay_capacity, settings.priority_exponent, settings.importance_exponent, settings.min_replay_size,
+        settings.replay_ratio, settings.checkpoint_replay,
+    )
+
+
+def evaluation(settings: R2D2Config, greedy: bool, epsilon: float) -> R2D2Config:
+    """Epsilon-greedy at ``epsilon`` (0 when greedy)."""
+    import dataclasses
+
+    return dataclasses.replace(settings, eval_epsilon=0.0 if greedy else epsilon)
+
+
+R2D2 = Algorithm(
+    name="r2d2",
+    section="r2d2",
+    make_agent=make_agent,
+    action_spaces=(Discrete,),
+    replay=replay,
+    evaluation=evaluation,
+    policy_name=lambda settings, greedy: "greedy" if greedy else f"epsilon {settings.eval_epsilon:g}",
+    evaluation_fields=lambda settings: {"epsilon": settings.eval_epsilon},
+)

@@ -1,0 +1,39 @@
+"""Soft actor-critic on continuous actions, as ``aioseed.algos.registry`` composes it."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from aioseed.action_space import Box
+from aioseed.algos.builder import Algorithm, ReplaySettings
+from aioseed.algos.sac.config import SacConfig
+
+
+def make_agent(settings: SacConfig, spec: Any, replicas: Any, seed: int | None = None, precision: str = "float32", sides: int = 1) -> Any:
+    from aioseed.algos.sac.agent import SacAgent
+
+    return SacAgent(spec, settings, replicas)
+
+
+def replay(settings: SacConfig) -> ReplaySettings:
+    """Uniform replay: no priorities, no importance weights."""
+    return ReplaySettings(
+        settings.replay_capacity, 0.0, 0.0, settings.min_replay_size, settings.replay_ratio, settings.checkpoint_replay, settings.acting_ahead
+    )
+
+
+def evaluation(settings: SacConfig, greedy: bool, epsilon: float) -> SacConfig:
+    """The mean action when greedy, else a sample."""
+    return dataclasses.replace(settings, evaluation_action="mean" if greedy else "sample")
+
+
+SAC = Algorithm(
+    name="sac",
+    section="sac",
+    make_agent=make_agent,
+    action_spaces=(Box,),
+    replay=replay,
+    pacing=frozenset({"replay"}),
+    evaluation=evaluation,
+)

@@ -1,0 +1,43 @@
+"""The algorithms' records: what the composition root, evaluation and serving read instead of naming one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from aioseed.action_space import Box, Discrete
+from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.algos.r2d2.config import R2D2Config
+from aioseed.algos.registry import ALGORITHMS, algorithm
+from aioseed.algos.sac.config import SacConfig
+from aioseed.errors import InvalidInput
+
+
+def test_each_algorithm_says_what_it_learns_trains_from_and_how_it_acts_in_evaluation() -> None:
+    impala, r2d2, sac = (algorithm(name) for name in ("impala", "r2d2", "sac"))
+    assert [name for name, entry in ALGORITHMS.items() if entry.learns(Box((1,), (-1.0,), (1.0,)))] == ["impala", "sac"]
+    assert impala.learns(Discrete(3)) and r2d2.learns(Discrete(3)) and not sac.learns(Discrete(3))
+    assert impala.replay is None and r2d2.replay(R2D2Config()).priority_exponent == 0.9
+    uniform = sac.replay(SacConfig())
+    assert (uniform.priority_exponent, uniform.importance_exponent, uniform.acting_ahead) == (0.0, 0.0, 64)
+    assert (impala.pacing, sac.pacing, r2d2.pacing) == ({"bounded", "synchronous"}, {"replay"}, set())
+    assert impala.actor_policy and impala.separate_sides and not r2d2.actor_policy and not sac.actor_policy
+    split = impala.split(ImpalaConfig(minibatches=4, minibatch="transitions"), 8, 16)
+    assert (split.minibatches, split.rows) == (4, 128)
+    assert r2d2.evaluation(R2D2Config(), greedy=True, epsilon=0.01).eval_epsilon == 0.0
+    assert r2d2.policy_name(r2d2.evaluation(R2D2Config(), False, 0.01), False) == "epsilon 0.01"
+    assert sac.evaluation(SacConfig(), greedy=False, epsilon=0.0).evaluation_action == "sample"
+    assert impala.policy_name(ImpalaConfig(), True) == "greedy" and impala.evaluation_fields(ImpalaConfig()) == {}
+
+
+def test_an_unknown_agent_names_the_close_matches() -> None:
+    with pytest.raises(InvalidInput, match="unknown agent 'r2d3'; did you mean r2d2"):
+        algorithm("r2d3")
+
+
+def test_the_registry_loads_no_tensorflow() -> None:
+    """Config checks and the CLI read it before anything starts."""
+    code = "import sys, aioseed.algos.registry; assert 'tensorflow' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
