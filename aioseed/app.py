@@ -84,7 +84,7 @@ def build_agent(config: LearnerConfig, spec: EnvSpec, replicas: Replicas) -> Age
 
 def settings(config: LearnerConfig) -> Any:
     """The settings of the algorithm ``config.agent`` names (its section of the config)."""
-    return getattr(config, algorithm(config.agent).section)
+    return algorithm(config.agent).settings(config)
 
 
 def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:

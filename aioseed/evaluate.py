@@ -113,7 +113,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     from aioseed import __version__
 
     trains = algorithm(saved.agent)
-    acting = getattr(saved, trains.section)
+    acting = trains.settings(saved)
     policy = trains.policy_name(acting, config.greedy)
     result: dict[str, Any] = {
         "env": env_id,

@@ -64,7 +64,7 @@ def trained_env(saved: LearnerConfig, env_id: str, num_envs: int = 1, render: bo
 def acting_settings(saved: LearnerConfig, greedy: bool, epsilon: float) -> LearnerConfig:
     """``saved`` set to act as evaluation envs do: R2D2 at ``epsilon`` (0 when greedy), SAC's mean action when greedy."""
     trains = algorithm(saved.agent)
-    return dataclasses.replace(saved, **{trains.section: trains.evaluation(getattr(saved, trains.section), greedy, epsilon)})
+    return trains.with_settings(saved, trains.evaluation(trains.settings(saved), greedy, epsilon))
 
 
 def acting_function(agent: Agent, greedy: bool) -> Act:

@@ -74,8 +74,9 @@ class Algorithm:
 
     name: str
     """``--agent NAME``."""
-    section: str
-    """The learner config's field that holds its settings (its ``--SECTION.*`` flags)."""
+    section: str | None
+    """The learner config's field that holds its settings (its ``--SECTION.*`` flags); None: a plug-in's, whose
+    settings are ``default_settings()``."""
     make_agent: Callable[..., Agent]
     """``make_agent(settings, spec, replicas, seed=, precision=, sides=)``: the agent for the spec the policy sees,
     training on ``replicas``; ``sides`` 2 gives each side of a game a policy of its own (``separate_sides``)."""
@@ -98,6 +99,19 @@ class Algorithm:
     """(settings, greedy) -> how evaluation acts, as ``aioseed eval`` reports it."""
     evaluation_fields: Callable[[Any], dict[str, Any]] = nothing_more
     """Figures of its acting settings that ``aioseed eval`` adds to its result."""
+    default_settings: Callable[[], Any] | None = None
+    """Its settings where the learner config has no section for it."""
+
+    def settings(self, config: Any) -> Any:
+        """Its settings in the learner config ``config``."""
+        if self.section is None:
+            assert self.default_settings is not None, f"algorithm {self.name} has neither a config section nor default settings"
+            return self.default_settings()
+        return getattr(config, self.section)
+
+    def with_settings(self, config: Any, settings: Any) -> Any:
+        """``config`` with ``settings`` in its section (unchanged for a plug-in without one)."""
+        return config if self.section is None else dataclasses.replace(config, **{self.section: settings})
 
     @property
     def actor_policy(self) -> bool:

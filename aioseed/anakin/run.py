@@ -44,7 +44,7 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
         keras.utils.set_random_seed(config.seed)  # as aioseed.app.build
     env = tf_env(config.env)
     spec = EnvSpec(observation_shape=env.observation_shape, observation_dtype=env.observation_dtype, action_space=env.num_actions)
-    agent = trains.make_agent(getattr(config, trains.section), spec, replicas, seed=config.seed)
+    agent = trains.make_agent(trains.settings(config), spec, replicas, seed=config.seed)
     anakin = Anakin(
         env, agent, envs, config.training.unroll_length, config.training.batch_size, seed=config.seed, window=config.return_window
     )
