@@ -17,7 +17,7 @@ from aioseed.action_space import ActionSpace
 if TYPE_CHECKING:
     from aioseed.algos.agent import Agent
 
-Pacing = Literal["bounded", "synchronous", "replay"]
+PacedActing = Literal["bounded", "synchronous", "replay"]
 """Acting modes beyond ``async`` that an algorithm's training can pace (``--training.acting``)."""
 
 
@@ -86,8 +86,8 @@ class Algorithm:
     """Its replay (None: each unroll is trained once, in order)."""
     split: Callable[[Any, int, int], Split] = one_update
     """(settings, batch_size, unroll_length) -> how a train batch splits into updates."""
-    pacing: frozenset[str] = frozenset()
-    """Acting modes beyond ``async`` its training paces (``Pacing``)."""
+    pacing: frozenset[PacedActing] = frozenset()
+    """Acting modes beyond ``async`` its training paces."""
     make_policy: Callable[..., Any] | None = None
     """``make_policy(settings, spec, device, precision)``: its policy alone, as actors run it (IMPALA mode, Anakin)
     and a frozen self-play opponent copies it; None where actors cannot run it."""

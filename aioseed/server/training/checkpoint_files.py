@@ -30,17 +30,15 @@ def latest_checkpoint(directory: pathlib.Path) -> str | None:
     state file is not one (TensorFlow raises UnicodeDecodeError on some, and takes others for no checkpoint: a learner
     would start over beside the run's checkpoints)."""
     import tensorflow as tf
-    from google.protobuf.text_format import ParseError
-    from tensorflow.python.training.checkpoint_state_pb2 import CheckpointState  # the state file's proto (no public name)
-
     from google.protobuf import text_format
+    from tensorflow.python.training.checkpoint_state_pb2 import CheckpointState  # the state file's proto (no public name)
 
     state = directory / STATE_FILE
     try:
         text_format.Parse(state.read_text(encoding="utf-8"), CheckpointState())
     except FileNotFoundError:
         return None
-    except (UnicodeDecodeError, ParseError) as exc:
+    except (UnicodeDecodeError, text_format.ParseError) as exc:
         raise DamagedCheckpoint(
             f"{state} is damaged or not a checkpoint state file ({first_line(exc)}); "
             "delete it to start over, or name a checkpoint (logs/x/checkpoints/ckpt-N)"
