@@ -76,7 +76,7 @@ def digests(arrays: dict[str, np.ndarray]) -> list[bytes]:
 
 
 class UploadHistory:
-    """Verbs: ``adopt`` a stream's slots; for each upload ``duplicate``, ``check``, ``take`` (pure), and once it is
+    """Verbs: ``adopt`` a stream's slots; for each upload ``repeated``, ``check``, ``take`` (pure), and once it is
     queued ``commit``."""
 
     def __init__(self, per_unroll: Collection[str]) -> None:
