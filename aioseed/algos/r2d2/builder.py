@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from aioseed.action_space import Discrete
@@ -25,8 +26,6 @@ def replay(settings: R2D2Config) -> ReplaySettings:
 
 def evaluation(settings: R2D2Config, greedy: bool, epsilon: float) -> R2D2Config:
     """Epsilon-greedy at ``epsilon`` (0 when greedy)."""
-    import dataclasses
-
     return dataclasses.replace(settings, eval_epsilon=0.0 if greedy else epsilon)
 
 

@@ -44,9 +44,7 @@ class _Slot:
     episode_return: float = 0.0
     length: int = 0
     whole: bool = False
-    """The running episode's start was seen (else it is not reported when it ends)."""
-    started: bool = False
-    """An unroll of it was accepted: ``whole`` has been decided."""
+    """The running episode's start was seen (else it is not reported when it ends); decided by its first unroll."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +121,7 @@ class UploadHistory:
         for i, slot in enumerate(slots.tolist()):
             state = self._slot(slot)
             # A first step that ends an episode (final, or done) means the next one is seen from its start.
-            whole = state.whole if state.started else bool(phantom[i, 0] or done[i, 0])
+            whole = state.whole if state.last is not None else bool(phantom[i, 0] or done[i, 0])
             episode_return, length = state.episode_return, state.length
             returns: list[float] = []
             lengths: list[int] = []
@@ -139,7 +137,7 @@ class UploadHistory:
                 episode_return, length, whole = 0.0, 0, True
                 start = end + 1
             last = {name: array[i, -1].copy() for name, array in arrays.items() if name not in self._per_unroll}
-            after = _Slot(state.run_id, last, sent[i], episode_return + float(rewards[start:].sum()), length + int(counted[start:].sum()), whole, True)
+            after = _Slot(state.run_id, last, sent[i], episode_return + float(rewards[start:].sum()), length + int(counted[start:].sum()), whole)
             out.append(Taken(slot, after, int((~phantom[i, 1:]).sum()), returns, lengths))
         return out
 

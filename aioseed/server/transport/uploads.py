@@ -114,8 +114,8 @@ class UnrollParser:
         self._check_reported(upload, int((arrays["done"] | phantom).sum()))
         # A stream's first upload may repeat unrolls queued already (their Accepted answer was lost with the old
         # stream); later, an env's next unroll equal to its last one is only a state that did not change.
-        new = ~self.history.repeated(slots, sent) if self._first else np.ones(count, bool)
-        if not new.all():
+        if self._first and (repeated := self.history.repeated(slots, sent)).any():
+            new = ~repeated
             slots, sent, arrays = slots[new], [d for d, keep in zip(sent, new) if keep], {k: v[new] for k, v in arrays.items()}
         self.history.check(slots, arrays)
         taken = self.history.take(slots, arrays, sent)
