@@ -20,8 +20,8 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    """``aioseed.load_policy`` (``aioseed.trained.load_policy``), imported on first use: ``import aioseed``, which
+    """``aioseed.load_policy`` (``aioseed.compose.policy.load_policy``), imported on first use: ``import aioseed``, which
     every module does for ``__version__``, stays light and loads neither TensorFlow nor the learner."""
     if name == "load_policy":
-        return importlib.import_module("aioseed.trained").load_policy
+        return importlib.import_module("aioseed.compose.policy").load_policy
     raise AttributeError(f"module 'aioseed' has no attribute {name!r}")

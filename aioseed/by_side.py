@@ -1,6 +1,6 @@
 """Rows of a multi-player game's two sides, each side's answered by its own policy and put back in row order:
 self-play's frozen opponent (``aioseed.server.acting.step``), a policy per side (``aioseed.algos.impala.sides``)
-and a loaded run's per-side policy (``aioseed.trained``)."""
+and a loaded run's per-side policy (``aioseed.compose.policy``)."""
 
 from __future__ import annotations
 

@@ -5,22 +5,24 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import structlog
 import tyro
 
-from aioseed import config_file
 from aioseed import log as logging_setup
 from aioseed.bench.config import BENCHES, Bench, LearningCurveBench
 from aioseed.bench.recipe_config import TimeToScoreBench
 from aioseed.clients.actor import ActorConfig
 from aioseed.clients.fleet import FleetConfig
+from aioseed.commands.evaluate import EvalConfig
+from aioseed.commands.run import RunConfig
+from aioseed.commands.serve import ServeConfig
+from aioseed.compose import config_file
+from aioseed.compose.config import RENAMED_FLAGS, RENAMED_SECTIONS, LearnerConfig
 from aioseed.errors import InvalidInput, UserError
-from aioseed.evaluate import EvalConfig
-from aioseed.launch import RunConfig
 from aioseed.results.report import ReportConfig
-from aioseed.serve import ServeConfig
-from aioseed.server.config import RENAMED_FLAGS, RENAMED_SECTIONS, LearnerConfig
 from aioseed.sweep.config import SweepConfig
 
 log = structlog.get_logger()
@@ -207,60 +209,44 @@ def _env_id(command: object) -> str | None:
     return None
 
 
-def dispatch(command: object) -> int:
-    import uvloop
+MAINS: dict[type, str] = {
+    LearnerConfig: "aioseed.commands.learner",
+    ActorConfig: "aioseed.commands.actor",
+    FleetConfig: "aioseed.commands.actors",
+    RunConfig: "aioseed.commands.run",
+    EvalConfig: "aioseed.commands.evaluate",
+    ServeConfig: "aioseed.commands.serve",
+    ReportConfig: "aioseed.results.report",
+    SweepConfig: "aioseed.sweep.study",
+}
+"""The module whose ``main`` runs each command, imported when it runs: an actor never loads TensorFlow."""
 
-    from aioseed import launch
+
+def dispatch(command: object) -> int:
+    import importlib
+
     from aioseed.tf_start import start_tensorflow
 
-    if isinstance(command, ReportConfig):
+    if isinstance(command, (ReportConfig, SweepConfig)):  # a sweep's trials are aioseed run processes
         if missing := missing_extra("results", "rliable", "optuna"):
             return missing
-        from aioseed.results import report
+    else:
+        env_id = _env_id(command)
+        if env_id is not None:
+            from aioseed.envs.registry import check_env_id
 
-        return report.main(command)
-    if isinstance(command, SweepConfig):  # its trials are aioseed run processes
-        if missing := missing_extra("results", "rliable", "optuna"):
-            return missing
-        from aioseed.sweep import study
+            check_env_id(env_id)  # an unknown id is one line now, not an error from deep inside the start
+        if not isinstance(command, (ActorConfig, FleetConfig)) or getattr(command, "architecture", "seed") == "impala":
+            start_tensorflow()
+    if isinstance(command, Bench):
+        from aioseed.bench.run import run_bench
 
-        return study.main(command)
-    env_id = _env_id(command)
-    if env_id is not None:
-        from aioseed.envs.registry import check_env_id
-
-        check_env_id(env_id)  # an unknown id is one line now, not an error from deep inside the start
-    if not isinstance(command, (ActorConfig, FleetConfig)) or getattr(command, "architecture", "seed") == "impala":
-        start_tensorflow()
-
-    match command:
-        case LearnerConfig():
-            return uvloop.run(launch.serve_learner(command))
-        case ActorConfig():
-            from aioseed.local_actors import run_any_actor
-
-            return uvloop.run(run_any_actor(command))
-        case FleetConfig():
-            from aioseed.clients.fleet import run_fleet
-
-            return uvloop.run(run_fleet(command))
-        case RunConfig(architecture="anakin"):
-            return launch.run_anakin(command)
-        case RunConfig():
-            return uvloop.run(launch.run_local(command))
-        case EvalConfig():
-            from aioseed import evaluate
-
-            return evaluate.main(command)
-        case ServeConfig():
-            from aioseed import serve
-
-            return uvloop.run(serve.main(command))
-        case Bench():
-            from aioseed.bench.run import run_bench
-
-            return run_bench(command.command)
-    raise TypeError(f"unknown command {command!r}")
+        return run_bench(command.command)
+    module = MAINS.get(type(command))
+    if module is None:
+        raise TypeError(f"unknown command {command!r}")
+    run_command: Callable[[Any], int] = importlib.import_module(module).main
+    return run_command(command)
 
 
 if __name__ == "__main__":

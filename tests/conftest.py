@@ -12,8 +12,9 @@ import pytest
 import uvloop
 
 from aioseed import log as logging_setup
-from aioseed.devices import split_cpu
-from aioseed.server.config import ConsoleConfig, LearnerConfig, ServerConfig
+from aioseed.compose.config import LearnerConfig
+from aioseed.compose.devices import split_cpu
+from aioseed.server.config import ConsoleConfig, ServerConfig
 
 logging_setup.configure("info")
 # Two logical CPU devices (/CPU:0, /CPU:1) for the multi-device tests: the split must precede TensorFlow's start.
@@ -48,7 +49,7 @@ LearnerFactory = Callable[..., contextlib.AbstractAsyncContextManager]
 @contextlib.asynccontextmanager
 async def serve(config: LearnerConfig) -> AsyncIterator:
     """``async with serve(config) as learner:`` a learner built and serving until the block ends."""
-    from aioseed.app import build
+    from aioseed.compose.learner import build
 
     learner = build(config)
     await learner.start()

@@ -27,10 +27,31 @@ def test_no_module_is_over_400_lines() -> None:
 def test_the_server_top_level_holds_only_the_learners_lifecycle() -> None:
     """Every other module sits in the sub-package of its stage on the data path."""
     top = {p.stem for p in (ROOT / "aioseed" / "server").glob("*.py")}
-    assert top == {"__init__", "learner", "stages", "config", "stopping", "run_info"}
+    assert top == {"__init__", "learner", "stages", "config", "stopping"}
     stages = {p.name for p in (ROOT / "aioseed" / "server").iterdir() if (p / "__init__.py").exists()}
     assert stages == {"transport", "batching", "acting", "trajectories", "training", "reporting"}
     assert stages == {p.name for p in (ROOT / "tests" / "server").iterdir() if (p / "__init__.py").exists()}  # tests mirror it
+
+
+DOOR = {"__init__", "__main__", "cli"}
+GROUND_FLOOR = {"types", "spec", "action_space", "control", "errors", "by_side", "tokens", "tables", "log", "tf_start"}
+
+
+def test_the_package_top_holds_only_the_door_and_the_ground_floor() -> None:
+    """Issue 58: every other module sits in the folder of its role (commands/, compose/, results/, ...), and the
+    ground floor stays small; pyproject.toml's contracts say what each may import."""
+    top = {p.stem for p in (ROOT / "aioseed").glob("*.py")}
+    assert top == DOOR | GROUND_FLOOR and len(GROUND_FLOOR) <= 10
+    contracts = (ROOT / "pyproject.toml").read_text()
+    assert all(f'"aioseed.{name}"' in contracts for name in GROUND_FLOOR)  # the ground floor's contract names them all
+
+
+def test_the_tests_mirror_the_roles() -> None:
+    """A module's tests sit in the folder named as its own: tests/commands/ for aioseed/commands/, and so on."""
+    for role in ("commands", "compose", "results", "server", "algos", "clients"):
+        assert (ROOT / "tests" / role / "__init__.py").exists(), role
+    loose = {p.stem.removeprefix("test_") for p in (ROOT / "tests").glob("test_*.py")}
+    assert loose <= GROUND_FLOOR | DOOR | {"architecture", "docs", "makefile", "proto_fresh", "wheel"}, loose
 
 
 AGENT_CLASSES = {"ImpalaAgent", "ImpalaPolicy", "R2D2Agent", "SacAgent", "SidedAgent"}

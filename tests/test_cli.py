@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aioseed.cli import parse
-from aioseed.launch import RunConfig
+from aioseed.commands.run import RunConfig
 
 
 def test_run_preset_sets_the_football_academy_and_flags_given_override_it() -> None:
@@ -61,7 +61,7 @@ def test_the_learners_flat_flags_of_earlier_versions_map_to_their_sections() -> 
 
 def test_impala_mode_from_the_command_line_and_the_combinations_it_refuses() -> None:
     from aioseed.clients.actor import ActorConfig
-    from aioseed.server.config import LearnerConfig
+    from aioseed.compose.config import LearnerConfig
 
     learner = parse(["learner", "--architecture", "impala"])
     assert isinstance(learner, LearnerConfig) and learner.architecture == "impala"

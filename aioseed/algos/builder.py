@@ -101,6 +101,8 @@ class Algorithm:
     """Figures of its acting settings that ``aioseed eval`` adds to its result."""
     default_settings: Callable[[], Any] | None = None
     """Its settings where the learner config has no section for it."""
+    key_hyperparameters: tuple[str, ...] = ()
+    """Fields of its settings that the console's run panel shows (the rest are in logdir/config.toml)."""
 
     def settings(self, config: Any) -> Any:
         """Its settings in the learner config ``config``."""

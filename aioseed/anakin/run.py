@@ -12,8 +12,8 @@ from aioseed.algos.impala.agent import ENTROPY_COST, ImpalaAgent
 from aioseed.algos.registry import algorithm
 from aioseed.anakin.envs import ENVS, TFEnv
 from aioseed.anakin.loop import Anakin
-from aioseed.devices import place
-from aioseed.server.config import LearnerConfig
+from aioseed.compose.config import LearnerConfig
+from aioseed.compose.devices import place
 from aioseed.server.training.checkpoint import Checkpointer
 from aioseed.server.training.trainer import Progress
 from aioseed.spec import EnvSpec
@@ -41,7 +41,7 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
     if config.tracking != "none":
         raise ValueError(f"--tracking {config.tracking} sends a learner's run; --architecture anakin writes TensorBoard only")
     if config.seed is not None:
-        keras.utils.set_random_seed(config.seed)  # as aioseed.app.build
+        keras.utils.set_random_seed(config.seed)  # as aioseed.compose.learner.build
     env = tf_env(config.env)
     spec = EnvSpec(observation_shape=env.observation_shape, observation_dtype=env.observation_dtype, action_space=env.num_actions)
     agent = trains.make_agent(trains.settings(config), spec, replicas, seed=config.seed)
@@ -50,10 +50,10 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
     )
     checkpointer = None
     if config.logdir is not None:
-        from aioseed import config_file
+        from aioseed.compose import config_file
 
         config_file.save(config.logdir, run or config, "learner" if run is None else "run")
-        from aioseed.app import warm_start
+        from aioseed.compose.learner import warm_start
 
         checkpointer = Checkpointer(config.logdir / "checkpoints", anakin.checkpoint_objects(), warm_start=warm_start(config))
     return anakin, checkpointer

@@ -24,7 +24,7 @@ import numpy as np
 from aioseed.bench.atari import components, compute_bound, measure
 from aioseed.bench.children import ended, reported
 from aioseed.bench.config import ArchitecturesBench, atari_run, cartpole_run
-from aioseed.launch import RunConfig
+from aioseed.commands.run import RunConfig
 from aioseed.server.config import StopConfig
 
 WORKLOADS = {"pong": atari_run, "cartpole": cartpole_run}

@@ -23,7 +23,7 @@ import numpy as np
 
 from aioseed.bench.config import AtariBench
 from aioseed.bench.spawned import run_in_process, timed_history
-from aioseed.launch import RunConfig
+from aioseed.commands.run import RunConfig
 from aioseed.server.config import ConsoleConfig, StopConfig
 
 
@@ -55,7 +55,7 @@ def measure(run: RunConfig, warmup_s: float, seconds: float) -> dict[str, float]
         "policy_lag": float(np.nanmean([p["learner/policy_lag"] for p in window])),
     }
     if "impala/received_bytes" in last:  # IMPALA mode: unroll uploads and parameter downloads, measured
-        from aioseed.app import learner_specs
+        from aioseed.compose.learner import learner_specs
 
         frames_per_step = learner_specs(run.learner)[0].frames_per_step
         env_steps = (last["charts/frames"] - first["charts/frames"]) / frames_per_step
@@ -70,7 +70,7 @@ def components(run: RunConfig, mean_batch: float, seconds: float) -> dict[str, f
     the run's precision; each timed for ``seconds``."""
     from aioseed.algos.agent import zero_state
     from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.app import learner_specs
+    from aioseed.compose.learner import learner_specs
     from aioseed.envs.registry import make_vector_env
 
     config = run.learner

@@ -32,7 +32,7 @@ import numpy as np
 
 from aioseed.bench.children import ended, reported
 from aioseed.bench.config import AutotuneBench, atari_run, cartpole_run
-from aioseed.launch import RunConfig
+from aioseed.commands.run import RunConfig
 from aioseed.server.batching.autotune import BatchingConfig
 from aioseed.server.batching.latency import quantile_ms
 from aioseed.server.config import StopConfig
@@ -88,8 +88,8 @@ async def final_against_best(
 
 
 async def measure(run: RunConfig, bench: AutotuneBench) -> dict[str, Any]:
-    from aioseed.app import build
-    from aioseed.launch import launch_actors
+    from aioseed.commands.launchers import launch_actors
+    from aioseed.compose.learner import build
 
     batching = BatchingConfig(auto=False, latency_target_ms=bench.latency_target_ms)
     config = dataclasses.replace(run.served_learner, batching=batching, stop=StopConfig(), metrics_every_s=1.0)
@@ -107,7 +107,7 @@ async def measure(run: RunConfig, bench: AutotuneBench) -> dict[str, Any]:
 
     async with asyncio.TaskGroup() as group:
         serving = group.create_task(learner.run(), name="learner")
-        stop_actors = await launch_actors(run, run.actor_configs(port), learner, group)
+        stop_actors = await launch_actors(run.launch_strategy, run.actor_configs(port), learner, group)
         try:
             await asyncio.sleep(bench.warmup_s)
             grid = []

@@ -22,7 +22,7 @@ import numpy as np
 
 from aioseed.bench.config import CartpoleBench
 from aioseed.bench.spawned import run_in_process
-from aioseed.launch import RunConfig
+from aioseed.commands.run import RunConfig
 from aioseed.server.config import StopConfig
 
 

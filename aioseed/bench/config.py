@@ -11,8 +11,8 @@ import tyro
 from aioseed.algos.impala.config import NetworkKind
 from aioseed.bench.load_config import ServeBench, StreamsBench, TransportBench
 from aioseed.bench.recipe_config import PresetsBench, TimeToScoreBench
+from aioseed.commands.run import PresetName, RunConfig
 from aioseed.envs.registry import EnvBackend
-from aioseed.launch import PresetName, RunConfig
 from aioseed.server.config import ConsoleConfig, StopConfig
 from aioseed.server.trajectories.pacing import ActingMode
 

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from aioseed.bench.config import DevicesBench
-from aioseed.devices import place
+from aioseed.compose.devices import place
 
 NETWORK_SPECS = {
     "mlp": ((4,), "float32", 2),

@@ -32,10 +32,10 @@ def random_policy(action_space: Any, seed: int) -> Policy:
 
 def checkpoint_policy(logdir: Any, env_id: str, envs: Any) -> Policy:
     """The run's latest checkpoint, sampling its actions (a feed-forward policy)."""
-    from aioseed import config_file
     from aioseed.algos.agent import zero_state
-    from aioseed.app import build_agent
-    from aioseed.devices import place
+    from aioseed.compose import config_file
+    from aioseed.compose.devices import place
+    from aioseed.compose.learner import build_agent
     from aioseed.envs.registry import vector_env_spec
     from aioseed.server.training.checkpoint import Checkpointer
     from aioseed.types import env_actions

@@ -21,14 +21,15 @@ import textwrap
 
 import structlog
 
-from aioseed import config_file
 from aioseed.bench.config import LearningCurveBench
+from aioseed.compose import config_file
+from aioseed.compose.config import LearnerConfig
 from aioseed.envs.atari import is_atari
 from aioseed.envs.football import is_football
 from aioseed.errors import InvalidInput
 from aioseed.results.curves import RETURN_TAG, Point, episode_returns, over_episodes, read_curve
 from aioseed.results.scoring import GOAL_RETURNS, scoring_bins, write_scoring_csv
-from aioseed.server.config import LearnerConfig, StopConfig
+from aioseed.server.config import StopConfig
 from aioseed.tables import flatten
 
 log = structlog.get_logger()
@@ -109,7 +110,7 @@ def scoring(logdir: pathlib.Path, goal_return: float, bin_frames: int) -> dict[s
 def train(bench: LearningCurveBench) -> None:
     import uvloop
 
-    from aioseed.launch import train_locally
+    from aioseed.commands.run import train_locally
 
     run = bench.resolved_run
     stop = StopConfig(after_frames=bench.target_frames, after_seconds=bench.minutes * 60.0)

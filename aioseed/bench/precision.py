@@ -41,7 +41,7 @@ def abba(work: dict[str, Callable[[], object]], seconds: float) -> dict[str, flo
 def main(bench: PrecisionBench) -> int:
     from aioseed.algos.agent import zero_state
     from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.app import learner_specs
+    from aioseed.compose.learner import learner_specs
 
     config = bench.run.learner
     _, spec = learner_specs(config)

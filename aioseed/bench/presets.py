@@ -17,7 +17,7 @@ from typing import Any
 from aioseed.bench.acting import mean_of, order
 from aioseed.bench.atari import components, compute_bound, measure
 from aioseed.bench.recipe_config import PresetsBench
-from aioseed.launch import RunConfig
+from aioseed.commands.run import RunConfig
 
 
 def preset_run(name: str, env: str | None) -> RunConfig:

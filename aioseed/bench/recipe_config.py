@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from aioseed.launch import PresetName, RunConfig
+from aioseed.commands.run import PresetName, RunConfig
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,14 +6,14 @@ import dataclasses
 import multiprocessing
 
 from aioseed.bench.children import ChildFailed, ended, reported
-from aioseed.launch import RunConfig, RunSummary
+from aioseed.commands.run import RunConfig, RunSummary
 
 
 def _one_run(config: RunConfig, results: multiprocessing.Queue) -> None:
     import uvloop
 
     from aioseed import log as logging_setup
-    from aioseed.launch import train_locally
+    from aioseed.commands.run import train_locally
     from aioseed.tf_start import start_tensorflow
 
     logging_setup.configure("warning")

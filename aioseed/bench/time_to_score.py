@@ -22,13 +22,13 @@ from typing import Any
 
 import structlog
 
-from aioseed import config_file
 from aioseed.bench.atari import components, compute_bound
 from aioseed.bench.children import ChildFailed
 from aioseed.bench.learning_curve import run_title, write_csv, write_png
 from aioseed.bench.recipe_config import TimeToScoreBench
+from aioseed.commands.run import RunConfig
+from aioseed.compose import config_file
 from aioseed.errors import InvalidInput
-from aioseed.launch import RunConfig
 from aioseed.results.curves import CurveTail, Point, reached_and_held
 from aioseed.server.config import ConsoleConfig, StopConfig
 from aioseed.sweep.trial import stop_run

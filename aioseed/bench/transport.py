@@ -146,17 +146,18 @@ def _learner(trial: Trial, server: ServerConfig, console: ConsoleConfig) -> Lear
     (``aioseed serve`` of ``trial.checkpoint``) or "paused" (a learner restored from it, paused by the caller)."""
     import dataclasses
 
-    from aioseed.app import assemble
-    from aioseed.server.config import LearnerConfig, StopConfig
+    from aioseed.compose.config import LearnerConfig
+    from aioseed.compose.learner import assemble
+    from aioseed.server.config import StopConfig
 
     if trial.server == "serve":
-        from aioseed import serve
+        from aioseed.commands import serve
 
         config = serve.ServeConfig(pathlib.Path(trial.checkpoint), server=server, batcher=trial.batcher, console=console, log_every_s=3600.0)
         return serve.build(config)[0]
     if trial.server == "paused":
-        from aioseed import config_file
-        from aioseed.app import build
+        from aioseed.compose import config_file
+        from aioseed.compose.learner import build
 
         saved = config_file.saved_learner(pathlib.Path(trial.checkpoint))
         return build(dataclasses.replace(

@@ -9,10 +9,10 @@ from typing import get_args
 
 import tyro
 
-from aioseed.config_file import as_flags, command_table, read
+from aioseed.commands.run import PresetName, RunConfig
+from aioseed.compose.config import LearnerConfig
+from aioseed.compose.config_file import as_flags, command_table, read
 from aioseed.errors import InvalidInput, close_matches
-from aioseed.launch import PresetName, RunConfig
-from aioseed.server.config import LearnerConfig
 
 DIRECTORY = pathlib.Path(__file__).parent
 PRESETS: tuple[str, ...] = get_args(PresetName)

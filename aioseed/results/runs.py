@@ -10,7 +10,7 @@ import pathlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from aioseed import config_file
+from aioseed.compose import config_file
 from aioseed.errors import InvalidInput, MissingFile
 from aioseed.results.curves import episode_returns, over_episodes, read_curve
 from aioseed.tables import flatten

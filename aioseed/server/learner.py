@@ -1,4 +1,4 @@
-"""The learner: the lifecycle and the control of stages that ``aioseed.app.build`` wires together.
+"""The learner: the lifecycle and the control of stages that ``aioseed.compose.learner.build`` wires together.
 
 ``Learner`` implements ``aioseed.control.Control``: ``configure_batcher``,
 ``pause``/``resume``, ``set_learning_rate``, ``checkpoint_now``, ``disconnect`` and
@@ -8,6 +8,7 @@ the snapshots the console reads; ``request_stop`` starts the ordered shutdown.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import math
 import pathlib
 import time
@@ -22,10 +23,9 @@ from aioseed.control import CommandRefused
 from aioseed.server.batching.autotune import BatchTuner
 from aioseed.server.batching.batcher import BatcherConfig
 from aioseed.server.batching.tuner_measure import Observation
-from aioseed.server.config import LearnerConfig
+from aioseed.server.config import LearnerSettings
 from aioseed.server.reporting.reporter import Reporter, Snapshot
 from aioseed.server.reporting.stats import History
-from aioseed.server.run_info import describe
 from aioseed.server.stages import Stages
 from aioseed.server.training.checkpoint import CheckpointFailed, CheckpointRefused
 from aioseed.server.training.trainer import Progress
@@ -49,14 +49,18 @@ class Console(Protocol):
 class Learner:
     def __init__(
         self,
-        config: LearnerConfig,
+        config: LearnerSettings,
         spec: EnvSpec,
         agent: Agent,
         stages: Stages,
         console: Callable[[Learner], Console] | None = None,
+        run_info: dict[str, Any] | None = None,
     ) -> None:
-        """``spec``: what actors send; ``console``: makes the front end that steers this learner."""
+        """``spec``: what actors send; ``console``: makes the front end that steers this learner; ``run_info``:
+        the run panel's fixed part (``aioseed.compose.run_info.describe``), to which the start time and the
+        checkpoints kept are added."""
         self.config = config
+        self._run_info = run_info or {}
         self.spec = spec
         self.agent = agent
         self._stages = stages
@@ -178,8 +182,8 @@ class Learner:
         return None if self.config.logdir is None else self.config.logdir / "videos"
 
     async def run_info(self) -> dict[str, Any]:
-        replicas = self.agent.replicas
-        info = describe(self.config, replicas.training, replicas.inference, self._started)
+        started = datetime.datetime.fromtimestamp(self._started, datetime.UTC).isoformat(timespec="seconds")
+        info = {**self._run_info, "started": started}
         checkpointer = self._stages.checkpointer
         info["checkpoints"] = [] if checkpointer is None else await asyncio.to_thread(checkpointer.listing)
         return info

@@ -1,4 +1,4 @@
-"""The learner's stages, in data-path order, as ``aioseed.app`` builds them for ``Learner``."""
+"""The learner's stages, in data-path order, as ``aioseed.compose.learner`` builds them for ``Learner``."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from aioseed.server.transport.service import LearnerService
 
 @dataclasses.dataclass(frozen=True)
 class Stages:
-    """The learner's parts, in data-path order; ``aioseed.app.build`` makes them."""
+    """The learner's parts, in data-path order; ``aioseed.compose.learner.build`` makes them."""
 
     endpoint: GrpcEndpoint
     """The gRPC server: auth, TLS, health."""

@@ -8,7 +8,7 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from aioseed import config_file
+from aioseed.compose import config_file
 
 Sampler = Literal["grid", "random", "tpe"]
 Pruner = Literal["none", "median", "asha"]

@@ -54,8 +54,8 @@ def check(sweep: Sweep) -> int:
     in every trial; returns its return window (what a trial's mean return averages)."""
     import tyro
 
-    from aioseed import config_file
-    from aioseed.launch import RunConfig
+    from aioseed.commands.run import RunConfig
+    from aioseed.compose import config_file
     from aioseed.presets import preset_flags
 
     params = {k: v[0] for k, v in sweep.grid.items()} or {k: d.choices[0] if d.choices else d.low for k, d in sweep.space.items()}

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from tests.conftest import small_config
-
-from aioseed.launch import RunConfig, train_locally
+from aioseed.commands.run import RunConfig, train_locally
 from aioseed.server.config import StopConfig
+from tests.conftest import small_config
 
 
 async def test_an_algorithm_registered_from_outside_aioseed_trains_cartpole(tmp_path) -> None:
-    from tests.algos import toy_a2c  # registers toy-a2c
     from aioseed.algos.registry import algorithm
+    from tests.algos import toy_a2c  # registers toy-a2c
 
     assert algorithm("toy-a2c") is toy_a2c.A2C
     learner = small_config(

@@ -118,9 +118,10 @@ def test_several_training_devices_are_refused() -> None:
 
 def test_a_warm_start_loads_both_sides_policies(tmp_path) -> None:
     """--init-checkpoint of a run with a policy per side: the right side's weights were left at their initial values."""
-    from aioseed.app import warm_start
+    from aioseed.compose.config import LearnerConfig
+    from aioseed.compose.learner import warm_start
     from aioseed.envs.football import FootballConfig
-    from aioseed.server.config import LearnerConfig, SelfPlayConfig
+    from aioseed.server.config import SelfPlayConfig
 
     trained = sided()
     Checkpointer(tmp_path / "old", trained.checkpoint_objects()).save(Progress(10, 100))

@@ -13,7 +13,7 @@ from aioseed.algos.impala.agent import ENTROPY_COST, ImpalaAgent
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.anakin.envs import CartPole, Catch
 from aioseed.anakin.loop import Anakin
-from aioseed.server.config import LearnerConfig
+from aioseed.compose.config import LearnerConfig
 from aioseed.spec import EnvSpec
 
 SPEC = EnvSpec(observation_shape=(4,), observation_dtype="float32", action_space=2)

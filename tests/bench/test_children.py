@@ -44,7 +44,7 @@ def test_a_process_still_running_is_ended() -> None:
 
 def test_a_timed_runs_figures_end_at_its_stop_and_a_run_that_stopped_otherwise_is_no_figure() -> None:
     from aioseed.bench.spawned import timed_history
-    from aioseed.launch import RunSummary
+    from aioseed.commands.run import RunSummary
 
     history = [{"time": t, "charts/frames": 100.0 * t} for t in (1.0, 2.0, 3.0, 3.5)]
     timed = RunSummary(300, 3, 0.0, "time", 3.0, 300, 0.0, history)

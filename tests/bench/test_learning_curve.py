@@ -143,7 +143,7 @@ def test_the_mean_spans_resumed_sessions_and_the_target_needs_a_full_window(tmp_
 def test_a_resume_with_other_settings_is_refused_unless_allowed(tmp_path, capsys) -> None:
     """The first session's config.toml against the flags of the next: a forgotten --return-window 32 would
     change the curve's window halfway. The stop conditions (set per session) may differ."""
-    from aioseed import config_file
+    from aioseed.compose import config_file
     from aioseed.errors import InvalidInput
 
     logdir = tmp_path / "run"

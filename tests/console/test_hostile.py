@@ -11,9 +11,8 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from tests.conftest import small_config
-
 from aioseed.console import server as console_server
+from tests.conftest import small_config
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -119,7 +118,7 @@ async def test_a_taken_console_port_leaves_no_grpc_port_serving(tmp_path) -> Non
     """The learner's start failed at the console after the gRPC server had started, and left it running."""
     import socket
 
-    from aioseed.app import build
+    from aioseed.compose.learner import build
     from aioseed.errors import PortTaken
 
     with socket.socket() as holder:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from tests.processes import train_through_processes
 
 from aioseed.envs.atari import game_name
 from aioseed.envs.registry import env_spec
+from tests.processes import train_through_processes
 
 
 def test_ale_ids_map_to_native_game_names_and_frames_are_stacked_uint8() -> None:
@@ -58,9 +58,9 @@ async def evaluate_under_a_protocol(logdir) -> None:
     starts, full episodes), which checkpoint and which code, and is kept in the run's logdir."""
     import json
 
+    from aioseed import __version__
+    from aioseed.compose import config_file
     from tests.processes import Process
-
-    from aioseed import __version__, config_file
 
     evaluation = await Process(["eval", "--logdir", str(logdir), "--protocol", "machado", "--episodes", "1", "--format", "json"]).start()
     assert await evaluation.wait(timeout_s=300) == 0, evaluation.log
@@ -85,6 +85,7 @@ async def record_a_pong_episode(logdir) -> None:
 
     import imageio_ffmpeg
     import numpy as np
+
     from tests.processes import Process
 
     video = logdir / "pong.mp4"

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.util import tensor_util
-from tests.processes import CARTPOLE_FRAME_BUDGET, CARTPOLE_TO_195, Process, run_to_end, run_to_return
 
 import aioseed
-from aioseed.evaluate import EvalConfig, evaluate
+from aioseed.commands.evaluate import EvalConfig, evaluate
+from tests.processes import CARTPOLE_FRAME_BUDGET, CARTPOLE_TO_195, Process, run_to_end, run_to_return
 
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import signal
 
-from tests.processes import Process
-
 from aioseed.clients.actor import Actor, ActorConfig
-from aioseed.launch import INTERRUPTED
+from aioseed.commands.signals import INTERRUPTED
+from tests.processes import Process
 
 
 async def test_a_second_signal_exits_at_once_while_the_first_is_still_draining(tmp_path) -> None:

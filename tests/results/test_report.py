@@ -9,8 +9,8 @@ import pathlib
 
 import pytest
 
-from aioseed import config_file
-from aioseed.launch import RunConfig
+from aioseed.commands.run import RunConfig
+from aioseed.compose import config_file
 from aioseed.results.atari_scores import reference, references
 from aioseed.results.report import ReportConfig, report, table
 

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from aioseed.config_file import ConfigFileError
+from aioseed.compose.config_file import ConfigFileError
 from aioseed.sweep.config import read_sweep
 from aioseed.sweep.study import setting_slug, total_trials, trial_table
 from aioseed.tables import merged, nested

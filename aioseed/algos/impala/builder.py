@@ -43,4 +43,9 @@ IMPALA = Algorithm(
     pacing=frozenset({"bounded", "synchronous"}),
     make_policy=make_policy,
     separate_sides=True,
+    key_hyperparameters=(
+        "learning_rate", "optimizer", "lr_schedule", "discount", "entropy_cost", "entropy_schedule", "baseline_cost",
+        "lambda_", "targets", "epochs", "minibatches", "ppo_clip", "max_grad_norm", "reward_clipping", "hidden_sizes",
+        "lstm_size",
+    ),
 )

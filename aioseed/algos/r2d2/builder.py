@@ -38,4 +38,8 @@ R2D2 = Algorithm(
     evaluation=evaluation,
     policy_name=lambda settings, greedy: "greedy" if greedy else f"epsilon {settings.eval_epsilon:g}",
     evaluation_fields=lambda settings: {"epsilon": settings.eval_epsilon},
+    key_hyperparameters=(
+        "learning_rate", "discount", "n_steps", "burn_in", "target_update_period", "replay_capacity",
+        "min_replay_size", "replay_ratio", "priority_exponent", "importance_exponent", "lstm_size",
+    ),
 )

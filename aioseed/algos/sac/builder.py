@@ -36,4 +36,8 @@ SAC = Algorithm(
     replay=replay,
     pacing=frozenset({"replay"}),
     evaluation=evaluation,
+    key_hyperparameters=(
+        "learning_rate", "critic_learning_rate", "alpha_learning_rate", "discount", "tau", "initial_alpha",
+        "autotune_alpha", "target_entropy", "replay_capacity", "min_replay_size", "replay_ratio", "hidden_sizes",
+    ),
 )

@@ -15,7 +15,7 @@ import structlog
 log = structlog.get_logger()
 
 Act = Callable[[np.ndarray, dict[str, np.ndarray], np.ndarray, "np.ndarray | None"], tuple[np.ndarray, dict[str, np.ndarray]]]
-"""(observations, recurrent state, rewards, right-side rows or None) -> (actions, next state): ``aioseed.trained.Act``."""
+"""(observations, recurrent state, rewards, right-side rows or None) -> (actions, next state): ``aioseed.compose.policy.Act``."""
 
 
 class ServedPolicy:
@@ -23,7 +23,7 @@ class ServedPolicy:
     ``reload``, ``metrics``."""
 
     def __init__(self, act: Act, restore: Callable[[str], Any], checkpoint: str, frames: int, train_steps: int) -> None:
-        """``act``: the agent as one function (``aioseed.trained.acting_function``: sampled, epsilon-greedy or
+        """``act``: the agent as one function (``aioseed.compose.policy.acting_function``: sampled, epsilon-greedy or
         greedy); ``restore(path)``: loads a checkpoint into the agent, returning its Progress; ``checkpoint``,
         ``frames``, ``train_steps``: what is served now."""
         self._act = act

@@ -58,7 +58,7 @@ class Refusals:
         received. Python collects cycles by object counts, not bytes, so a flood of refused large uploads
         outpaced it: the learner's RSS grew by ~2 GB per 10 s of 4 MiB uploads (bench impala-hostile) and
         stayed. One collection a second while refusals come in keeps it flat; the learner and serve processes freeze
-        their long-lived objects (``gc.freeze`` in ``serve_learner`` and ``serve.main``) after start-up, so a collection
+        their long-lived objects (``gc.freeze`` in ``aioseed.commands.learner`` and ``aioseed.commands.serve``) after start-up, so a collection
         scans only what is new.
 
         One more collection follows on the call after the last refusal: a refusal is counted before its call

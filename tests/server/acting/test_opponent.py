@@ -99,7 +99,7 @@ def test_the_frozen_opponent_copies_the_weights_only_every_refresh_frames_and_ch
 def test_a_warm_started_runs_opponent_starts_from_the_warm_start_not_the_initial_weights(tmp_path) -> None:
     """The opponent copies the learner when it is built, before ``--init-checkpoint``'s weights are loaded: a new run
     copies again once they are (a resumed run keeps its restored opponent)."""
-    from aioseed.app import on_restored
+    from aioseed.compose.learner import on_restored
     from aioseed.server.training.checkpoint import WarmStart
 
     spec = EnvSpec((4,), "float32", 2, players=(1, 1))

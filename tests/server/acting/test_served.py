@@ -9,11 +9,11 @@ import numpy as np
 
 from aioseed.algos.r2d2.agent import R2D2Agent
 from aioseed.algos.r2d2.config import R2D2Config
+from aioseed.compose.config import LearnerConfig
+from aioseed.compose.policy import acting_function, acting_settings
 from aioseed.server.acting.served import ServedPolicy, checkpoint_number
-from aioseed.server.config import LearnerConfig
 from aioseed.server.training.trainer import Progress
 from aioseed.spec import EnvSpec
-from aioseed.trained import acting_function, acting_settings
 
 SPEC = EnvSpec((4,), "float32", 4)
 

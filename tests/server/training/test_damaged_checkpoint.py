@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from structlog.testing import capture_logs
-from tests.waiting import until
 
 from aioseed.errors import UserError
 from aioseed.server.acting.served import ServedPolicy
 from aioseed.server.training.checkpoint import Checkpointer
 from aioseed.server.training.trainer import Progress
+from tests.waiting import until
 
 DATA = ".data-00000-of-00001"
 
@@ -81,7 +81,7 @@ async def watching(directory: pathlib.Path) -> AsyncIterator[tuple[ServedPolicy,
     """``serve --watch``'s watcher over ``directory``, serving ckpt-1: (the served policy, the log entries so far). At
     the end the watcher must still run (before, a damaged file raised out of it and serve exited 1), and the weights
     must be those of the checkpoint served."""
-    from aioseed.serve import watch
+    from aioseed.commands.serve import watch
 
     objects = weights(0.0)
     first = save(directory, 1)

@@ -18,7 +18,8 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 from rich.text import Text
 
 from aioseed import log as logging_setup
-from aioseed.server.config import Display, StopConfig
+from aioseed.compose.config import Display
+from aioseed.server.config import StopConfig
 
 
 class Watched(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import tensorflow as tf
 
-from aioseed.devices import inference_devices, parse_names, place, split_cpu, training_devices
+from aioseed.compose.devices import inference_devices, parse_names, place, split_cpu, training_devices
 
 
 def test_names_are_read_as_tensorflow_device_names() -> None:

@@ -62,7 +62,7 @@ def check_same_env(logdir: pathlib.Path, env: str) -> None:
 
 def unknown_key(key: str, cls: type, prefix: str) -> str:
     """What is wrong with ``key`` in a table of ``cls``: the key that replaced it, or the closest ones."""
-    from aioseed.server.config import RENAMED_FLAGS, RENAMED_SECTIONS, LearnerConfig
+    from aioseed.compose.config import RENAMED_FLAGS, RENAMED_SECTIONS, LearnerConfig
 
     spelled = key.replace("_", "-")
     if cls is LearnerConfig and spelled in RENAMED_FLAGS:
@@ -134,7 +134,7 @@ def document(config: object) -> dict[str, Any]:
 
 def dumps(config: object, command: str, header: str = "", provenance: Mapping[str, Any] | None = None) -> str:
     """TOML of ``config`` for ``aioseed COMMAND --config FILE``, sections after plain keys; ``provenance``
-    (``aioseed.provenance``) as a last ``[provenance]`` table, which reading a file skips."""
+    (``aioseed.compose.provenance``) as a last ``[provenance]`` table, which reading a file skips."""
     table = document(config)
     plain = {k: v for k, v in table.items() if not isinstance(v, dict)}
     sections = {k: v for k, v in table.items() if isinstance(v, dict)}
@@ -167,7 +167,7 @@ def save(logdir: pathlib.Path, config: object, command: str) -> pathlib.Path:
     """Writes logdir/config.toml: ``aioseed COMMAND --config`` it to run the same again (secrets are
     marked, not stored), and ``aioseed eval`` rebuilds the agent from it. Its ``[provenance]`` table records
     the git commit, whether the tree was dirty, and the libraries' versions."""
-    from aioseed.provenance import provenance
+    from aioseed.compose.provenance import provenance
 
     logdir.mkdir(parents=True, exist_ok=True)
     path = logdir / "config.toml"
@@ -188,7 +188,7 @@ def saved_learner(logdir: pathlib.Path) -> Any:
 
     import tyro
 
-    from aioseed.server.config import LearnerConfig
+    from aioseed.compose.config import LearnerConfig
 
     path = logdir / "config.toml"
     if path.exists():

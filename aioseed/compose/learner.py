@@ -16,18 +16,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import structlog
 
-from aioseed import config_file
 from aioseed.algos.agent import Agent
 from aioseed.algos.builder import ReplaySettings
 from aioseed.algos.registry import ALGORITHMS, algorithm
+from aioseed.compose import config_file
+from aioseed.compose.config import LearnerConfig
+from aioseed.compose.devices import place
+from aioseed.compose.run_info import describe
 from aioseed.console.server import ConsoleServer
-from aioseed.devices import place
 from aioseed.envs.atari import is_atari
 from aioseed.envs.registry import env_kwargs, env_spec
 from aioseed.server.acting.inference import InferenceLoop
 from aioseed.server.acting.step import StepResult, acting_for, unroll_columns
 from aioseed.server.batching.batcher import Batch, Batcher
-from aioseed.server.config import LearnerConfig
 from aioseed.server.learner import Learner
 from aioseed.server.reporting.episode_window import EpisodeWindow
 from aioseed.server.reporting.stats import Stats
@@ -252,7 +253,8 @@ def assemble(
         stopping=stopping, checkpointer=checkpointer, write_summaries=summary_writer(config, stats, tracker), params=params,
         tracker=tracker, pacing=pacing,
     )
-    return Learner(config, spec, agent, stages, console_factory(config))
+    run_info = describe(config, agent.replicas.training, agent.replicas.inference)
+    return Learner(config, spec, agent, stages, console_factory(config), run_info)
 
 
 def impala_uploads(

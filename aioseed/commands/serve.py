@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from aioseed import config_file
+from aioseed.compose import config_file
+from aioseed.compose.config import Display, LearnerConfig
 from aioseed.errors import MissingFile, UserError
 from aioseed.server.batching.batcher import BatcherConfig
-from aioseed.server.config import ConsoleConfig, Display, LearnerConfig, ServerConfig, StopConfig
+from aioseed.server.config import ConsoleConfig, ServerConfig, StopConfig
 
 if TYPE_CHECKING:
     from aioseed.server.acting.served import ServedPolicy
@@ -75,11 +76,11 @@ def serving_settings(saved: LearnerConfig, config: ServeConfig) -> LearnerConfig
 
 def build(config: ServeConfig) -> tuple[Learner, ServedPolicy, pathlib.Path]:
     """The served learner, its policy and the checkpoint directory --watch looks at."""
-    from aioseed.app import assemble, learner_specs
+    from aioseed.compose.learner import assemble, learner_specs
+    from aioseed.compose.policy import acting_function, acting_settings, locate, restored_agent
     from aioseed.server.acting.served import ServedPolicy
     from aioseed.server.training.checkpoint import Checkpointer
     from aioseed.server.training.checkpoint_files import latest_checkpoint
-    from aioseed.trained import acting_function, acting_settings, locate, restored_agent
 
     logdir, checkpoint = locate(config.checkpoint)
     saved = acting_settings(config_file.saved_learner(logdir), config.greedy, config.epsilon)
@@ -129,13 +130,20 @@ async def watch(served: ServedPolicy, learner: Learner, directory: pathlib.Path,
         learner.set_version(served.train_steps)
 
 
-async def main(config: ServeConfig) -> int:
+def main(config: ServeConfig) -> int:
+    """``aioseed serve``'s exit status (``serve``)."""
+    import uvloop
+
+    return uvloop.run(serve(config))
+
+
+async def serve(config: ServeConfig) -> int:
     """Serves until SIGINT/SIGTERM, then stops in order and exits 0."""
-    from aioseed.launch import stop_on_signals
-    from aioseed.terminal import showing
+    from aioseed.commands.signals import stop_on_signals
+    from aioseed.commands.terminal import showing
 
     learner, served, directory = build(config)
-    gc.freeze()  # as ``aioseed learner`` does (launch.serve_learner): the collections refusals cause skip TensorFlow's objects
+    gc.freeze()  # as ``aioseed learner`` does (commands.learner.serve): the collections refusals cause skip TensorFlow's objects
     stop_on_signals(learner.request_stop)
     async with showing(learner, StopConfig(), learner.config.env, config.display), asyncio.TaskGroup() as group:
         watcher = group.create_task(watch(served, learner, directory, config.watch_every_s)) if config.watch else None

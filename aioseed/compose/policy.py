@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from aioseed import config_file
-from aioseed.by_side import Infer, infer_by_side
 from aioseed.algos.registry import algorithm
+from aioseed.by_side import Infer, infer_by_side
+from aioseed.compose import config_file
 from aioseed.errors import MissingFile
 from aioseed.spec import EnvSpec
 from aioseed.types import env_actions
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     import gymnasium as gym
 
     from aioseed.algos.agent import Agent
+    from aioseed.compose.config import LearnerConfig
     from aioseed.envs.atari import AtariConfig
-    from aioseed.server.config import LearnerConfig
 
 Act = Callable[[np.ndarray, dict[str, np.ndarray], np.ndarray, "np.ndarray | None"], tuple[np.ndarray, dict[str, np.ndarray]]]
 """(observations [B, ...], recurrent state, the rewards that led to them, <bool>[B] right-side players' rows or
@@ -135,8 +135,8 @@ def restored_agent(
     saved: LearnerConfig, spec: EnvSpec, logdir: pathlib.Path, checkpoint: str | None = None, device: str = "auto"
 ) -> tuple[Agent, Any]:
     """(the agent ``saved`` describes with ``checkpoint``'s weights (None: the latest), its Progress)."""
-    from aioseed.app import build_agent
-    from aioseed.devices import place
+    from aioseed.compose.devices import place
+    from aioseed.compose.learner import build_agent
     from aioseed.server.training.checkpoint import Checkpointer
 
     agent = build_agent(saved, spec, place(device))

@@ -1,5 +1,4 @@
-"""Actors on this machine for ``aioseed run``: spawned processes, started, watched and stopped; and the entry
-point that runs either kind of actor (SEED's, or IMPALA mode's)."""
+"""Actor processes on this machine (``aioseed run``'s default launch): spawned, watched and stopped."""
 
 from __future__ import annotations
 
@@ -9,22 +8,33 @@ import os
 import signal
 from typing import TYPE_CHECKING
 
-import structlog
-
 from aioseed.clients.actor import ActorConfig
+from aioseed.commands.launchers.stop import stop_without_actors
 
 if TYPE_CHECKING:
-    from aioseed.clients.fleet import RayFleet
+    from aioseed.commands.launchers import Stop
     from aioseed.server.learner import Learner
 
-log = structlog.get_logger()
+
+async def launch(configs: list[ActorConfig], learner: Learner, group: asyncio.TaskGroup) -> Stop:
+    """Spawns one process per actor and watches the training ones in ``group``."""
+    processes = start_actors(configs)
+    training = [process for process, actor in zip(processes, configs) if not actor.evaluation]
+    if training:
+        group.create_task(watch_actors(training, learner), name="actor-watch")
+
+    async def stop() -> None:
+        await asyncio.to_thread(stop_actors, processes)
+
+    return stop
 
 
 def _actor_process(config: ActorConfig, parent: int, level: str) -> None:
-    """Entry point of a spawned local actor process."""
+    """Entry point of a spawned local actor process: ``aioseed actor`` until its parent is gone."""
     import uvloop
 
     from aioseed import log as logging_setup
+    from aioseed.commands.actor import act
 
     logging_setup.configure(level)
     if config.architecture == "impala":  # the actor runs the policy itself
@@ -40,22 +50,11 @@ def _actor_process(config: ActorConfig, parent: int, level: str) -> None:
 
         watcher = asyncio.create_task(watch_parent())
         try:
-            return await run_any_actor(config)
+            return await act(config)
         finally:
             watcher.cancel()
 
     raise SystemExit(uvloop.run(main()))
-
-
-async def run_any_actor(config: ActorConfig) -> int:
-    """``aioseed actor``: SEED's actor, or IMPALA mode's (which loads TensorFlow, so only then)."""
-    if config.architecture == "impala":
-        from aioseed.impala_actor.actor import run_impala_actor
-
-        return await run_impala_actor(config)
-    from aioseed.clients.actor import run_actor
-
-    return await run_actor(config)
 
 
 def start_actors(configs: list[ActorConfig], level: str = "warning") -> list[multiprocessing.process.BaseProcess]:
@@ -84,28 +83,9 @@ def stop_actors(processes: list[multiprocessing.process.BaseProcess], timeout_s:
             process.join()
 
 
-ACTORS_EXITED = "actors exited"
-"""The stop reason when every local actor process has exited (``aioseed run`` then exits 1)."""
-
-
 async def watch_actors(processes: list[multiprocessing.process.BaseProcess], learner: Learner) -> None:
-    """Stops the learner once every training actor process has exited (an env that crashes them, a refusal):
-    it would wait for frames that never come. A stop already under way (which ends the actors) is left alone."""
+    """Stops the learner once every training actor process has exited (an env that crashes them, a refusal).
+    A stop already under way (which ends the actors) is left alone."""
     while any(process.is_alive() for process in processes):  # reaps, never blocks
         await asyncio.sleep(1.0)
     stop_without_actors(learner, [f"{process.name}: exit code {process.exitcode}" for process in processes])
-
-
-async def watch_fleet(fleet: RayFleet, learner: Learner) -> None:
-    """As ``watch_actors``, for the training actors of a Ray fleet: once each is done or given up (its restarts
-    spent)."""
-    training = [i for i, config in enumerate(fleet.configs) if not config.evaluation]
-    if training:
-        codes = await fleet.wait(training)
-        stop_without_actors(learner, [f"{fleet.configs[i].name}: exit code {code}" for i, code in zip(training, codes)])
-
-
-def stop_without_actors(learner: Learner, actors: list[str]) -> None:
-    if learner.stopping.reason is None:
-        log.error("actors_exited", actors=actors, hint="their errors are above")
-        learner.request_stop(ACTORS_EXITED)

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
+from aioseed.commands.evaluate import EvalConfig
 from aioseed.envs.atari import AtariConfig
-from aioseed.evaluate import EvalConfig
-from aioseed.protocols import PROTOCOLS, describe
+from aioseed.results.protocols import PROTOCOLS, describe
 
 
 def test_seed_and_machado_fix_the_settings_their_papers_name() -> None:

@@ -15,8 +15,8 @@ import time
 import imageio_ffmpeg
 from rich.console import Console
 
+from aioseed.commands.terminal import TerminalProgress, wanted
 from aioseed.server.config import StopConfig
-from aioseed.terminal import TerminalProgress, wanted
 from tests.processes import ENV
 
 

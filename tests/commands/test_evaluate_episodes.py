@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from aioseed.action_space import Discrete
+from aioseed.commands.evaluate import EvalConfig, _episodes
 from aioseed.envs.life_loss import LIFE_LOST_INFO
-from aioseed.evaluate import EvalConfig, _episodes
 from aioseed.spec import EnvSpec
 
 SPEC = EnvSpec(observation_shape=(1,), observation_dtype="float32", action_space=Discrete(2))

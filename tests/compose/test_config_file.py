@@ -8,13 +8,14 @@ import pathlib
 
 import pytest
 
-from aioseed import config_file
 from aioseed.bench.config import AutotuneBench, Bench
 from aioseed.cli import parse
-from aioseed.evaluate import EvalConfig
-from aioseed.launch import RunConfig
+from aioseed.commands.evaluate import EvalConfig
+from aioseed.commands.run import RunConfig
+from aioseed.compose import config_file
+from aioseed.compose.config import LearnerConfig
 from aioseed.presets import DIRECTORY, PRESETS, preset
-from aioseed.server.config import LearnerConfig, StopConfig
+from aioseed.server.config import StopConfig
 
 
 def write(path: pathlib.Path, text: str) -> pathlib.Path:
@@ -114,7 +115,7 @@ def test_presets_are_the_toml_files_shipped_and_each_parses() -> None:
 
 
 def test_the_configuration_guides_example_parses(tmp_path) -> None:
-    guide = (pathlib.Path(__file__).parents[1] / "docs" / "configuration.md").read_text()
+    guide = (pathlib.Path(__file__).parents[2] / "docs" / "configuration.md").read_text()
     example = guide.split("```toml\n", 1)[1].split("```", 1)[0]
     run = parse(["run", "--config", str(write(tmp_path / "acrobot.toml", example)), "--learner.seed", "3"])
     assert (run.learner.env, run.learner.seed, run.envs_per_actor) == ("Acrobot-v1", 3, 64)

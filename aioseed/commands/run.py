@@ -1,24 +1,22 @@
-"""The commands' entry points: serve a learner (built by ``aioseed.app``), run one locally with actors."""
+"""``aioseed run``: a learner (built by ``aioseed.compose.learner``) and its actors on this machine, in one
+command; ``RunConfig`` is what the benches, sweeps and presets start from."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
-import multiprocessing
-import os
-import signal
-import sys
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal
 
 import structlog
 
 from aioseed.clients.actor import ActorConfig
+from aioseed.commands.launchers import Strategy, launch_actors
+from aioseed.commands.launchers.stop import ACTORS_EXITED
+from aioseed.commands.signals import stop_on_signals
+from aioseed.compose.config import LearnerConfig
 from aioseed.envs.football import is_football
 from aioseed.envs.registry import EnvBackend
-from aioseed.local_actors import ACTORS_EXITED, start_actors, stop_actors, stop_without_actors, watch_actors, watch_fleet
-from aioseed.server.config import LearnerConfig, ServerConfig, StopConfig
+from aioseed.server.config import ServerConfig, StopConfig
 
 if TYPE_CHECKING:
     from aioseed.server.learner import Learner
@@ -110,6 +108,11 @@ class RunConfig:
         r2d2 = dataclasses.replace(self.learner.r2d2, epsilon_envs=envs)
         return dataclasses.replace(self.learner, r2d2=r2d2, architecture=architecture)
 
+    @property
+    def launch_strategy(self) -> Strategy:
+        """How the local actors start (``aioseed.commands.launchers``): Sebulba's threads, or by ``launcher``."""
+        return "threads" if self.architecture == "sebulba" else self.launcher
+
     def actor_configs(self, port: int) -> list[ActorConfig]:
         """The local actors: ``num_actors`` that train, then the evaluation actor if any."""
         configs = [self.actor_config(port, i) for i in range(self.num_actors)]
@@ -147,76 +150,6 @@ class RunConfig:
         return {"video_dir": self.learner.logdir / "videos", "video_every": self.evaluation_video_every}
 
 
-async def serve_learner(config: LearnerConfig) -> int:
-    """``aioseed learner``: serve until SIGINT/SIGTERM, then stop in order and exit 0 (1: the final checkpoint
-    was not written)."""
-    from aioseed.terminal import showing
-
-    learner = _build(config)
-    # What exists once the learner is built (TensorFlow, the model) lives as long as this process: freezing
-    # it leaves it out of the cyclic collector's scans, which the transport runs while calls are refused
-    # (``Refusals.collect_cycles``). Only here, in the daemon's own process: a frozen object is never
-    # collected, nor any garbage cycle through it, so a process that builds learners repeatedly must not.
-    gc.freeze()
-    stop_on_signals(learner.request_stop)
-    async with showing(learner, config.stop, config.env, config.display):
-        await learner.run()
-    return 1 if learner.final_checkpoint_error else 0
-
-
-async def launch_actors(
-    config: RunConfig, configs: list[ActorConfig], learner: Learner, group: asyncio.TaskGroup
-) -> Callable[[], Awaitable[None]]:
-    """Starts the local actors as ``config`` says; returns what stops them (safe to call twice)."""
-    if config.architecture == "sebulba":
-        from aioseed.clients.threads import ThreadedActor
-
-        actors = [await asyncio.to_thread(ThreadedActor, actor, learner) for actor in configs]  # makes envs: off the loop
-        tasks = [group.create_task(actor.run(), name=actor.name) for actor in actors]
-
-        training = [task for task, actor in zip(tasks, actors) if not actor.config.evaluation]
-
-        async def watch_threads() -> None:  # as watch_actors: every training env group failed
-            await asyncio.wait(training)
-            stop_without_actors(learner, [task.get_name() for task in training])
-
-        if training:
-            group.create_task(watch_threads(), name="actor-watch")
-
-        async def stop_threads() -> None:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        return stop_threads
-    if config.launcher == "ray":
-        from aioseed.clients.fleet import RayFleet
-
-        # Ray's CPUs are a placement budget: the local actors share this machine's with the learner.
-        fleet = RayFleet(configs, "local", cpus_per_actor=min(1.0, (os.cpu_count() or 1) / len(configs)), level="warning")
-        try:
-            await fleet.start()
-        except BaseException:
-            await fleet.stop()
-            raise
-        watch = group.create_task(watch_fleet(fleet, learner), name="actor-watch")
-
-        async def stop_fleet() -> None:
-            watch.cancel()  # before its members are ended: their runs would count as given up
-            await fleet.stop()
-
-        return stop_fleet
-    processes = start_actors(configs)
-    training = [process for process, actor in zip(processes, configs) if not actor.evaluation]
-    if training:
-        group.create_task(watch_actors(training, learner), name="actor-watch")
-
-    async def stop() -> None:
-        await asyncio.to_thread(stop_actors, processes)
-
-    return stop
-
-
 @dataclasses.dataclass(frozen=True)
 class RunSummary:
     """How a local run ended."""
@@ -240,15 +173,15 @@ class RunSummary:
 async def train_locally(config: RunConfig) -> RunSummary:
     """A learner and ``num_actors`` actors (processes on loopback, Ray actors, or Sebulba's threads in
     this process), until a stop condition or signal."""
-    from aioseed.terminal import showing
+    from aioseed.commands.terminal import showing
 
-    learner = _build(config.served_learner, run=config)
+    learner = build_learner(config.served_learner, run=config)
     port = await learner.start()
     stop_on_signals(learner.request_stop)
     showing_progress = showing(learner, config.learner.stop, config.learner.env, config.learner.display)
     async with showing_progress, asyncio.TaskGroup() as group:
         group.create_task(learner.run(), name="learner")
-        stop_local_actors = await launch_actors(config, config.actor_configs(port), learner, group)
+        stop_local_actors = await launch_actors(config.launch_strategy, config.actor_configs(port), learner, group)
         try:
             log.info("actors_started", count=config.num_actors, envs=config.num_actors * config.envs_per_actor, port=port)
             await learner.stopped()
@@ -291,36 +224,17 @@ async def run_local(config: RunConfig) -> int:
     return 1 if summary.stop_reason == ACTORS_EXITED or summary.checkpoint_error else 0
 
 
-INTERRUPTED = 130
-"""Exit status after a second SIGINT or SIGTERM (the shell's for Ctrl-C)."""
+def main(config: RunConfig) -> int:
+    """``aioseed run``: Anakin's one compiled program, or a learner serving local actors."""
+    if config.architecture == "anakin":
+        return run_anakin(config)
+    import uvloop
+
+    return uvloop.run(run_local(config))
 
 
-def stop_on_signals(stop: Callable[[], None]) -> None:
-    """The first SIGINT or SIGTERM starts the ordered shutdown (``stop``); a second exits at once, without the
-    drain and the final checkpoint (which may take minutes with a large replay)."""
-    loop = asyncio.get_running_loop()
-    signals = (signal.SIGINT, signal.SIGTERM)
-
-    def first() -> None:
-        log.info("stopping_on_signal", hint="send it again (Ctrl-C) to exit at once, without the final checkpoint")
-        for sig in signals:
-            loop.add_signal_handler(sig, at_once)
-        stop()
-
-    def at_once() -> None:
-        log.warning("exiting_at_once", status=INTERRUPTED, checkpoint="skipped")
-        for child in multiprocessing.active_children():  # aioseed run's actors would outlive it
-            child.kill()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(INTERRUPTED)
-
-    for sig in signals:
-        loop.add_signal_handler(sig, first)
-
-
-def _build(config: LearnerConfig, run: RunConfig | None = None) -> Learner:
-    """``aioseed.app.build``, imported when needed: actor processes never load TensorFlow."""
-    from aioseed.app import build
+def build_learner(config: LearnerConfig, run: RunConfig | None = None) -> Learner:
+    """``aioseed.compose.learner.build``, imported when needed: actor processes never load TensorFlow."""
+    from aioseed.compose.learner import build
 
     return build(config, run)

@@ -6,9 +6,10 @@ import importlib.metadata
 import pathlib
 import subprocess
 
-from aioseed import __version__, config_file
-from aioseed.launch import RunConfig
-from aioseed.provenance import SOURCE, git_state, provenance
+from aioseed import __version__
+from aioseed.commands.run import RunConfig
+from aioseed.compose import config_file
+from aioseed.compose.provenance import SOURCE, git_state, provenance
 
 
 def git(directory: pathlib.Path, *args: str) -> str:

@@ -1,5 +1,5 @@
 """``aioseed eval``: run a learner's latest checkpoint locally (V-trace, R2D2 or SAC) under a named
-protocol (``aioseed.protocols``), print return statistics and keep them as JSON in the run's logdir,
+protocol (``aioseed.results.protocols``), print return statistics and keep them as JSON in the run's logdir,
 optionally record episodes as MP4 and export a SavedModel or ONNX."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import structlog
 
-from aioseed import config_file, export
 from aioseed.algos.registry import algorithm
+from aioseed.compose import config_file, export
+from aioseed.compose.policy import Act, acting_function, acting_settings, atari_seen, restored_agent, trained_env
 from aioseed.errors import InvalidInput
-from aioseed.protocols import PROTOCOLS, ProtocolName, describe
-from aioseed.trained import Act, acting_function, acting_settings, atari_seen, restored_agent, trained_env
+from aioseed.results.protocols import PROTOCOLS, ProtocolName, describe
 
 if TYPE_CHECKING:
     import gymnasium as gym

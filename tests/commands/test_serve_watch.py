@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tests.waiting import until
 
+from aioseed.commands.serve import watch
 from aioseed.errors import InvalidInput
-from aioseed.serve import watch
+from tests.waiting import until
 
 
 class Served:
