@@ -114,9 +114,9 @@ def console_metrics(console: str) -> dict[str, float]:
         return json.loads(reply.read())
 
 
-async def run_to_end(args: Sequence[str], timeout_s: float = 240) -> str:
-    """``aioseed run ARGS`` must exit 0 with no error line: its log."""
-    run = await Process(["run", *args]).start()
+async def run_to_end(args: Sequence[str], timeout_s: float = 240, env: dict[str, str] | None = None) -> str:
+    """``aioseed run ARGS`` (``env`` added to its environment) must exit 0 with no error line: its log."""
+    run = await Process(["run", *args], env=env).start()
     try:
         assert await run.wait(timeout_s=timeout_s) == 0, run.log
     finally:
@@ -125,10 +125,10 @@ async def run_to_end(args: Sequence[str], timeout_s: float = 240) -> str:
     return "\n".join(run.lines)
 
 
-async def run_to_return(args: Sequence[str], timeout_s: float = 240) -> tuple[str, int, float]:
+async def run_to_return(args: Sequence[str], timeout_s: float = 240, env: dict[str, str] | None = None) -> tuple[str, int, float]:
     """``aioseed run ARGS`` must exit 0 on its return condition with no error line:
     (its log, the frames and the mean return at the stop)."""
-    log = await run_to_end(args, timeout_s)
+    log = await run_to_end(args, timeout_s, env)
     finished = re.search(r"stop_condition frames=(\d+) mean_return=(-?[\d.]+) reason=return", log)
     assert finished, log
     return log, int(finished.group(1)), float(finished.group(2))

@@ -10,7 +10,7 @@ from typing import Literal
 
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.config import R2D2Config
-from aioseed.algos.registry import algorithm
+from aioseed.algos.registry import AgentName, algorithm
 from aioseed.algos.sac.config import SacConfig
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig, is_football
@@ -65,9 +65,10 @@ class LearnerConfig:
     stop: StopConfig = StopConfig()
     console: ConsoleConfig = ConsoleConfig()
 
-    agent: Literal["impala", "r2d2", "sac"] = "impala"
+    agent: AgentName = "impala"
     """The algorithm: IMPALA (V-trace, and PPO-style sample reuse) from a bounded unroll queue, R2D2 from
-    prioritized replay (Discrete actions), or SAC from uniform replay (Box actions)."""
+    prioritized replay (Discrete actions), or SAC from uniform replay (Box actions); or one an installed
+    package publishes (entry-point group aioseed.algorithms), on its default settings."""
     impala: ImpalaConfig = ImpalaConfig()
     r2d2: R2D2Config = R2D2Config()
     """R2D2's settings: SEED's Atari ones by default; --preset r2d2-cartpole sizes them for CartPole-v1."""

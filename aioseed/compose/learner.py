@@ -253,7 +253,10 @@ def assemble(
         stopping=stopping, checkpointer=checkpointer, write_summaries=summary_writer(config, stats, tracker), params=params,
         tracker=tracker, pacing=pacing,
     )
-    run_info = describe(config, agent.replicas.training, agent.replicas.inference)
+
+    def run_info() -> dict[str, Any]:  # when the console asks: only a training agent has replicas
+        return describe(config, agent.replicas.training, agent.replicas.inference)
+
     return Learner(config, spec, agent, stages, console_factory(config), run_info)
 
 

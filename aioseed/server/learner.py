@@ -54,13 +54,13 @@ class Learner:
         agent: Agent,
         stages: Stages,
         console: Callable[[Learner], Console] | None = None,
-        run_info: dict[str, Any] | None = None,
+        run_info: Callable[[], dict[str, Any]] = dict,
     ) -> None:
         """``spec``: what actors send; ``console``: makes the front end that steers this learner; ``run_info``:
         the run panel's fixed part (``aioseed.compose.run_info.describe``), to which the start time and the
         checkpoints kept are added."""
         self.config = config
-        self._run_info = run_info or {}
+        self._run_info = run_info
         self.spec = spec
         self.agent = agent
         self._stages = stages
@@ -183,7 +183,7 @@ class Learner:
 
     async def run_info(self) -> dict[str, Any]:
         started = datetime.datetime.fromtimestamp(self._started, datetime.UTC).isoformat(timespec="seconds")
-        info = {**self._run_info, "started": started}
+        info = {**self._run_info(), "started": started}
         checkpointer = self._stages.checkpointer
         info["checkpoints"] = [] if checkpointer is None else await asyncio.to_thread(checkpointer.listing)
         return info

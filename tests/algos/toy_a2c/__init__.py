@@ -1,7 +1,8 @@
 """A fourth algorithm, plugged in from outside aioseed: advantage actor-critic (A2C) in about a hundred lines.
 
 It is the worked example of docs/architecture.md ("Adding an algorithm"): an agent that implements
-``aioseed.algos.agent.Agent``, an ``Algorithm`` record, and ``register``. Nothing else in aioseed changes.
+``aioseed.algos.agent.Agent`` and an ``Algorithm`` record, published under the entry-point group
+``aioseed.algorithms`` (tests/algos/test_plugin_algorithm.py installs it so). Nothing else in aioseed changes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from aioseed.action_space import Discrete
 from aioseed.algos.agent import SKIPPED
 from aioseed.algos.builder import Algorithm
 from aioseed.algos.gae import generalized_advantage_estimation
-from aioseed.algos.registry import register
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,4 +115,3 @@ A2C = Algorithm(
     make_agent=lambda settings, spec, replicas, **_: A2CAgent(spec, settings, replicas),
     action_spaces=(Discrete,),
 )
-register(A2C)
