@@ -46,7 +46,8 @@ def build(config: LearnerConfig, envs: int, run: object | None = None) -> tuple[
     spec = EnvSpec(observation_shape=env.observation_shape, observation_dtype=env.observation_dtype, action_space=env.num_actions)
     agent = trains.make_agent(trains.settings(config), spec, replicas, seed=config.seed)
     anakin = Anakin(
-        env, agent, envs, config.training.unroll_length, config.training.batch_size, seed=config.seed, window=config.return_window
+        env=env, agent=agent, envs=envs, unroll_length=config.training.unroll_length, batch_size=config.training.batch_size,
+        seed=config.seed, window=config.return_window,
     )
     checkpointer = None
     if config.logdir is not None:

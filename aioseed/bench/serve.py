@@ -41,7 +41,10 @@ def main(config: ServeBench) -> int:
         for _ in range(config.repeats):
             for server in SERVERS:
                 checkpoint = str(logdir if server == "serve" else paused)
-                trial = Trial(server, config.streams, config.rows_per_message, config.seconds, 1, batcher, checkpoint=checkpoint, evaluation=True)
+                trial = Trial(
+                    server=server, streams=config.streams, k=config.rows_per_message, seconds=config.seconds, client_processes=1,
+                    batcher=batcher, checkpoint=checkpoint, evaluation=True,
+                )
                 results[server].append(run_trial(trial))
     row: dict[str, object] = {"streams": config.streams, "rows_per_message": config.rows_per_message, "repeats": config.repeats}
     for server, trials in results.items():

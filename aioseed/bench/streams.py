@@ -23,12 +23,12 @@ def measure(config: StreamsBench, streams: int) -> dict[str, float | int]:
     """One trial of ``streams`` concurrent streams; the figures the issue asks for."""
     batcher = BatcherConfig(max_batch_size=max(config.max_batch_size, config.rows_per_message), deadline_ms=config.deadline_ms)
     trial = Trial(
-        "learner",
-        streams,
-        config.rows_per_message,
-        config.seconds,
-        min(config.client_processes, streams),
-        batcher,
+        server="learner",
+        streams=streams,
+        k=config.rows_per_message,
+        seconds=config.seconds,
+        client_processes=min(config.client_processes, streams),
+        batcher=batcher,
         agent="mlp",
         warmup_s=config.warmup_s,
     )

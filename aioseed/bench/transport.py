@@ -273,8 +273,12 @@ def main(config: TransportBench) -> int:
         for k in config.rows_per_message:
             procs = min(config.actor_processes, streams)
             batcher = BatcherConfig(max_batch_size=max(config.max_batch_size, k), deadline_ms=config.deadline_ms)
-            echo = run_trial(Trial("echo", streams, k, config.seconds, procs, batcher))
-            learner = run_trial(Trial("learner", streams, k, config.seconds, procs, batcher))
+            echo = run_trial(
+                Trial(server="echo", streams=streams, k=k, seconds=config.seconds, client_processes=procs, batcher=batcher)
+            )
+            learner = run_trial(
+                Trial(server="learner", streams=streams, k=k, seconds=config.seconds, client_processes=procs, batcher=batcher)
+            )
             row = {
                 "streams": streams,
                 "rows_per_message": k,

@@ -130,8 +130,8 @@ def env_groups(config: ActorConfig) -> tuple[EnvSpec, np.ndarray, list[EnvGroup]
     offsets = np.cumsum([0, *rows])
     groups = [
         EnvGroup(
-            envs, spec, run_ids[offsets[i] : offsets[i + 1]], None if config.seed is None else config.seed + int(offsets[i]),
-            recorder if i == 0 else None,
+            envs=envs, spec=spec, run_ids=run_ids[offsets[i] : offsets[i + 1]],
+            seed=None if config.seed is None else config.seed + int(offsets[i]), recorder=recorder if i == 0 else None,
         )
         for i, envs in enumerate(vector_envs)
     ]

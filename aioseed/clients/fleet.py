@@ -239,7 +239,10 @@ async def watch_learner(actor: ActorConfig, gone_s: float, every_s: float = 2.0)
 
 async def run_fleet(config: FleetConfig, level: str = "info") -> int:
     """``aioseed actors``: runs the fleet until SIGINT/SIGTERM, the learner is gone, or all actors finish."""
-    fleet = RayFleet(config.actor_configs(), config.ray, config.cpus_per_actor, config.max_restarts, config.dashboard, level)
+    fleet = RayFleet(
+        config.actor_configs(), address=config.ray, cpus_per_actor=config.cpus_per_actor, max_restarts=config.max_restarts,
+        dashboard=config.dashboard, level=level,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -95,7 +95,10 @@ def build(config: ServeConfig) -> tuple[Learner, ServedPolicy, pathlib.Path]:
     def restore(path: str) -> Progress | None:
         return Checkpointer(directory, agent.checkpoint_objects()).restore(path)
 
-    served = ServedPolicy(acting_function(agent, config.greedy), restore, path, progress.frames, progress.train_steps)
+    served = ServedPolicy(
+        act=acting_function(agent, config.greedy), restore=restore, checkpoint=path, frames=progress.frames,
+        train_steps=progress.train_steps,
+    )
     learner = assemble(serving_settings(saved, config), spec, agent, served=served)
     learner.set_version(progress.train_steps)
     log.info("serving", checkpoint=path, frames=progress.frames, train_steps=progress.train_steps, greedy=config.greedy)

@@ -17,12 +17,12 @@ import numpy as np
 import structlog
 
 from aioseed.algos.agent import Agent
-from aioseed.algos.builder import ReplaySettings
 from aioseed.algos.registry import ALGORITHMS, algorithm
 from aioseed.compose import config_file
 from aioseed.compose.config import LearnerConfig
 from aioseed.compose.devices import place
 from aioseed.compose.run_info import describe
+from aioseed.compose.sources import build_source, pacing_for, replay_settings
 from aioseed.console.server import ConsoleServer
 from aioseed.envs.atari import is_atari
 from aioseed.envs.registry import env_kwargs, env_spec
@@ -37,10 +37,7 @@ from aioseed.server.stages import Stages
 from aioseed.server.stopping import Stopping
 from aioseed.server.training.checkpoint import Checkpointer, WarmStart
 from aioseed.server.training.trainer import Trainer
-from aioseed.server.trajectories.pacing import Pacing
-from aioseed.server.trajectories.replay import Replay
 from aioseed.server.trajectories.replay_feed import ReplayFeed
-from aioseed.server.trajectories.source import Source, UnrollQueue
 from aioseed.server.transport.endpoint import GrpcEndpoint, server_options
 from aioseed.server.transport.params import ParamsPublisher
 from aioseed.server.transport.protocol import RowBounds, RowParser
@@ -200,7 +197,7 @@ def assemble(
         raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
     stats = Stats(config.return_window, config.logdir is not None and config.tensorboard, spec.rows_per_env)
     stop = config.stop
-    stopping = Stopping(stats, stop.at_return, stop.after_frames, stop.after_seconds)
+    stopping = Stopping(stats, at_return=stop.at_return, after_frames=stop.after_frames, after_seconds=stop.after_seconds)
     batcher = Batcher(config.batcher)
     unrolls: asyncio.Queue[Unroll] = asyncio.Queue(config.training.queue_capacity)
     running = asyncio.Event()  # cleared while training is paused
@@ -241,13 +238,15 @@ def assemble(
     )
     slots = SlotTable(server.max_envs, server.slot_grace_s)
     service = LearnerService(
-        spec, slots, inference, limits, on_connected_rows=batcher.set_connected_rows, on_latency=stats.record_latency,
-        bounds=bounds, uploads=uploads, serving=served is not None,
+        spec=spec, slots=slots, inference=inference, limits=limits, on_connected_rows=batcher.set_connected_rows,
+        on_latency=stats.record_latency, bounds=bounds, uploads=uploads, serving=served is not None,
     )
     batcher.set_connected_rows(0)
     tls = None if server.tls_cert is None or server.tls_key is None else (server.tls_cert, server.tls_key)
     options = server_options(server.max_streams, server.max_message_bytes, server.keepalive_s, server.keepalive_timeout_s)
-    endpoint = GrpcEndpoint(service, server.host, server.port, options, server.actor_token, tls)
+    endpoint = GrpcEndpoint(
+        servicer=service, host=server.host, port=server.port, options=options, token=server.actor_token, tls=tls
+    )
     stages = Stages(
         endpoint=endpoint, service=service, batcher=batcher, inference=inference, source=source, trainer=trainer, stats=stats,
         stopping=stopping, checkpointer=checkpointer, write_summaries=summary_writer(config, stats, tracker), params=params,
@@ -257,7 +256,7 @@ def assemble(
     def run_info() -> dict[str, Any]:  # when the console asks: only a training agent has replicas
         return describe(config, agent.replicas.training, agent.replicas.inference)
 
-    return Learner(config, spec, agent, stages, console_factory(config), run_info)
+    return Learner(config=config, spec=spec, agent=agent, stages=stages, console=console_factory(config), run_info=run_info)
 
 
 def impala_uploads(
@@ -280,46 +279,19 @@ def impala_uploads(
         record_episodes(stats, stopping, np.array(taken.returns, np.float64), np.array(taken.lengths, np.int64))
 
     return Uploads(
-        ParamsPublisher(agent.policy_variables, min(config.server.params_chunk_bytes, config.server.max_message_bytes // 2)),
-        unrolls,
-        lambda slots, history: UnrollParser(columns, per_unroll, length, slots, agent.spec.action_space, bounds, history),
-        UploadHistory(per_unroll),
-        on_unroll,
-        json.dumps(dataclasses.asdict(config.impala)),
-        length,
+        params=ParamsPublisher(
+            agent.policy_variables, min(config.server.params_chunk_bytes, config.server.max_message_bytes // 2)
+        ),
+        unrolls=unrolls,
+        parser=lambda slots, history: UnrollParser(
+            columns=columns, per_unroll=per_unroll, unroll_length=length, slots=slots, space=agent.spec.action_space,
+            bounds=bounds, history=history,
+        ),
+        history=UploadHistory(per_unroll),
+        on_unroll=on_unroll,
+        agent_config=json.dumps(dataclasses.asdict(config.impala)),
+        unroll_length=length,
     )
-
-
-def build_source(config: LearnerConfig, agent: Agent, unrolls: asyncio.Queue[Unroll], running: asyncio.Event | None = None) -> Source:
-    """The agent decides: prioritized replay when it ``uses_replay``, else each unroll once, in order. ``running``:
-    cleared while training is paused (a replay then stops inserting)."""
-    per_unroll = agent.state_columns().keys()
-    if not agent.uses_replay:
-        return UnrollQueue(unrolls, config.training.batch_size, per_unroll)
-    replay = replay_settings(config)
-    return ReplayFeed(
-        Replay(replay.capacity, replay.priority_exponent, replay.importance_exponent, seed=config.seed),
-        unrolls, config.training.batch_size, replay.min_size, replay.ratio, per_unroll, running,
-    )
-
-
-def replay_settings(config: LearnerConfig) -> ReplaySettings:
-    """The replay of the agent that trains from one (its size, sampling, ratio and checkpointing)."""
-    replay = algorithm(config.agent).replay
-    if replay is None:
-        raise ValueError(f"--agent {config.agent} trains each unroll once, from no replay")
-    return replay(settings(config))
-
-
-def pacing_for(config: LearnerConfig) -> Pacing:
-    """How far acting may run ahead of training; replay mode (SAC) credits batch_size / replay_ratio unrolls per
-    train batch after the replay's minimum size and ``sac.acting_ahead``."""
-    training = config.training
-    if training.acting != "replay":
-        return Pacing(training.acting, training.batch_size)
-    replay = replay_settings(config)
-    credit = training.batch_size / replay.ratio
-    return Pacing("replay", training.batch_size, credit=credit, start=replay.min_size + credit + replay.acting_ahead)
 
 
 def on_batch(stats: Stats, stopping: Stopping, frames_per_step: int) -> Callable[[Batch, StepResult], None]:
@@ -388,6 +360,8 @@ def console_factory(config: LearnerConfig) -> Callable[[Learner], ConsoleServer]
         return None
 
     def make(learner: Learner) -> ConsoleServer:
-        return ConsoleServer(learner, console.host, console.port, console.token, console.allowed_hosts)
+        return ConsoleServer(
+            control=learner, host=console.host, port=console.port, token=console.token, allowed_hosts=console.allowed_hosts
+        )
 
     return make

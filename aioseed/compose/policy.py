@@ -205,4 +205,7 @@ def load_policy(path: str | os.PathLike[str], greedy: bool = False, epsilon: flo
     finally:
         env.close()
     agent, progress = restored_agent(acting_settings(saved, greedy, epsilon), spec, logdir, checkpoint, device)
-    return TrainedPolicy(saved.env, spec, saved, progress.frames, progress.train_steps, agent, greedy)
+    return TrainedPolicy(
+        env_id=saved.env, spec=spec, settings=saved, frames=progress.frames, train_steps=progress.train_steps, agent=agent,
+        greedy=greedy,
+    )

@@ -61,7 +61,7 @@ def scores(groups: Mapping[str, Sequence[Run]]) -> Scores:
         dropped[label] = sum(len(found) - count for found in per_task.values())
         columns = [[_normalized(r) if normalized else r.score for r in per_task[task][:count]] for task in tasks]
         matrices[label] = np.asarray(columns, np.float64).T
-    return Scores(matrices, tasks, normalized, dropped)
+    return Scores(matrices=matrices, tasks=tasks, normalized=normalized, dropped=dropped)
 
 
 def _normalized(run: Run) -> float:

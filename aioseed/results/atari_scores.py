@@ -27,7 +27,10 @@ def references() -> dict[str, Reference]:
     """Every game's reference scores by ALE id (v5)."""
     text = importlib.resources.files(__package__).joinpath("atari_scores.csv").read_text()
     rows = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
-    return {r["ale_id"]: Reference(r["game"], r["ale_id"], float(r["random"]), float(r["human"])) for r in rows}
+    return {
+        r["ale_id"]: Reference(game=r["game"], ale_id=r["ale_id"], random=float(r["random"]), human=float(r["human"]))
+        for r in rows
+    }
 
 
 def reference(env_id: str) -> Reference | None:

@@ -115,7 +115,10 @@ def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:
         start = returns[0][0]
         evaluation = {step: float(value) for _, step, value in scalars[EVAL_RETURN_TAG]}
         for wall_time, frames, value in returns:
-            point = Point(frames, elapsed + wall_time - start, float(value), evaluation.get(frames, math.nan))
+            point = Point(
+                frames=frames, seconds=elapsed + wall_time - start, mean_return=float(value),
+                eval_return=evaluation.get(frames, math.nan),
+            )
             points.append((wall_time, point))
         elapsed += returns[-1][0] - start
     kept: list[Point] = []

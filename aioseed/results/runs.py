@@ -62,7 +62,10 @@ def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str |
     evaluation = _newest_evaluation(logdir, protocol) if source != "curve" else None
     if evaluation is not None:
         described = f"eval {evaluation['protocol']['name']} ({evaluation['episodes']} episodes, {evaluation['policy']})"
-        return Run(logdir, evaluation["env"], _seed(seed), evaluation["mean_return"], evaluation["frames"], described, settings)
+        return Run(
+            logdir=logdir, env=evaluation["env"], seed=_seed(seed), score=evaluation["mean_return"], frames=evaluation["frames"],
+            source=described, settings=settings,
+        )
     if source == "eval":
         which = f"--protocol {protocol} " if protocol else ""
         raise MissingFile(f"{logdir} has no kept evaluation: run aioseed eval {which}--logdir {logdir}")
@@ -73,7 +76,10 @@ def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str |
         raise MissingFile(f"{logdir} has neither a kept evaluation nor a curve (no charts/return in tensorboard/)")
     last = points[-1]
     described = f"curve (last {window if last.episodes is None else last.episodes} episodes)"
-    return Run(logdir, str(learner["env"]), _seed(seed), last.mean_return, last.frames, described, settings)
+    return Run(
+        logdir=logdir, env=str(learner["env"]), seed=_seed(seed), score=last.mean_return, frames=last.frames, source=described,
+        settings=settings,
+    )
 
 
 def _seed(value: Any) -> int | None:

@@ -73,14 +73,14 @@ class Learner:
         self._history = History()
         """Metric snapshots, one per ``metrics_every_s``; the console and /metrics read them."""
         write = stages.write_summaries
+
+        def write_between_steps(snapshot: Snapshot) -> Any:  # summaries are written between train steps
+            assert write is not None
+            return self._trainer.run_between_steps(lambda: write(snapshot, int(snapshot["charts/frames"])))
+
         self._reporter = Reporter(
-            self._snapshot,
-            lambda: self.frames,
-            self._history,
-            config.metrics_every_s,
-            config.log_every_s,
-            None if write is None else lambda snapshot: self._trainer.run_between_steps(lambda: write(snapshot, int(snapshot["charts/frames"]))),
-            self._tune,
+            sample=self._snapshot, frames=lambda: self.frames, history=self._history, every_s=config.metrics_every_s,
+            log_every_s=config.log_every_s, write=None if write is None else write_between_steps, observe=self._tune,
         )
         self.stopping.on_request = self._reporter.mark_stop
         self.console = console(self) if console is not None else None

@@ -110,7 +110,11 @@ def read_sweep(path: pathlib.Path) -> Sweep:
     _check(path, "sweep.heartbeat_s", isinstance(heartbeat, int) and heartbeat >= 1, "an integer >= 1")
     storage = table.get("storage", f"sqlite:///{(directory / 'study.db').resolve()}")
     preset = str(table.get("preset", run.pop("preset", "none")))
-    return Sweep(path, name, directory, storage, sampler, trials, tuple(seeds), pruner, every, preset, run, grid, space, budget, heartbeat)
+    return Sweep(
+        source=path, name=name, directory=directory, storage=storage, sampler=sampler, trials=trials, seeds=tuple(seeds),
+        pruner=pruner, report_every_frames=every, preset=preset, run=run, grid=grid, space=space, budget_frames=budget,
+        heartbeat_s=heartbeat,
+    )
 
 
 def _distribution(path: pathlib.Path, key: str, value: Any) -> Distribution:

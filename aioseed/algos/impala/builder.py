@@ -24,7 +24,7 @@ def make_agent(settings: ImpalaConfig, spec: Any, replicas: Any, seed: int | Non
 def make_policy(settings: ImpalaConfig, spec: Any, device: Any = None, precision: str = "float32") -> Any:
     from aioseed.algos.impala.policy import ImpalaPolicy
 
-    return ImpalaPolicy(spec, settings, device, precision)
+    return ImpalaPolicy(spec=spec, config=settings, inference_device=device, precision=precision)
 
 
 def split(settings: ImpalaConfig, batch_size: int, unroll_length: int) -> Split:

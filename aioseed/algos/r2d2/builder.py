@@ -13,14 +13,15 @@ from aioseed.algos.r2d2.config import R2D2Config
 def make_agent(settings: R2D2Config, spec: Any, replicas: Any, seed: int | None = None, precision: str = "float32", sides: int = 1) -> Any:
     from aioseed.algos.r2d2.agent import R2D2Agent
 
-    return R2D2Agent(spec, settings, replicas, precision)
+    return R2D2Agent(spec=spec, config=settings, replicas=replicas, precision=precision)
 
 
 def replay(settings: R2D2Config) -> ReplaySettings:
     """Prioritised sequence replay."""
     return ReplaySettings(
-        settings.replay_capacity, settings.priority_exponent, settings.importance_exponent, settings.min_replay_size,
-        settings.replay_ratio, settings.checkpoint_replay,
+        capacity=settings.replay_capacity, priority_exponent=settings.priority_exponent,
+        importance_exponent=settings.importance_exponent, min_size=settings.min_replay_size, ratio=settings.replay_ratio,
+        checkpoint=settings.checkpoint_replay,
     )
 
 

@@ -54,7 +54,7 @@ class SacAgent:
         if self.replicas.count > 1:
             raise ValueError("SAC trains on one device; name one training device")
         box = spec.action_space
-        self.distribution = TanhGaussian(box.size, box.low, box.high, config.log_prob_epsilon)
+        self.distribution = TanhGaussian(size=box.size, low=box.low, high=box.high, log_prob_epsilon=config.log_prob_epsilon)
         self.target_entropy = -float(box.size) if config.target_entropy is None else config.target_entropy
         with self.replicas.scope():
             self.network = SacNetworks(box.size, config)

@@ -19,7 +19,8 @@ def make_agent(settings: SacConfig, spec: Any, replicas: Any, seed: int | None =
 def replay(settings: SacConfig) -> ReplaySettings:
     """Uniform replay: no priorities, no importance weights."""
     return ReplaySettings(
-        settings.replay_capacity, 0.0, 0.0, settings.min_replay_size, settings.replay_ratio, settings.checkpoint_replay, settings.acting_ahead
+        capacity=settings.replay_capacity, priority_exponent=0.0, importance_exponent=0.0, min_size=settings.min_replay_size,
+        ratio=settings.replay_ratio, checkpoint=settings.checkpoint_replay, acting_ahead=settings.acting_ahead,
     )
 
 

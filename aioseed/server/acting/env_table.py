@@ -79,7 +79,10 @@ class EnvTable:
             self._return[slots] += rewards
             self._length[slots] += 1
             plain = np.zeros(len(slots), bool)
-            return EpisodeBoundaries(plain, plain, plain, _NO_RETURNS, _NO_LENGTHS, _NO_ROWS, len(slots))
+            return EpisodeBoundaries(
+                fresh=plain, done=plain, phantom=plain, episode_returns=_NO_RETURNS, episode_lengths=_NO_LENGTHS,
+                ended_rows=_NO_ROWS, env_steps=len(slots),
+            )
         fresh = self._fresh[slots] | new_run
         self._run_id[slots] = run_ids
         self._fresh[slots] = False

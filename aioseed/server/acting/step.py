@@ -233,7 +233,10 @@ class Acting:
             boundaries.env_steps = int((~boundaries.phantom & ~evaluation).sum())
         rewards = np.where(starts, np.float32(0), inputs["reward"]).astype(np.float32)
         right = inputs.get("right")  # right-side players' rows (multi-player Football), if any
-        call = PolicyCall(slots, observations, state, evaluation, rewards, right, self._opponent is not None)
+        call = PolicyCall(
+            slots=slots, observations=observations, state=state, evaluation=evaluation, rewards=rewards, right=right,
+            frozen=self._opponent is not None,
+        )
         version = self._version()  # read first: updates that land while the policy runs are not yet counted
         outputs, next_state, invalid = self._infer(call)
         with self._per_env_state:
@@ -243,7 +246,10 @@ class Acting:
         evaluating = evaluation[boundaries.ended_rows]
         right_episodes = None if right is None else right[boundaries.ended_rows]
         seconds = time.perf_counter() - started
-        return StepResult(env_actions(outputs), boundaries, unrolls, seconds, invalid, evaluating, call, version, right_episodes)
+        return StepResult(
+            actions=env_actions(outputs), boundaries=boundaries, unrolls=unrolls, seconds=seconds, invalid=invalid,
+            evaluation_episodes=evaluating, call=call, version=version, right_episodes=right_episodes,
+        )
 
     def redo(self, result: StepResult) -> StepResult:
         """Asks the policy again for ``result``'s rows, after an update (when acting waited for one): their actions,
@@ -312,4 +318,7 @@ def acting_for(
     )
     stacker = FrameStacker(frame_stack) if frame_stack > 1 else None
     states = CoreStates(agent.state_columns())
-    return Acting(policy or agent, EnvTable(), store, version, agent.spec.action_space, stacker, states, opponent)
+    return Acting(
+        policy=policy or agent, envs=EnvTable(), store=store, version=version, space=agent.spec.action_space, stacker=stacker,
+        states=states, opponent=opponent,
+    )

@@ -226,7 +226,7 @@ class Batcher:
             self._timer = None
         if not self._open:
             return
-        batch = Batch(self._open, self._open_rows, time.monotonic() - self._opened_at, reason)
+        batch = Batch(segments=self._open, size=self._open_rows, fill_seconds=time.monotonic() - self._opened_at, reason=reason)
         self._inflight_rows += batch.size
         batch._on_done.append(self._on_batch_done)
         self._open = []

@@ -77,16 +77,18 @@ def _open(tracking: TrackingName, config: TrackerConfig, logdir: pathlib.Path, d
     if tracking == "wandb":
         from aioseed.server.reporting.tracking_wandb import WandbTracker
 
-        tracker: Tracker = WandbTracker(config.project, name, logdir, document)
+        tracker: Tracker = WandbTracker(project=config.project, name=name, logdir=logdir, document=document)
     else:
         from aioseed.server.reporting.tracking_mlflow import MlflowTracker
 
         uri = config.uri or os.environ.get("MLFLOW_TRACKING_URI") or None
         if uri is None:  # a store of this run's own, its artifacts beside it (not in the working directory)
             uri, artifacts = f"sqlite:///{(logdir / 'mlflow.db').resolve()}", (logdir / "mlartifacts").resolve().as_uri()
-            tracker = MlflowTracker(config.project, name, uri, logdir, document, artifacts)
+            tracker = MlflowTracker(
+                experiment=config.project, name=name, uri=uri, logdir=logdir, document=document, artifacts=artifacts
+            )
         else:
-            tracker = MlflowTracker(config.project, name, uri, logdir, document)
+            tracker = MlflowTracker(experiment=config.project, name=name, uri=uri, logdir=logdir, document=document)
     log.info("tracking_started", backend=tracking, project=config.project, run=name)
     return tracker
 

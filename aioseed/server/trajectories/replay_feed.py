@@ -105,4 +105,5 @@ class ReplayFeed:
             "replay/inserted": float(replay.inserted),
             "replay/sampled": float(replay.sampled),
             "replay/ratio": replay.sampled / max(replay.inserted, 1),
+            "replay/bytes_per_step": replay.bytes_per_step,
         }

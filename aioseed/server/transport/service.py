@@ -143,7 +143,8 @@ class LearnerService(pb_grpc.LearnerServicer):
         hello, slots = handshake
         evaluation = hello.evaluation or self._serving
         stream_id, info = self._attach(context.peer(), hello.actor_name, slots, evaluation)
-        parser = RowParser(self._spec, slots, np.asarray(hello.run_ids, np.uint64), evaluation, self._bounds)
+        run_ids = np.asarray(hello.run_ids, np.uint64)
+        parser = RowParser(spec=self._spec, slots=slots, run_ids=run_ids, evaluation=evaluation, bounds=self._bounds)
         what = f"a Steps message of {len(slots)} rows"
         try:
             refusal = None

@@ -137,8 +137,11 @@ class UploadHistory:
                 episode_return, length, whole = 0.0, 0, True
                 start = end + 1
             last = {name: array[i, -1].copy() for name, array in arrays.items() if name not in self._per_unroll}
-            after = _Slot(state.run_id, last, sent[i], episode_return + float(rewards[start:].sum()), length + int(counted[start:].sum()), whole)
-            out.append(Taken(slot, after, int((~phantom[i, 1:]).sum()), returns, lengths))
+            after = _Slot(
+                run_id=state.run_id, last=last, digest=sent[i], episode_return=episode_return + float(rewards[start:].sum()),
+                length=length + int(counted[start:].sum()), whole=whole,
+            )
+            out.append(Taken(slot=slot, state=after, env_steps=int((~phantom[i, 1:]).sum()), returns=returns, lengths=lengths))
         return out
 
     def commit(self, taken: Taken) -> None:

@@ -124,7 +124,7 @@ class UnrollParser:
         arrays["version"] = np.minimum(arrays["version"], max(newest_version, 0))
         unrolls = [{**{name: array[i] for name, array in arrays.items()}, "slot": slots[i]} for i in range(len(slots))]
         self._first = False
-        return Upload(unrolls, taken, count - len(slots), clipped)
+        return Upload(unrolls=unrolls, taken=taken, repeated=count - len(slots), clipped_actions=clipped)
 
     def _slots(self, raw: bytes) -> np.ndarray:
         if not raw or len(raw) % 4:

@@ -24,7 +24,10 @@ class CountingPolicy:
 def make_acting(policy: CountingPolicy | None = None) -> Acting:
     columns = {**step_columns((), np.float32), "action": ((), np.int32), **COLUMNS}
     store = UnrollStore(T, columns, overlap=1, first_step_only=COLUMNS.keys())
-    return Acting(policy or CountingPolicy(), EnvTable(), store, lambda: 0, 2**31 - 1, None, CoreStates(COLUMNS))
+    return Acting(
+        policy=policy or CountingPolicy(), envs=EnvTable(), store=store, version=lambda: 0, space=2**31 - 1, stacker=None,
+        states=CoreStates(COLUMNS),
+    )
 
 
 def step(acting: Acting, slots: list[int], runs: list[int], flags: list[int]):

@@ -48,7 +48,10 @@ async def test_two_lanes_run_two_batches_at_once_and_keep_each_envs_state() -> N
     store = UnrollStore(4, columns, overlap=1, first_step_only=COLUMNS.keys())
     batcher = Batcher(BatcherConfig(max_batch_size=2, deadline_ms=50.0))
     answered: list[int] = []
-    acting = Acting(MeetingPolicy(lanes=2), EnvTable(), store, lambda: 0, 2**31 - 1, None, CoreStates(COLUMNS))
+    acting = Acting(
+        policy=MeetingPolicy(lanes=2), envs=EnvTable(), store=store, version=lambda: 0, space=2**31 - 1, stacker=None,
+        states=CoreStates(COLUMNS),
+    )
     loop = InferenceLoop(batcher, acting, asyncio.Queue(), lambda batch, result: answered.append(batch.size), lanes=2)
     runner = asyncio.create_task(loop.run())
     try:
@@ -77,7 +80,10 @@ async def test_a_batch_of_several_messages_is_concatenated_in_the_inference_thre
     columns = {**step_columns((), np.float32), "action": ((), np.int32), **COLUMNS}
     store = UnrollStore(4, columns, overlap=1, first_step_only=COLUMNS.keys())
     batcher = Batcher(BatcherConfig(max_batch_size=4, deadline_ms=50.0))
-    acting = Acting(MeetingPolicy(lanes=1), EnvTable(), store, lambda: 0, 2**31 - 1, None, CoreStates(COLUMNS))
+    acting = Acting(
+        policy=MeetingPolicy(lanes=1), envs=EnvTable(), store=store, version=lambda: 0, space=2**31 - 1, stacker=None,
+        states=CoreStates(COLUMNS),
+    )
     loop = InferenceLoop(batcher, acting, asyncio.Queue(), lambda batch, result: None)
     runner = asyncio.create_task(loop.run())
     try:

@@ -50,7 +50,10 @@ def test_right_side_rows_are_answered_by_the_opponent_and_never_stored() -> None
     columns = {**step_columns((), np.float32), "action": ((), np.int32), **COLUMNS}
     store = UnrollStore(2, columns, overlap=1, first_step_only=COLUMNS.keys())
     own, opponent = Constant(1), Constant(7)
-    acting = Acting(own, EnvTable(), store, lambda: 0, 19, None, CoreStates(COLUMNS), opponent)
+    acting = Acting(
+        policy=own, envs=EnvTable(), store=store, version=lambda: 0, space=19, stacker=None, states=CoreStates(COLUMNS),
+        opponent=opponent,
+    )
     unrolls = []
     for step in range(3):
         result = acting.step(rows(step))

@@ -19,7 +19,10 @@ SPEC = EnvSpec((4,), "float32", 4)
 
 
 def served(agent: R2D2Agent, greedy: bool) -> ServedPolicy:
-    return ServedPolicy(acting_function(agent, greedy), lambda path: Progress(7, 900), "run/checkpoints/ckpt-3", 100, 3)
+    return ServedPolicy(
+        act=acting_function(agent, greedy), restore=lambda path: Progress(7, 900), checkpoint="run/checkpoints/ckpt-3",
+        frames=100, train_steps=3,
+    )
 
 
 def actions(policy: ServedPolicy, observations: np.ndarray, agent: R2D2Agent, repeats: int = 20) -> np.ndarray:
@@ -60,7 +63,10 @@ def test_a_policy_per_side_serves_each_row_with_its_sides_network_through_acting
     spec = EnvSpec((4,), "float32", 5, players=(1, 1))
     config = ImpalaConfig(hidden_sizes=(16,))
     agent = SidedAgent(ImpalaAgent(spec, config, seed=0), ImpalaAgent(spec, config, seed=1))
-    policy = ServedPolicy(acting_function(agent, greedy=True), lambda path: Progress(7, 900), "ckpt-3", 100, 3)
+    policy = ServedPolicy(
+        act=acting_function(agent, greedy=True), restore=lambda path: Progress(7, 900), checkpoint="ckpt-3", frames=100,
+        train_steps=3,
+    )
     acting = acting_for(agent, spec, 4, lambda: 3, policy=policy)
     observations = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
     right = np.arange(8) % 2 == 1

@@ -86,7 +86,10 @@ async def watching(directory: pathlib.Path) -> AsyncIterator[tuple[ServedPolicy,
     objects = weights(0.0)
     first = save(directory, 1)
     progress = Checkpointer(directory, objects).restore(first)
-    served = ServedPolicy(lambda *_: None, lambda path: Checkpointer(directory, objects).restore(path), first, progress.frames, 1)
+    served = ServedPolicy(
+        act=lambda *_: None, restore=lambda path: Checkpointer(directory, objects).restore(path), checkpoint=first,
+        frames=progress.frames, train_steps=1,
+    )
 
     class Learner:
         def set_version(self, train_steps: int) -> None:

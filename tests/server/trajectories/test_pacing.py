@@ -151,7 +151,10 @@ async def test_a_batch_whose_policy_ran_across_an_update_is_answered_by_the_upda
     columns = {"count": ((1,), np.float32)}
     store = UnrollStore(4, {**step_columns((), np.float32), "action": ((), np.int32), **columns}, overlap=1)
     policy, pacing = VersionPolicy(), Pacing("bounded", batch_size=2)
-    acting = Acting(policy, EnvTable(), store, lambda: policy.version, 2**31 - 1, None, CoreStates(columns))
+    acting = Acting(
+        policy=policy, envs=EnvTable(), store=store, version=lambda: policy.version, space=2**31 - 1, stacker=None,
+        states=CoreStates(columns),
+    )
     batcher = Batcher(BatcherConfig(max_batch_size=2, deadline_ms=50.0))
     loop = InferenceLoop(batcher, acting, asyncio.Queue(), lambda *_: None, pacing=pacing)
     runner = asyncio.create_task(loop.run())

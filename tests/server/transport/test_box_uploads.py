@@ -43,7 +43,7 @@ def unrolls(mean: float = 0.0, log_std: float = -0.5, u: float = 0.3) -> dict[st
 
 
 def parse(sent: dict[str, np.ndarray]):
-    parser = UnrollParser(COLUMNS, [], T, SLOTS, space=BOX, bounds=RowBounds(100.0, 1e6))
+    parser = UnrollParser(columns=COLUMNS, per_unroll=[], unroll_length=T, slots=SLOTS, space=BOX, bounds=RowBounds(100.0, 1e6))
     return parser.parse(upload_message(sent, SLOTS, [], []), newest_version=0)
 
 

@@ -32,7 +32,9 @@ SLOTS = np.array([7, 9], np.int32)
 
 
 def parser() -> UnrollParser:
-    return UnrollParser(COLUMNS, ["core_h"], T, SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6))
+    return UnrollParser(
+        columns=COLUMNS, per_unroll=["core_h"], unroll_length=T, slots=SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6)
+    )
 
 
 def unrolls(count: int = 2) -> dict[str, np.ndarray]:
@@ -139,7 +141,10 @@ def test_a_refused_or_unqueued_upload_leaves_no_trace_and_a_repeat_is_taken_in_o
     count the episodes its envs were in the middle of."""
     history = UploadHistory(["core_h"])
     history.adopt(SLOTS.tolist(), [1, 2])
-    stream = UnrollParser(COLUMNS, ["core_h"], T, SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6), history=history)
+    stream = UnrollParser(
+        columns=COLUMNS, per_unroll=["core_h"], unroll_length=T, slots=SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6),
+        history=history,
+    )
     first = unrolls()
     queued(stream, upload_message(first, SLOTS, [], []))
     second = following(first, [1.0, 2.0, 0.5], phantom_at=3)
@@ -150,12 +155,18 @@ def test_a_refused_or_unqueued_upload_leaves_no_trace_and_a_repeat_is_taken_in_o
     stream.parse(upload_message(second, SLOTS, [], []), newest_version=3)  # parsed, never queued (its stream was cut)
     # The actor reconnects and gets its slots back (same run ids): a new stream, the same history.
     history.adopt(SLOTS.tolist(), [1, 2])
-    again = UnrollParser(COLUMNS, ["core_h"], T, SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6), history=history)
+    again = UnrollParser(
+        columns=COLUMNS, per_unroll=["core_h"], unroll_length=T, slots=SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6),
+        history=history,
+    )
     upload = queued(again, upload_message(second, SLOTS, [], []))
     assert (upload.repeated, upload.env_steps) == (0, 2 * T - 1)  # neither the refused nor the cut-off one left a trace
     assert upload.episode_returns.tolist() == [1.0 + 2.0 + 0.5]  # begun on the old stream: counted (it was not)
     # Its answer was lost with that stream too: the actor reconnects and sends it once more.
-    resent = UnrollParser(COLUMNS, ["core_h"], T, SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6), history=history)
+    resent = UnrollParser(
+        columns=COLUMNS, per_unroll=["core_h"], unroll_length=T, slots=SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6),
+        history=history,
+    )
     repeat = queued(resent, upload_message(second, SLOTS, [], []))
     assert (repeat.repeated, repeat.env_steps, repeat.unrolls) == (2, 0, [])  # taken in once (it was twice)
     # Slot 9 handed to another env (another run id) starts afresh; slot 7's env carries on.
@@ -163,7 +174,10 @@ def test_a_refused_or_unqueued_upload_leaves_no_trace_and_a_repeat_is_taken_in_o
     third = following(second, [1.0, 1.0, 1.0], phantom_at=3)
     third["done"][0, 1] = True  # the row after second's final row
     third["observation"][1, 0] += 1.0  # the other env's own first step
-    other = UnrollParser(COLUMNS, ["core_h"], T, SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6), history=history)
+    other = UnrollParser(
+        columns=COLUMNS, per_unroll=["core_h"], unroll_length=T, slots=SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6),
+        history=history,
+    )
     assert queued(other, upload_message(third, SLOTS, [], [])).episode_returns.tolist() == [1.0 + 1.0]
 
 
