@@ -65,7 +65,8 @@ def test_ppo_style_sample_reuse_is_refused_rather_than_ignored(option: dict) -> 
 def test_the_learning_rate_and_entropy_schedules_follow_anakins_frames(tmp_path) -> None:
     from aioseed.anakin.run import train
     from aioseed.results.curves import _session_values
-    from aioseed.server.config import StopConfig, TrainingConfig
+    from aioseed.server.config import StopConfig
+    from aioseed.server.training.trainer import TrainingConfig
 
     budget = 8 * 16 * 10  # ten iterations of 8 envs x 16 steps
     impala = ImpalaConfig(
