@@ -34,10 +34,10 @@ def build_source(config: LearnerConfig, agent: Agent, unrolls: asyncio.Queue[Unr
 
 def replay_settings(config: LearnerConfig) -> ReplaySettings:
     """The replay of the agent that trains from one (its size, sampling, ratio and checkpointing)."""
-    replay = algorithm(config.agent).replay
-    if replay is None:
+    trains = algorithm(config.agent)
+    if trains.replay is None:
         raise ValueError(f"--agent {config.agent} trains each unroll once, from no replay")
-    return replay(algorithm(config.agent).settings(config))
+    return trains.replay(trains.settings(config))
 
 
 def pacing_for(config: LearnerConfig) -> Pacing:

@@ -44,7 +44,3 @@ def decode(frames: np.ndarray, clears: np.ndarray, depth: int) -> np.ndarray:
     stacks[pushed[None] < latest[:, :, None]] = 0
     return stacks
 
-
-def stacked_bytes_per_step(length: int, depth: int, frame_bytes: int) -> float:
-    """Bytes an encoded unroll of ``length`` steps takes per step (frames and clears)."""
-    return ((length + depth - 1) * frame_bytes + length) / length
