@@ -21,10 +21,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from aioseed.algos.agent import Agent, zero_state
 from aioseed.bench.config import AtariBench
 from aioseed.bench.spawned import run_in_process, timed_history
 from aioseed.commands.run import RunConfig
+from aioseed.server.acting.step import unroll_columns
 from aioseed.server.config import ConsoleConfig, StopConfig
+from aioseed.spec import EnvSpec
+from aioseed.types import TrainBatch
 
 
 def core_seconds(work: Callable[[], int], seconds: float) -> tuple[float, float]:
@@ -64,13 +68,35 @@ def measure(run: RunConfig, warmup_s: float, seconds: float) -> dict[str, float]
     return result
 
 
+def synthetic_batch(agent: Agent, spec: EnvSpec, unroll_length: int, batch_size: int, rng: np.random.Generator) -> TrainBatch:
+    """A train batch of random values in the shape the learner hands ``agent``: each unroll column
+    ``[burn_in + T + 1, B, ...]``, the recurrent state ``[B, ...]`` and, for a replay's batch, its weights."""
+    shape = (agent.burn_in + unroll_length + 1, batch_size)
+    state = agent.state_columns()
+    batch: TrainBatch = {}
+    for name, (column, dtype) in unroll_columns(agent, spec).items():
+        dims, kind = (shape[1:] if name in state else shape) + tuple(column), np.dtype(dtype)
+        if kind == np.uint8:
+            batch[name] = rng.integers(0, 255, dims, dtype=np.uint8)
+        elif kind.kind in "iu":
+            batch[name] = rng.integers(0, max(agent.spec.num_actions, 1), dims).astype(kind)
+        elif kind == bool:
+            batch[name] = np.zeros(dims, bool)
+        else:
+            batch[name] = rng.normal(size=dims).astype(kind)
+    if agent.uses_replay:
+        batch["weights"] = np.ones(batch_size, np.float32)
+    return batch
+
+
 def components(run: RunConfig, mean_batch: float, seconds: float) -> dict[str, float]:
     """Each part of ``run`` alone in this process, in core-ms per agent step: its envs stepped together
-    (random actions), inference at ``mean_batch`` rows and the train step at its ``[T + 1, B]`` shape, in
-    the run's precision; each timed for ``seconds``."""
-    from aioseed.algos.agent import zero_state
-    from aioseed.algos.impala.agent import ImpalaAgent
-    from aioseed.compose.learner import learner_specs
+    (random actions), inference at ``mean_batch`` rows and the train step at its ``[burn_in + T + 1, B]``
+    shape, in the run's precision; each timed for ``seconds``. A replay's train step counts ``replay_ratio``
+    times per stored step (each is sampled that often)."""
+    from aioseed.algos.replicas import Replicas
+    from aioseed.compose.learner import build_agent, learner_specs
+    from aioseed.compose.sources import replay_settings
     from aioseed.envs.registry import make_vector_env
 
     config = run.learner
@@ -79,7 +105,7 @@ def components(run: RunConfig, mean_batch: float, seconds: float) -> dict[str, f
     envs = make_vector_env(config.env, num_envs, run.actor_config(0, 0).atari)
     envs.reset(seed=0)
     rng = np.random.default_rng(0)
-    _, spec = learner_specs(config)
+    wire, spec = learner_specs(config)
 
     def step_envs() -> int:
         envs.step(rng.integers(0, spec.num_actions, num_envs))
@@ -88,30 +114,22 @@ def components(run: RunConfig, mean_batch: float, seconds: float) -> dict[str, f
     env_cost, env_rate = core_seconds(step_envs, seconds)
     envs.close()
 
-    agent = ImpalaAgent(spec, config.impala, seed=0, precision=config.precision)
+    agent = build_agent(config, spec, Replicas())
     batch = max(1, round(mean_batch))
     observations = rng.integers(0, 255, (batch, *spec.observation_shape), dtype=np.uint8)
     state = zero_state(agent.state_columns(), batch)
     infer_cost, _ = core_seconds(lambda: (agent.infer(observations, state), batch)[1], seconds)
 
     t, b = config.training.unroll_length, config.training.batch_size
-    shape = (t + 1, b)
-    train_batch = {
-        "observation": rng.integers(0, 255, (*shape, *spec.observation_shape), dtype=np.uint8),
-        "action": rng.integers(0, spec.num_actions, shape, dtype=np.int32),
-        "logits": rng.normal(size=(*shape, spec.num_actions)).astype(np.float32),
-        "reward": rng.normal(size=shape).astype(np.float32),
-        "done": np.zeros(shape, bool),
-        "phantom": np.zeros(shape, bool),
-        **zero_state(agent.state_columns(), b),
-    }
+    train_batch = synthetic_batch(agent, wire, t, b, rng)
+    sampled = replay_settings(config).ratio if agent.uses_replay else 1.0
     train_cost, _ = core_seconds(lambda: (agent.train_step(train_batch), t * b)[1], seconds)
     return {
         "frames_per_step": spec.frames_per_step,
         "env_core_ms_per_step": env_cost * 1e3,
         "env_steps_per_s_alone": env_rate,
         "inference_core_ms_per_step": infer_cost * 1e3,
-        "train_core_ms_per_step": train_cost * 1e3,
+        "train_core_ms_per_step": train_cost * 1e3 * sampled,
     }
 
 
@@ -129,7 +147,7 @@ def main(bench: AtariBench) -> int:
     result = {
         "preset": bench.run.preset,
         "env": bench.run.learner.env,
-        "network": bench.run.learner.impala.network,
+        "agent": bench.run.learner.agent,
         "precision": bench.run.learner.precision,
         "envs": bench.run.num_actors * bench.run.envs_per_actor,
         "frames_per_s": round(run["frames_per_s"]),

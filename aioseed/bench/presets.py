@@ -29,17 +29,30 @@ def preset_run(name: str, env: str | None) -> RunConfig:
 
 
 def describe(run: RunConfig) -> dict[str, Any]:
-    """What sets a preset's speed: its envs, acting mode, precision, batch and sample reuse."""
-    learner, training, impala = run.learner, run.learner.training, run.learner.impala
+    """What sets a preset's speed: its agent, envs, acting mode, precision, batch and sample reuse (updates per
+    batch, or how often a replay samples each stored step)."""
+    from aioseed.algos.registry import algorithm
+    from aioseed.compose.sources import replay_settings
+
+    learner, training = run.learner, run.learner.training
+    trains = algorithm(learner.agent)
+    reuse: dict[str, Any]
+    if trains.replay is None:
+        settings = trains.settings(learner)
+        split = trains.split(settings, training.batch_size, training.unroll_length)
+        reuse = {"epochs_x_minibatches": [getattr(settings, "epochs", 1), split.minibatches]}
+    else:
+        reuse = {"replay_ratio": replay_settings(learner).ratio}
     return {
         "preset": run.preset,
+        "agent": learner.agent,
         "env": learner.env,
         "envs": run.num_actors * run.envs_per_actor,
         "envs_per_message": run.envs_per_message,
         "acting": training.acting,
         "precision": learner.precision,
         "train_batch": [training.unroll_length, training.batch_size],
-        "epochs_x_minibatches": [impala.epochs, impala.minibatches],
+        **reuse,
     }
 
 

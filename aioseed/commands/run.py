@@ -29,6 +29,7 @@ PresetName = Literal[
     "atari-noframeskip",
     "atari-fast",
     "atari-ppo",
+    "atari-r2d2",
     "catch",
     "football-academy",
     "football-academy-ppo",
@@ -51,7 +52,8 @@ class RunConfig:
     atari-noframeskip: the same on the references' protocol (no sticky actions); atari-ppo: CleanRL's PPO
     recipe (synchronous acting, 8 envs x 128 steps, shuffled transitions) on that protocol; atari-fast: that
     recipe at this CPU's speed (bfloat16, bounded acting, 32 envs, half the epochs: Pong's +18 in under 30
-    minutes on 2 cores); catch: the
+    minutes on 2 cores); atari-r2d2: R2D2 sized for 2 cores on that protocol (LSTM 256, T 40, burn-in
+    20, replay ratio paced by acting); catch: the
     same network on aioseed/Catch-v0; football-academy: V-trace on Google Research Football's
     academy_empty_goal_close from the Super Mini Map with SEED's Football ResNet, on EnvPool's port of the
     engine (no build); football-academy-simple115: the same from the simple115v2 state (MLP) on gfootball;

@@ -128,7 +128,9 @@ class LearnerConfig:
             raise ValueError(NOT_IN_IMPALA_MODE)
         acting = self.training.acting
         if acting == "replay" and "replay" not in trains.pacing:
-            raise ValueError("training.acting replay paces acting against SAC's replay ratio (agent sac)")
+            raise ValueError(
+                f"training.acting replay paces acting against a replay ratio; agent {self.agent} trains from no replay"
+            )
         if acting in ("bounded", "synchronous") and (acting not in trains.pacing or self.architecture != "seed"):
             raise ValueError(
                 f"training.acting {acting} paces SEED actors against V-trace's train batches "

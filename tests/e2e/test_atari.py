@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from aioseed.envs.atari import game_name
@@ -51,6 +53,47 @@ async def test_pong_trains_through_learner_and_actor_processes(tmp_path, learner
     if learner_flags == ["--learner-frame-stack", "4"]:
         await record_a_pong_episode(tmp_path)
         await evaluate_under_a_protocol(tmp_path)
+    if learner_flags[:2] == ["--agent", "r2d2"]:
+        await evaluate_and_serve_r2d2(tmp_path)
+
+
+async def evaluate_and_serve_r2d2(logdir) -> None:
+    """R2D2's Pong checkpoint: aioseed eval --protocol seed acts at SEED's epsilon 0.001 on the learner's stacks of
+    four, and aioseed serve answers an actor's single frames with it (stacked on the server's side, as in training)."""
+    import json
+
+    from tests.processes import Process
+
+    evaluation = await Process(["eval", "--logdir", str(logdir), "--protocol", "seed", "--episodes", "1", "--format", "json"]).start()
+    assert await evaluation.wait(timeout_s=300) == 0, evaluation.log
+    result = json.loads(await evaluation.stdout())
+    assert (result["agent"], result["policy"], result["epsilon"]) == ("r2d2", "epsilon 0.001", 0.001)
+    protocol = result["protocol"]
+    assert (protocol["name"], protocol["sticky_action_probability"], protocol["noop_max"]) == ("seed", 0.0, 30)
+    assert -21 <= result["mean_return"] <= 21 and result["frames"] > 0
+
+    serve = await Process([
+        "serve", "--checkpoint", str(logdir), "--server.host", "127.0.0.1", "--server.port", "0", "--console.port", "0",
+        "--log-every-s", "0.5", "--display", "lines",
+    ]).start()
+    actor = None
+    try:
+        port = int((await serve.wait_for_line(r"learner_listening .*port=(\d+)")).group(1))
+        assert "obs uint8[1,84,84]" in "\n".join(serve.lines)  # the wire carries single frames
+        actor = await Process([
+            "actor", "--learner", f"127.0.0.1:{port}", "--env", "ALE/Pong-v5", "--atari.stack", "1", "--num-envs", "2",
+            "--envs-per-message", "2",
+        ]).start()
+        await serve.wait_for_line(r"stream_connected .*slots=2")
+        await serve.wait_for_line(r"progress batch=[1-9].* frames=0 ")  # inference batches served; nothing trains
+        assert actor.proc.returncode is None
+        serve.signal(signal.SIGTERM)
+        assert await serve.wait() == 0
+        assert serve.errors() == [], serve.log
+    finally:
+        serve.kill()
+        if actor is not None:
+            actor.kill()
 
 
 async def evaluate_under_a_protocol(logdir) -> None:

@@ -36,6 +36,7 @@ R2D2 = Algorithm(
     make_agent=make_agent,
     action_spaces=(Discrete,),
     replay=replay,
+    pacing=frozenset({"replay"}),
     evaluation=evaluation,
     policy_name=lambda settings, greedy: "greedy" if greedy else f"epsilon {settings.eval_epsilon:g}",
     evaluation_fields=lambda settings: {"epsilon": settings.eval_epsilon},
