@@ -31,13 +31,22 @@ def unroll_lstm(
       <float32>[T, B, units] the core's outputs, and the state after the last step.
     """
     keep = 1.0 - tf.cast(starts, tf.float32)[..., None]
+    if not cell.built:
+        cell.build(features.shape)
+    # The inputs' share of every step's gates in one matmul over all T x B rows; the sequential scan keeps
+    # only the recurrent matmul (the cell's fused implementation, its weights as they are).
+    projected = tf.einsum("tbf,fg->tbg", tf.cast(features, cell.kernel.dtype), cell.kernel)
+    if cell.use_bias:
+        projected += cell.bias
 
     def step(carry: tuple[tf.Tensor, tf.Tensor], inputs: tuple[tf.Tensor, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
         (h, c), (x, k) = carry, inputs
-        _, (h, c) = cell(x, [h * k, c * k])
-        return h, c
+        gates = x + tf.matmul(h * k, cell.recurrent_kernel)
+        i, f, g, o = tf.split(gates, 4, axis=-1)
+        c = cell.recurrent_activation(f) * (c * k) + cell.recurrent_activation(i) * cell.activation(g)
+        return cell.recurrent_activation(o) * cell.activation(c), c
 
-    outputs, cells = tf.scan(step, (features, keep), initializer=(state["core_h"], state["core_c"]))
+    outputs, cells = tf.scan(step, (projected, keep), initializer=(state["core_h"], state["core_c"]))
     return outputs, {"core_h": outputs[-1], "core_c": cells[-1]}
 
 

@@ -304,17 +304,23 @@ class ImpalaHostileBench:
 @dataclasses.dataclass(frozen=True)
 class SacBench:
     """SAC's speed through real processes (``--preset mujoco-sac``: a learner and one actor process on
-    loopback): env steps/s and updates/s once training runs, beside the compute bound of the same run, from
-    the env's step, inference of one message's rows and one update, each timed alone in this process."""
+    loopback), two update paths side by side in one run, held A B B A: today's (``--sac.update separate``,
+    one update per train step) and the fused one (``minibatches`` updates per compiled call). For each,
+    env steps/s and updates/s once training runs, beside the compute bound from the env's step, inference of
+    one message's rows and one update, each timed alone in this process."""
 
     env: str = "HalfCheetah-v5"
     """Any env with a bounded Box action space."""
     seconds: float = 60.0
-    """Seconds of the timed run (after start-up)."""
+    """Seconds of each timed run (after start-up)."""
     min_replay_size: int = 1_000
     """Transitions in replay before training starts (the preset's 5,000 would spend most of a short run filling it)."""
     replay_ratio: float = 256.0
     """The run's replay ratio (the preset's: one update per env step)."""
+    minibatches: int = 4
+    """Updates per compiled call of the fused path (each on the preset's per-update batch)."""
+    jit_compile: bool = True
+    """Compile the fused path with XLA."""
     json: bool = False
     """Print one JSON object."""
 

@@ -1,13 +1,14 @@
-"""``aioseed bench sac``: SAC's env steps/s and updates/s through real processes, beside the compute bound.
+"""``aioseed bench sac``: SAC's env steps/s and updates/s through real processes, beside the compute bound, for
+today's update path and the fused one side by side.
 
-The run is ``aioseed run --preset mujoco-sac`` (a learner and one actor process of 4 envs on loopback,
-replay pacing) in a fresh spawned process. Its rates are read from the learner's metric snapshots once
-training has started. The bound comes from the same machine in the same invocation, each part timed
-alone in this process: the env's step (random actions, one core), one inference call on a message's
-rows, and one update of a batch. They are timed before and after the run and averaged, so that a linear
-drift of the host's speed cancels. The learner's core runs inference and updates, the actor's core steps
-the envs, so the bound on env steps/s is the slower of the two: 1 / (inference per row + updates per
-step x update) on the learner, 1 / env step on the actor.
+Each path runs ``aioseed run --preset mujoco-sac`` (a learner and one actor process of 4 envs on loopback,
+replay pacing) in a fresh spawned process, held A B B A so that a linear drift of the host's speed adds the
+same to both means. Rates are read from the learner's metric snapshots once training has started. The bound
+comes from the same machine in the same invocation, each part timed alone in this process: the env's step
+(random actions, one core), one inference call on a message's rows, and one update (a fused call's time over
+its updates). They are timed before and after the runs and averaged. The learner's core runs inference and
+updates, the actor's core steps the envs, so the bound on env steps/s is the slower of the two: 1 /
+(inference per row + updates per step x update) on the learner, 1 / env step on the actor.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from aioseed.bench.acting import order
 from aioseed.bench.config import SacBench
 from aioseed.bench.spawned import run_in_process, timed_history
+from aioseed.commands.run import RunConfig
 from aioseed.presets import preset
 from aioseed.server.config import StopConfig
 
@@ -55,17 +59,42 @@ def timed(fn: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
-def part_timer(env_id: str, rows: int, batch_size: int) -> Callable[[], dict[str, float]]:
-    """A function that times inference of ``rows`` rows and one update of ``batch_size`` one-step unrolls,
-    each alone, on one agent built once."""
+@dataclasses.dataclass(frozen=True)
+class UpdatePath:
+    """One way of running SAC's updates: ``--sac.update``, updates per call and XLA."""
+
+    update: str
+    minibatches: int = 1
+    jit_compile: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.update if self.update == "separate" else f"fused x{self.minibatches}{' xla' if self.jit_compile else ''}"
+
+    def applied(self, run: RunConfig, bench: SacBench) -> RunConfig:
+        """``run`` on this path, each update on the preset's per-update batch, at the bench's replay settings."""
+        learner = run.learner
+        rows = learner.training.batch_size // learner.sac.minibatches
+        sac = dataclasses.replace(
+            learner.sac, update=self.update, minibatches=self.minibatches, jit_compile=self.jit_compile,
+            min_replay_size=bench.min_replay_size, replay_ratio=bench.replay_ratio,
+        )
+        training = dataclasses.replace(learner.training, batch_size=rows * self.minibatches)
+        return dataclasses.replace(run, learner=dataclasses.replace(learner, env=bench.env, sac=sac, training=training))
+
+
+def part_timer(run: RunConfig, rows: int) -> Callable[[], dict[str, float]]:
+    """A function that times inference of ``rows`` rows and one train step of ``run``'s batch of one-step
+    unrolls, each alone, on one agent built once; ``update_s`` is per update."""
     from aioseed.algos.sac.agent import SacAgent
     from aioseed.envs.registry import env_spec
 
-    spec = env_spec(env_id)
-    agent = SacAgent(spec, preset("mujoco-sac").learner.sac)
+    config = run.learner
+    spec = env_spec(config.env)
+    agent = SacAgent(spec, config.sac)
     rng = np.random.default_rng(0)
     observations = rng.normal(size=(rows, *spec.observation_shape)).astype(spec.dtype)
-    size = spec.action_space.size
+    size, batch_size = spec.action_space.size, config.training.batch_size
     batch = {
         "observation": rng.normal(size=(2, batch_size, *spec.observation_shape)).astype(spec.dtype),
         "action": rng.normal(size=(2, batch_size, size)).astype(np.float32),
@@ -73,24 +102,23 @@ def part_timer(env_id: str, rows: int, batch_size: int) -> Callable[[], dict[str
         "done": np.zeros((2, batch_size), bool),
         "phantom": np.zeros((2, batch_size), bool),
     }
+    updates = config.sac.minibatches
     return lambda: {
         "inference_s": timed(lambda: agent.infer(observations, {}), 400),
-        "update_s": timed(lambda: agent.train_step(batch), 300),
+        "update_s": timed(lambda: agent.train_step(batch), max(300 // updates, 30)) / updates,
     }
 
 
-def run_rates(bench: SacBench) -> dict[str, float]:
+def run_rates(run: RunConfig, seconds: float) -> dict[str, float]:
     """Env steps/s and updates/s of a real run, between the first snapshot with training and the last."""
-    run = preset("mujoco-sac")
-    sac = dataclasses.replace(run.learner.sac, min_replay_size=bench.min_replay_size, replay_ratio=bench.replay_ratio)
     learner = dataclasses.replace(
-        run.learner, env=bench.env, sac=sac, logdir=None, tensorboard=False, metrics_every_s=1.0,
-        stop=StopConfig(after_seconds=bench.seconds), console=dataclasses.replace(run.learner.console, enabled=False),
+        run.learner, logdir=None, tensorboard=False, metrics_every_s=1.0,
+        stop=StopConfig(after_seconds=seconds), console=dataclasses.replace(run.learner.console, enabled=False),
     )
-    history = timed_history(run_in_process(dataclasses.replace(run, learner=learner), bench.seconds + 120))
+    history = timed_history(run_in_process(dataclasses.replace(run, learner=learner), seconds + 120))
     training = [s for s in history if s.get("learner/train_steps", 0) > 0]
     if len(training) < 2:
-        raise RuntimeError(f"training ran for fewer than two snapshots in {bench.seconds:g} s; give it more --seconds")
+        raise RuntimeError(f"training ran for fewer than two snapshots in {seconds:g} s; give it more --seconds")
     first, last = training[0], training[-1]
     elapsed = last["time"] - first["time"]
     return {
@@ -100,36 +128,53 @@ def run_rates(bench: SacBench) -> dict[str, float]:
     }
 
 
-def main(bench: SacBench) -> int:
-    run = preset("mujoco-sac")
-    rows, batch_size = run.envs_per_message, run.learner.training.batch_size
-    updates_per_step = bench.replay_ratio / batch_size  # unroll_length 1: one unroll is one env step
-    time_parts = part_timer(bench.env, rows, batch_size)
-    before = {"env_s": env_step_seconds(bench.env), **time_parts()}
-    measured = run_rates(bench)
-    after = {"env_s": env_step_seconds(bench.env), **time_parts()}
-    # The parts timed before and after the run, averaged: a linear drift of the host's speed cancels.
-    alone = {key: (before[key] + after[key]) / 2 for key in before}
+def path_figures(run: RunConfig, bench: SacBench, holds: list[dict[str, float]], alone: dict[str, float]) -> dict[str, Any]:
+    """A path's mean rates over its holds beside the bound its parts imply."""
+    rows = run.envs_per_message
+    updates_per_step = bench.replay_ratio / (run.learner.training.batch_size / run.learner.sac.minibatches)
     env_s = alone["env_s"]
     learner_s = alone["inference_s"] / rows + updates_per_step * alone["update_s"]
     bound = min(1.0 / env_s, 1.0 / learner_s)
-    result = {
-        "env": bench.env,
-        "replay_ratio": bench.replay_ratio,
-        "updates_per_env_step": updates_per_step,
-        "env_steps_per_s": round(measured["env_steps_per_s"], 1),
-        "updates_per_s": round(measured["updates_per_s"], 1),
-        "measured_over_s": round(measured["measured_s"], 1),
+    env_steps = statistics.fmean(h["env_steps_per_s"] for h in holds)
+    return {
+        "env_steps_per_s": round(env_steps, 1),
+        "updates_per_s": round(statistics.fmean(h["updates_per_s"] for h in holds), 1),
+        "holds_updates_per_s": [round(h["updates_per_s"], 1) for h in holds],
         "bound_env_steps_per_s": round(bound, 1),
-        "env_steps_vs_bound": round(measured["env_steps_per_s"] / bound, 3),
+        "env_steps_vs_bound": round(env_steps / bound, 3),
         "alone": {
             "env_step_ms": round(env_s * 1e3, 4),
             f"inference_ms_{rows}_rows": round(alone["inference_s"] * 1e3, 3),
-            f"update_ms_batch_{batch_size}": round(alone["update_s"] * 1e3, 3),
+            "update_ms": round(alone["update_s"] * 1e3, 3),
             "learner_bound_env_steps_per_s": round(1.0 / learner_s, 1),
             "actor_bound_env_steps_per_s": round(1.0 / env_s, 1),
-            "update_ms_before_after": [round(before["update_s"] * 1e3, 3), round(after["update_s"] * 1e3, 3)],
         },
+    }
+
+
+def main(bench: SacBench) -> int:
+    base = preset("mujoco-sac")
+    paths = (UpdatePath("separate"), UpdatePath("fused", bench.minibatches, bench.jit_compile))
+    runs = {path.name: path.applied(base, bench) for path in paths}
+    timers = {name: part_timer(run, run.envs_per_message) for name, run in runs.items()}
+    # The parts timed before and after the runs, averaged: a linear drift of the host's speed cancels.
+    before = {name: {"env_s": env_step_seconds(bench.env), **timer()} for name, timer in timers.items()}
+    holds: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
+    for name in order(tuple(runs)):
+        holds[name].append(run_rates(runs[name], bench.seconds))
+    after = {name: {"env_s": env_step_seconds(bench.env), **timer()} for name, timer in timers.items()}
+    figures = {
+        name: path_figures(runs[name], bench, holds[name], {key: (before[name][key] + after[name][key]) / 2 for key in before[name]})
+        for name in runs
+    }
+    baseline, fused = (figures[path.name] for path in paths)
+    result = {
+        "env": bench.env,
+        "replay_ratio": bench.replay_ratio,
+        "updates_per_env_step": bench.replay_ratio / (base.learner.training.batch_size / base.learner.sac.minibatches),
+        "paths": figures,
+        "updates_per_s_ratio": round(fused["updates_per_s"] / baseline["updates_per_s"], 3),
+        "update_ms_ratio": round(baseline["alone"]["update_ms"] / fused["alone"]["update_ms"], 3),
     }
     sys.stdout.write((json.dumps(result) if bench.json else json.dumps(result, indent=2)) + "\n")
     return 0

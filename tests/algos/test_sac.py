@@ -210,3 +210,39 @@ def test_critic_layer_norm_normalises_each_hidden_layer_of_both_critics_and_thei
     for _ in range(150):
         last = agent.train_step(batch)
     assert last["losses/critic"] < 0.5 * first["losses/critic"]
+
+
+def test_minibatches_run_every_update_of_a_step_in_one_call_with_the_delayed_rhythm_kept() -> None:
+    """3 minibatches a step at frequency 2: critic updates 0-2 then 3-5, the policy twice after 0, 2 and 4; a
+    share whose targets diverge skips its critic update alone, and each update that changed something is a version."""
+    agent = SacAgent(SPEC, SacConfig(hidden_sizes=(8,), policy_frequency=2, minibatches=3))
+    rng = np.random.default_rng(0)
+    batches = [_batch(rng, rows=66), _batch(rng, rows=66)]
+    batches[1]["reward"][1, 30] = np.inf  # row 30 of 66: the second share (rows 22-43)
+    policy_steps, versions, skipped = [], [], []
+    for batch in batches:
+        before, updates = int(agent.actor_optimizer.iterations.numpy()), []
+        metrics = agent.train_step(batch, on_update=lambda: updates.append(1))
+        policy_steps.append(int(agent.actor_optimizer.iterations.numpy()) - before)
+        versions.append(len(updates))
+        skipped.append(metrics["skipped_nonfinite"])
+        assert np.isfinite(metrics["losses/actor"])
+    assert policy_steps == [4, 2] and skipped == [0, 1]
+    assert int(agent.critic_optimizer.iterations.numpy()) == 5  # 6 tried, the diverging share's skipped
+    assert versions == [3, 3]  # the skipped critic update was at step 4, which the policy's delayed updates followed
+
+
+def test_the_separate_path_keeps_the_same_rhythm() -> None:
+    agent = SacAgent(SPEC, SacConfig(hidden_sizes=(8,), policy_frequency=2, update="separate"))
+    batch = _batch(np.random.default_rng(0))
+    steps = []
+    for _ in range(4):
+        before = int(agent.actor_optimizer.iterations.numpy())
+        agent.train_step(batch)
+        steps.append(int(agent.actor_optimizer.iterations.numpy()) - before)
+    assert steps == [2, 0, 2, 0]
+
+
+def test_minibatches_need_the_fused_update() -> None:
+    with pytest.raises(ValueError, match="above 1 only with update fused"):
+        SacConfig(minibatches=2, update="separate")

@@ -17,7 +17,7 @@ class R2D2Config:
     The defaults are SEED RL's Atari settings: burn-in 40 + unroll 80 (``--training.unroll-length 80``),
     n = 5, gamma 0.997, Adam 1e-4, target update every 2500 steps, LSTM 512, alpha 0.9, beta 0.6.
     ``--preset r2d2-cartpole`` (aioseed/presets/r2d2-cartpole.toml) learns CartPole-v1 here in about
-    17 s.
+    17 s; ``--preset atari-r2d2`` sizes R2D2 for Pong on 2 CPU cores.
     """
 
     # Optimisation
@@ -49,11 +49,11 @@ class R2D2Config:
     checkpoint_replay: bool = False
     """Save the replay (unrolls, priorities, counters) with every checkpoint, under checkpoints/replay, and
     restore it on a restart, so training resumes without refilling it. Costs the replay's size on disk and
-    a pause of inserts while it is written (CartPole preset: ~2 MB; Atari with stacked frames: ~3.4 MB an
-    unroll, so ~7 GB at 2048 unrolls)."""
+    a pause of inserts while it is written (CartPole preset: ~2 MB; an Atari unroll of 121 steps with
+    learner-side stacking, each frame stored once: ~0.88 MB, so ~1.8 GB at 2048 unrolls)."""
     replay_capacity: int = 2048
-    """Unrolls kept; the oldest is evicted first. Atari unrolls of 121 stacked frames are ~3.4 MB each
-    (2048 of them: ~7 GB)."""
+    """Unrolls kept; the oldest is evicted first. An Atari unroll of 121 steps takes ~0.88 MB with
+    learner-side stacking (frames stored once; 2048 of them: ~1.8 GB), ~3.4 MB with the actors' stacks."""
     min_replay_size: int = 256
     """Unrolls in replay before training starts."""
     replay_ratio: float = 4.0

@@ -28,6 +28,10 @@ COLUMNS = ("observation", "action", "reward", "done", "phantom")
 """The unroll columns a train step reads (time-major ``[T + 1, B, ...]``)."""
 ALPHA_SKIPPED = "sac/alpha_skipped"
 """1 when the temperature's update was skipped as non-finite (counted as skipped; it leaves the version as it is)."""
+APPLIED = "sac/applied"
+"""The fused call's count of updates that changed the critics or the policy (each is a new version)."""
+POLICY_METRICS = ("losses/actor", "losses/alpha", "losses/actor_grad_norm", "policy/entropy")
+"""The policy update's metrics, kept from its latest update between the delayed ones."""
 
 
 class SacNetworks(keras.layers.Layer):
@@ -77,6 +81,7 @@ class SacAgent:
         self._act = tf.function(self._act_step, input_signature=[rows, tf.TensorSpec([None], tf.bool)])
         self._train_critics = tf.function(self._critic_update, reduce_retracing=True)
         self._train_policy = tf.function(self._policy_update, reduce_retracing=True)
+        self._train_fused = tf.function(self._fused_updates, jit_compile=config.jit_compile)
         self._policy_metrics: dict[str, float] = {}
         self._critic_steps: int | None = None
         """Critic updates tried, applied or skipped (from the optimizer's count at the first step): the delayed
@@ -119,32 +124,74 @@ class SacAgent:
         return float(tf.exp(self.log_alpha).numpy())
 
     def train_step(self, batch: Mapping[str, np.ndarray], on_update: Callable[[], None] = no_callback) -> dict[str, Any]:
-        """One update of the critics and the targets' Polyak step on the batch's T x B transitions; on every
-        ``policy_frequency``-th critic update, that many updates of the policy and the temperature on the same
-        batch (CleanRL's delayed updates). Returns metrics (the policy's from its latest update) and
-        ``priorities`` (ones: the replay samples uniformly)."""
+        """``minibatches`` updates on equal shares of the batch's T x B transitions: each one of the critics and the
+        targets' Polyak step, and after every ``policy_frequency``-th that many updates of the policy and the
+        temperature on the same share (CleanRL's delayed updates). Returns metrics (the critics' averaged, the
+        policy's from its latest update) and ``priorities`` (ones: the replay samples uniformly)."""
         inputs = {name: batch[name] for name in COLUMNS}
-        frequency = self.config.policy_frequency
+        due = self._policy_due(self.config.minibatches)
+        if self.config.update == "separate":
+            metrics, applied = self._separate_updates(inputs, due[0])
+        else:
+            out = {name: float(value) for name, value in self._train_fused(inputs, due).items()}
+            applied = int(out.pop(APPLIED))
+            if any(due):
+                self._policy_metrics = {name: out[name] for name in POLICY_METRICS}
+            metrics = {**{name: value for name, value in out.items() if name not in POLICY_METRICS}, **self._policy_metrics}
+        metrics["losses/total"] = metrics["losses/critic"] + metrics["losses/actor"]
+        for _ in range(applied):  # each update that changed the policy that acts, or the critics that train it
+            on_update()
+        metrics["priorities"] = np.ones(batch["action"].shape[1], np.float32)
+        return metrics
+
+    def _policy_due(self, updates: int) -> tuple[bool, ...]:
+        """Which of the next ``updates`` critic updates the delayed policy updates follow (and the very first). The
+        count is of critic updates tried, from the optimizer's at the first step: a skipped one keeps the rhythm."""
         if self._critic_steps is None:
             self._critic_steps = int(self.critic_optimizer.iterations.numpy())
-        due = self._critic_steps % frequency == 0 or not self._policy_metrics
-        self._critic_steps += 1
+        due = tuple((self._critic_steps + i) % self.config.policy_frequency == 0 for i in range(updates))
+        self._critic_steps += updates
+        return (True, *due[1:]) if not self._policy_metrics else due
+
+    def _separate_updates(self, inputs: dict[str, np.ndarray], due: bool) -> tuple[dict[str, Any], int]:
+        """One call for the critics, one per policy update: the path before the fused update."""
         metrics: dict[str, Any] = {name: float(value) for name, value in self._train_critics(inputs).items()}
         skipped = metrics[SKIPPED]
         applied = not skipped
         if due:
-            for _ in range(frequency):
+            for _ in range(self.config.policy_frequency):
                 self._policy_metrics = {name: float(value) for name, value in self._train_policy(inputs).items()}
                 # The temperature's skip counts as skipped; only the actor's update changes the policy that acts.
                 policy_skipped, alpha_skipped = self._policy_metrics.pop(SKIPPED), self._policy_metrics.pop(ALPHA_SKIPPED)
                 skipped, applied = max(skipped, policy_skipped, alpha_skipped), applied or not policy_skipped
         metrics.update(self._policy_metrics)
         metrics[SKIPPED] = skipped
-        metrics["losses/total"] = metrics["losses/critic"] + metrics["losses/actor"]
-        if applied:  # the policy that acts, or the critics that train it, changed: a new version
-            on_update()
-        metrics["priorities"] = np.ones(batch["action"].shape[1], np.float32)
-        return metrics
+        return metrics, int(applied)
+
+    def _fused_updates(self, inputs: dict[str, tf.Tensor], due: tuple[bool, ...]) -> dict[str, tf.Tensor]:
+        """Every update of a train step in one call (``due``: static, so the graph is traced once per rhythm):
+        the critics' metrics averaged, the latest policy update's, ``SKIPPED`` summed over the updates and
+        ``APPLIED`` the updates that changed the critics or the policy."""
+        rows, left = divmod(inputs["action"].shape[1], len(due))
+        if left:
+            raise ValueError(f"a batch of {inputs['action'].shape[1]} unrolls does not split into {len(due)} equal minibatches")
+        critics, policy, skipped, applied = [], [], [], []
+        for i, policy_due in enumerate(due):
+            share = {name: column[:, i * rows : (i + 1) * rows] for name, column in inputs.items()}
+            critic = self._critic_update(share)
+            skip = critic.pop(SKIPPED)
+            changed = 1.0 - skip
+            for _ in range(self.config.policy_frequency if policy_due else 0):
+                policy.append(self._policy_update(share))
+                skip = tf.maximum(skip, tf.maximum(policy[-1][SKIPPED], policy[-1][ALPHA_SKIPPED]))
+                changed = tf.maximum(changed, 1.0 - policy[-1][SKIPPED])
+            critics.append(critic)
+            skipped.append(skip)
+            applied.append(changed)
+        out = {name: tf.reduce_mean(tf.stack([critic[name] for critic in critics])) for name in critics[0]}
+        if policy:
+            out.update({name: policy[-1][name] for name in POLICY_METRICS})
+        return {**out, SKIPPED: tf.add_n(skipped), APPLIED: tf.add_n(applied)}
 
     def _sample(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """A reparameterised pre-squash sample for each row, and its log-probability (tanh-corrected)."""

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from aioseed.action_space import Box
-from aioseed.algos.builder import Algorithm, ReplaySettings
+from aioseed.algos.builder import Algorithm, ReplaySettings, Split
 from aioseed.algos.sac.config import SacConfig
 
 
@@ -24,6 +24,11 @@ def replay(settings: SacConfig) -> ReplaySettings:
     )
 
 
+def split(settings: SacConfig, batch_size: int, unroll_length: int) -> Split:
+    """``minibatches`` updates per train batch, each on an equal share of its unrolls."""
+    return Split(settings.minibatches, batch_size, f"training.batch_size = {batch_size}")
+
+
 def evaluation(settings: SacConfig, greedy: bool, epsilon: float) -> SacConfig:
     """The mean action when greedy, else a sample."""
     return dataclasses.replace(settings, evaluation_action="mean" if greedy else "sample")
@@ -35,6 +40,7 @@ SAC = Algorithm(
     make_agent=make_agent,
     action_spaces=(Box,),
     replay=replay,
+    split=split,
     pacing=frozenset({"replay"}),
     evaluation=evaluation,
     key_hyperparameters=(

@@ -42,6 +42,17 @@ class SacConfig:
     target_entropy: float | None = None
     """Entropy alpha's loss aims for, in nats (None: minus the number of action dimensions)."""
 
+    # Updates
+    update: Literal["fused", "separate"] = "fused"
+    """fused: a train step's updates (its ``minibatches``, each with the critics, and on the delayed rhythm the
+    policy and the temperature) run in one compiled call; separate: one call for the critics and one per policy
+    update (the path before issue 60, kept to measure against)."""
+    minibatches: int = 1
+    """Updates per train step: --training.batch-size is split into this many minibatches of equal size, sampled
+    together; the replay ratio and the delayed-policy rhythm are kept exactly (fused only)."""
+    jit_compile: bool = False
+    """Compile the fused update with XLA."""
+
     # Replay (uniform, on the learner; unrolls of --training.unroll-length steps)
     replay_capacity: int = 1_000_000
     """Unrolls kept; the oldest is evicted first. With unroll_length 1 an unroll is one transition."""
@@ -94,6 +105,10 @@ class SacConfig:
             raise ValueError(f"log_prob_epsilon must be >= 0, got {self.log_prob_epsilon}")
         if self.policy_frequency < 1:
             raise ValueError(f"policy_frequency must be >= 1, got {self.policy_frequency}")
+        if self.minibatches < 1 or (self.minibatches > 1 and self.update != "fused"):
+            raise ValueError(f"minibatches must be >= 1, and above 1 only with update fused; got {self.minibatches} ({self.update})")
+        if self.jit_compile and self.update != "fused":
+            raise ValueError("jit_compile compiles the fused update: use update fused")
         if self.acting_ahead < 0:
             raise ValueError(f"acting_ahead must be >= 0, got {self.acting_ahead}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
