@@ -321,6 +321,8 @@ class SacBench:
     """Updates per compiled call of the fused path (each on the preset's per-update batch)."""
     jit_compile: bool = True
     """Compile the fused path with XLA."""
+    precision: Literal["float32", "bfloat16"] = "float32"
+    """What the fused path's hidden layers compute in (today's path: float32)."""
     json: bool = False
     """Print one JSON object."""
 

@@ -66,10 +66,13 @@ class UpdatePath:
     update: str
     minibatches: int = 1
     jit_compile: bool = False
+    precision: str = "float32"
 
     @property
     def name(self) -> str:
-        return self.update if self.update == "separate" else f"fused x{self.minibatches}{' xla' if self.jit_compile else ''}"
+        if self.update == "separate":
+            return self.update
+        return f"fused x{self.minibatches}{' xla' if self.jit_compile else ''}{' bf16' if self.precision == 'bfloat16' else ''}"
 
     def applied(self, run: RunConfig, bench: SacBench) -> RunConfig:
         """``run`` on this path, each update on the preset's per-update batch, at the bench's replay settings."""
@@ -80,7 +83,8 @@ class UpdatePath:
             min_replay_size=bench.min_replay_size, replay_ratio=bench.replay_ratio,
         )
         training = dataclasses.replace(learner.training, batch_size=rows * self.minibatches)
-        return dataclasses.replace(run, learner=dataclasses.replace(learner, env=bench.env, sac=sac, training=training))
+        learner = dataclasses.replace(learner, env=bench.env, sac=sac, training=training, precision=self.precision)
+        return dataclasses.replace(run, learner=learner)
 
 
 def part_timer(run: RunConfig, rows: int) -> Callable[[], dict[str, float]]:
@@ -91,7 +95,7 @@ def part_timer(run: RunConfig, rows: int) -> Callable[[], dict[str, float]]:
 
     config = run.learner
     spec = env_spec(config.env)
-    agent = SacAgent(spec, config.sac)
+    agent = SacAgent(spec, config.sac, precision=config.precision)
     rng = np.random.default_rng(0)
     observations = rng.normal(size=(rows, *spec.observation_shape)).astype(spec.dtype)
     size, batch_size = spec.action_space.size, config.training.batch_size
@@ -154,7 +158,7 @@ def path_figures(run: RunConfig, bench: SacBench, holds: list[dict[str, float]],
 
 def main(bench: SacBench) -> int:
     base = preset("mujoco-sac")
-    paths = (UpdatePath("separate"), UpdatePath("fused", bench.minibatches, bench.jit_compile))
+    paths = (UpdatePath("separate"), UpdatePath("fused", bench.minibatches, bench.jit_compile, bench.precision))
     runs = {path.name: path.applied(base, bench) for path in paths}
     timers = {name: part_timer(run, run.envs_per_message) for name, run in runs.items()}
     # The parts timed before and after the runs, averaged: a linear drift of the host's speed cancels.

@@ -49,8 +49,9 @@ class LearnerConfig:
     seed: int | None = None
     """TensorFlow seed (None: random)."""
     precision: Literal["float32", "bfloat16"] = "float32"
-    """What the network's torso computes in, for inference and the train step: float32, or bfloat16 (Keras's
-    mixed_bfloat16: the weights, the heads, an LSTM core and the loss stay float32). bfloat16 pays on GPUs
+    """What the network's torso (SAC: the hidden layers of the policy and critics) computes in, for inference and
+    the train step: float32, or bfloat16 (Keras's mixed_bfloat16: the weights, the heads, an LSTM core and the
+    loss stay float32). bfloat16 pays on GPUs
     and on CPUs with AVX-512 BF16 or AMX, for the conv nets (see docs/benchmarks.md)."""
     architecture: Literal["seed", "impala"] = "seed"
     """seed: actors stream observations and this learner runs the policy for them (parameters never leave

@@ -54,6 +54,26 @@ def test_r2d2_takes_the_precision_too() -> None:
     assert all(v.dtype == tf.float32 for v in agent.network.trainable_variables)
 
 
+def test_sac_computes_its_hidden_layers_in_bfloat16_and_trains() -> None:
+    from aioseed.action_space import Box
+    from aioseed.algos.sac.agent import SacAgent
+    from aioseed.algos.sac.config import SacConfig
+
+    spec = EnvSpec(observation_shape=(3,), observation_dtype="float32", action_space=Box((2,), (-1.0, -1.0), (1.0, 1.0)))
+    agent = SacAgent(spec, SacConfig(hidden_sizes=(16, 16)), precision="bfloat16")
+    hidden = [agent.network.actor.torso, agent.network.critics.q1.torso, agent.target_network.q2.torso]
+    assert all(layer.compute_dtype == "bfloat16" for torso in hidden for layer in torso.layers if layer.weights)
+    assert agent.network.critics.q1.out.compute_dtype == "float32"  # the heads stay float32
+    assert all(v.dtype == tf.float32 for v in agent.network.trainable_variables)
+    rng = np.random.default_rng(0)
+    batch = {
+        "observation": rng.normal(size=(2, 8, 3)).astype(np.float32), "action": rng.normal(size=(2, 8, 2)).astype(np.float32),
+        "reward": rng.normal(size=(2, 8)).astype(np.float32), "done": np.zeros((2, 8), bool), "phantom": np.zeros((2, 8), bool),
+    }
+    metrics = agent.train_step(batch)
+    assert np.isfinite(metrics["losses/critic"]) and metrics["skipped_nonfinite"] == 0
+
+
 def test_unknown_precision_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown precision"):
         Layers(precision="float16")

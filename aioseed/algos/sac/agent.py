@@ -14,6 +14,7 @@ import tensorflow as tf
 from aioseed.action_space import Box
 from aioseed.algos.agent import SKIPPED, no_callback
 from aioseed.algos.distributions import TanhGaussian
+from aioseed.algos.networks import Layers
 from aioseed.algos.optimizer import adam, apply_finite_gradients
 from aioseed.algos.replicas import Replicas
 from aioseed.algos.sac import loss
@@ -37,10 +38,10 @@ POLICY_METRICS = ("losses/actor", "losses/alpha", "losses/actor_grad_norm", "pol
 class SacNetworks(keras.layers.Layer):
     """The policy and the twin critics (checkpointed as ``network``; ``target_network`` holds the targets)."""
 
-    def __init__(self, size: int, config: SacConfig) -> None:
+    def __init__(self, size: int, config: SacConfig, layers: Layers = Layers()) -> None:
         super().__init__(name="sac")
-        self.actor = GaussianActor(size, config.hidden_sizes, config.activation, squash_log_std=config.log_std == "tanh")
-        self.critics = TwinQ(config.hidden_sizes, config.activation, config.critic_layer_norm, name="critics")
+        self.actor = GaussianActor(size, config.hidden_sizes, config.activation, squash_log_std=config.log_std == "tanh", layers=layers)
+        self.critics = TwinQ(config.hidden_sizes, config.activation, config.critic_layer_norm, layers=layers, name="critics")
 
 
 class SacAgent:
@@ -49,7 +50,8 @@ class SacAgent:
     uses_replay = True
     burn_in = 0
 
-    def __init__(self, spec: EnvSpec, config: SacConfig, replicas: Replicas | None = None) -> None:
+    def __init__(self, spec: EnvSpec, config: SacConfig, replicas: Replicas | None = None, precision: str = "float32") -> None:
+        """``precision``: the hidden layers' (``aioseed.algos.networks.Layers``); heads and losses stay float32."""
         if not isinstance(spec.action_space, Box):
             raise ValueError(f"SAC acts in a Box action space; this env has {spec.action_space.describe()}: use --agent impala")
         self.spec = spec
@@ -61,8 +63,9 @@ class SacAgent:
         self.distribution = TanhGaussian(size=box.size, low=box.low, high=box.high, log_prob_epsilon=config.log_prob_epsilon)
         self.target_entropy = -float(box.size) if config.target_entropy is None else config.target_entropy
         with self.replicas.scope():
-            self.network = SacNetworks(box.size, config)
-            self.target_network = TwinQ(config.hidden_sizes, config.activation, config.critic_layer_norm, name="target_critics")
+            layers = Layers(precision=precision)
+            self.network = SacNetworks(box.size, config, layers)
+            self.target_network = TwinQ(config.hidden_sizes, config.activation, config.critic_layer_norm, layers=layers, name="target_critics")
             observations = np.zeros((1, *spec.observation_shape), spec.observation_dtype)
             actions = np.zeros((1, box.size), np.float32)
             self.network.actor(observations)

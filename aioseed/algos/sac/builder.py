@@ -13,7 +13,7 @@ from aioseed.algos.sac.config import SacConfig
 def make_agent(settings: SacConfig, spec: Any, replicas: Any, seed: int | None = None, precision: str = "float32", sides: int = 1) -> Any:
     from aioseed.algos.sac.agent import SacAgent
 
-    return SacAgent(spec, settings, replicas)
+    return SacAgent(spec, settings, replicas, precision=precision)
 
 
 def replay(settings: SacConfig) -> ReplaySettings:
