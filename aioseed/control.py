@@ -19,6 +19,15 @@ class CommandFailed(RuntimeError):
     (the console answers 500; the learner carries on)."""
 
 
+class InvalidSetting(ValueError):
+    """A setting the learner does not take: an unknown name, or a value of the wrong type or out of range (the
+    console answers 400 and names ``field``)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class Control(Protocol):
     metrics_every_s: float
     """Interval of metric snapshots (the feed pushes each new one)."""
@@ -58,6 +67,11 @@ class Control(Protocol):
 
     async def set_learning_rate(self, value: float) -> None:
         """Applies between train steps."""
+        ...
+
+    async def change_settings(self, changes: dict[str, Any], who: str) -> dict[str, Any]:
+        """Live training settings, applied between train steps and recorded: the train step they apply from, the
+        settings changed, and the values in effect. Raises ``InvalidSetting`` or ``CommandRefused``."""
         ...
 
     def pause(self) -> None: ...

@@ -86,6 +86,11 @@ class Agent(Protocol):
 
     def set_learning_rate(self, value: float) -> None: ...
 
+    def change_settings(self, config: Any) -> None:
+        """Between train steps (in the train thread): its settings with new values of the fields its algorithm
+        lists as live (``aioseed.algos.builder.Algorithm.live``), which apply from the next step."""
+        ...
+
     @property
     def learning_rate(self) -> float:
         """The base rate the console sets."""

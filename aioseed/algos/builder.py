@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from aioseed.action_space import ActionSpace
+from aioseed.algos.live import LiveSetting
 
 if TYPE_CHECKING:
     from aioseed.algos.agent import Agent
@@ -68,6 +69,10 @@ def nothing_more(settings: Any) -> dict[str, Any]:
     return {}
 
 
+def never_refused(old: Any, new: Any) -> str | None:
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
     """One learning algorithm, as the system composes, evaluates and serves it."""
@@ -103,6 +108,10 @@ class Algorithm:
     """Its settings where the learner config has no section for it."""
     key_hyperparameters: tuple[str, ...] = ()
     """Fields of its settings that the console's run panel shows (the rest are in logdir/config.toml)."""
+    live: tuple[LiveSetting, ...] = ()
+    """Fields of its settings that may change while it trains (``Agent.change_settings``), with their ranges."""
+    live_refusal: Callable[[Any, Any], str | None] = never_refused
+    """(settings, proposed) -> why a running learner cannot go from one to the other (None: it can)."""
 
     def settings(self, config: Any) -> Any:
         """Its settings in the learner config ``config``."""

@@ -26,7 +26,6 @@ from aioseed.algos import tanh_gaussian
 from aioseed.types import Column
 
 
-
 class Distribution(Protocol):
     params_size: int
     """Width of the policy head's output."""

@@ -21,6 +21,7 @@ from aioseed.algos.registry import ALGORITHMS, algorithm
 from aioseed.compose import config_file
 from aioseed.compose.config import LearnerConfig
 from aioseed.compose.devices import place
+from aioseed.compose.live import live_settings
 from aioseed.compose.run_info import describe
 from aioseed.compose.sources import build_source, pacing_for, replay_settings
 from aioseed.console.server import ConsoleServer
@@ -251,6 +252,7 @@ def assemble(
         endpoint=endpoint, service=service, batcher=batcher, inference=inference, source=source, trainer=trainer, stats=stats,
         stopping=stopping, checkpointer=checkpointer, write_summaries=summary_writer(config, stats, tracker), params=params,
         tracker=tracker, pacing=pacing,
+        live=None if served is not None else live_settings(config, agent, trainer, source, pacing, stats),
     )
 
     def run_info() -> dict[str, Any]:  # when the console asks: only a training agent has replicas

@@ -6,7 +6,9 @@ run is, its key hyperparameters and checkpoints), ``/api/clips`` (evaluation cli
 first) and ``/api/clips/NAME`` (one MP4), and the
 WebSocket ``/api/feed`` (one message per metrics interval).
 Control (token required): ``POST /api/settings`` with any of
-``max_batch_size``, ``deadline_ms``, ``learning_rate``; ``POST /api/pause``,
+``max_batch_size``, ``deadline_ms``, ``auto``, ``learning_rate`` and the live training settings
+``GET /api/settings`` lists under ``live`` (applied between train steps and recorded in the run's
+``settings/changes.jsonl``); ``POST /api/pause``,
 ``/api/resume``, ``/api/checkpoint`` and ``/api/actors/{stream}/disconnect``.
 """
 
@@ -20,8 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from aioseed.control import CommandFailed, CommandRefused, Control
-
+from aioseed.control import CommandFailed, CommandRefused, Control, InvalidSetting
 
 CONTROL = web.AppKey("control", Control)
 """The learner, as the console sees it."""
@@ -32,8 +33,9 @@ MAX_DEADLINE_MS = 60_000.0
 
 
 class BadRequest(web.HTTPBadRequest):
-    def __init__(self, message: str) -> None:
-        super().__init__(text=_dumps({"error": message}), content_type="application/json")
+    def __init__(self, message: str, field: str | None = None) -> None:
+        body = {"error": message} if field is None else {"error": message, "field": field if len(field) <= 64 else field[:61] + "..."}
+        super().__init__(text=_dumps(body), content_type="application/json")
 
 
 def _clean(value: Any) -> Any:
@@ -167,40 +169,57 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:37]}..."
 
 
-def validate_settings(body: Any) -> dict[str, Any]:
-    """The requested changes, all checked before any is applied; BadRequest says what is wrong."""
+CONSOLE_SETTINGS = frozenset({"max_batch_size", "deadline_ms", "auto", "learning_rate"})
+"""Settings of the batcher and the learning rate; every other name is a live training setting."""
+
+
+def validate_settings(body: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The requested changes, all checked before any is applied: (batcher and learning-rate changes, training
+    settings for ``Control.change_settings``, which checks those); BadRequest says what is wrong."""
     if not isinstance(body, dict) or not body:
-        raise BadRequest("expected a JSON object with max_batch_size, deadline_ms, auto and/or learning_rate")
-    unknown = sorted(set(body) - {"max_batch_size", "deadline_ms", "auto", "learning_rate"})
-    if unknown:
-        names = ", ".join(unknown)
-        raise BadRequest(f"unknown field(s): {names if len(names) <= 80 else names[:77] + '...'}")
+        raise BadRequest(
+            "expected a JSON object of settings: max_batch_size, deadline_ms, auto, learning_rate or the live training "
+            "settings GET /api/settings lists"
+        )
+    training = {name: value for name, value in body.items() if name not in CONSOLE_SETTINGS}
     changes: dict[str, Any] = {}
     size = _number(body, "max_batch_size")
     if size is not None:
         if not size.is_integer() or not 1 <= size <= MAX_BATCH_SIZE:
-            raise BadRequest(f"max_batch_size must be an integer in [1, {MAX_BATCH_SIZE}], got {_short(body['max_batch_size'])}")
+            raise BadRequest(f"max_batch_size must be an integer in [1, {MAX_BATCH_SIZE}], got {_short(body['max_batch_size'])}", "max_batch_size")
         changes["max_batch_size"] = int(size)
     deadline = _number(body, "deadline_ms")
     if deadline is not None:
         if not 0 <= deadline <= MAX_DEADLINE_MS:
-            raise BadRequest(f"deadline_ms must be in [0, {MAX_DEADLINE_MS:g}], got {_short(body['deadline_ms'])}")
+            raise BadRequest(f"deadline_ms must be in [0, {MAX_DEADLINE_MS:g}], got {_short(body['deadline_ms'])}", "deadline_ms")
         changes["deadline_ms"] = deadline
     if "auto" in body:
         if not isinstance(body["auto"], bool):
-            raise BadRequest(f"auto must be true or false, got {_short(body['auto'])}")
+            raise BadRequest(f"auto must be true or false, got {_short(body['auto'])}", "auto")
         changes["auto"] = body["auto"]
     rate = _number(body, "learning_rate")
     if rate is not None:
         if not 0 < rate <= 1:
-            raise BadRequest(f"learning_rate must be in (0, 1], got {_short(body['learning_rate'])}")
+            raise BadRequest(f"learning_rate must be in (0, 1], got {_short(body['learning_rate'])}", "learning_rate")
         changes["learning_rate"] = rate
-    return changes
+    return changes, training
+
+
+def _conflict(exc: Exception) -> web.HTTPConflict:
+    return web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json")
 
 
 async def post_settings(request: web.Request) -> web.Response:
-    changes = validate_settings(await read_json(request))
+    changes, training = validate_settings(await read_json(request))
     control = request.app[CONTROL]
+    applied = None
+    if training:  # checked and applied first: a refusal leaves everything as it was
+        try:
+            applied = await control.change_settings(training, who=f"console {request.remote or 'unknown'}")
+        except InvalidSetting as exc:
+            raise BadRequest(str(exc), exc.field) from None
+        except CommandRefused as exc:
+            raise _conflict(exc) from None
     if "max_batch_size" in changes or "deadline_ms" in changes:
         control.configure_batcher(changes.get("max_batch_size"), changes.get("deadline_ms"))  # auto goes off
     if "auto" in changes:  # after the settings: the tuner starts from them
@@ -209,8 +228,9 @@ async def post_settings(request: web.Request) -> web.Response:
         try:
             await control.set_learning_rate(changes["learning_rate"])  # applies between train steps
         except CommandRefused as exc:
-            raise web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json") from None
-    return _json(control.settings())
+            raise _conflict(exc) from None
+    settings = control.settings()
+    return _json(settings if applied is None else {**settings, "applied": applied})
 
 
 async def post_pause(request: web.Request) -> web.Response:

@@ -20,9 +20,8 @@ import structlog
 
 from aioseed.algos.agent import Agent
 from aioseed.control import CommandRefused
-from aioseed.server.batching.autotune import BatchTuner
+from aioseed.server.batching.auto import AutoBatching
 from aioseed.server.batching.batcher import BatcherConfig
-from aioseed.server.batching.tuner_measure import Observation
 from aioseed.server.config import LearnerSettings
 from aioseed.server.reporting.reporter import Reporter, Snapshot
 from aioseed.server.reporting.stats import History
@@ -90,14 +89,7 @@ class Learner:
         """Why the checkpoint at shutdown was not written (None: it was, or there is no logdir)."""
         self._last_checkpoint = time.monotonic()
         self._started = time.time()
-        self._tuner = BatchTuner(config.batching, config.batcher)
-        self._auto = config.batching.auto
-        self._auto_off = "not enabled"
-        """Why the tuner is off."""
-        self._tuned_at = 0.0
-        """time of the last snapshot the tuner saw."""
-        self._tuned_counts = self.latency_counts()
-        """Action latency counts when the tuner last saw a snapshot."""
+        self._batching = AutoBatching(config.batching, self._batcher, self.latency_counts, config.metrics_every_s)
 
     # ---- reading ---------------------------------------------------------------------------
     @property
@@ -189,41 +181,35 @@ class Learner:
         return info
 
     def settings(self) -> dict[str, Any]:
-        """Settings in effect, batcher settings staged for the next batch, and the auto-tuner's state."""
+        """Settings in effect, batcher settings staged for the next batch, the auto-tuner's state, and the training
+        settings that may change live (``training``: their values; ``live``: what each takes)."""
+        live = self._stages.live
         return {
             "max_batch_size": self._batcher.active.max_batch_size,
             "deadline_ms": self._batcher.active.deadline_ms,
             "learning_rate": self.agent.learning_rate,
             "paused": self._trainer.paused,
             "staged": {"max_batch_size": self._batcher.config.max_batch_size, "deadline_ms": self._batcher.config.deadline_ms},
-            "auto": {
-                "enabled": self._auto,
-                "reason": self._tuner.reason if self._auto else f"off: {self._auto_off}",
-                "latency_target_ms": self.config.batching.latency_target_ms,
-            },
+            "auto": self._batching.state(),
+            **({} if live is None else {"training": live.values(), "live": live.catalog()}),
         }
 
     @property
     def batching_auto(self) -> bool:
         """The auto-tuner sets the batcher."""
-        return self._auto
+        return self._batching.enabled
 
     # ---- control ---------------------------------------------------------------------------
     def configure_batcher(self, max_batch_size: int | None = None, deadline_ms: float | None = None) -> BatcherConfig:
         """Stages new batching settings (a manual change: the auto-tuner stops); they apply from the next batch."""
         staged = self._batcher.configure(max_batch_size=max_batch_size, deadline_ms=deadline_ms)
-        if self._auto:
+        if self._batching.enabled:
             self.set_batching_auto(False, "a manual change")
         return staged
 
     def set_batching_auto(self, enabled: bool, why: str = "requested") -> None:
         """Turns the auto-tuner on (it starts from the settings staged now) or off (they stay)."""
-        if enabled and not self._auto:
-            self._tuner = BatchTuner(self.config.batching, self._batcher.config)
-        self._auto = enabled
-        if not enabled:
-            self._auto_off = why
-        log.info("batching_auto", enabled=enabled, reason=why)
+        self._batching.set(enabled, why)
 
     def pause(self) -> None:
         self._trainer.pause()
@@ -232,6 +218,14 @@ class Learner:
     def resume(self) -> None:
         self._trainer.resume()
         log.info("training_resumed")
+
+    async def change_settings(self, changes: dict[str, Any], who: str) -> dict[str, Any]:
+        """Live training settings (``aioseed.server.training.live_settings``): applied between train steps and recorded."""
+        if self._stages.live is None:
+            raise CommandRefused("aioseed serve trains nothing: it has no training settings to change")
+        if self.stopping.requested:
+            raise CommandRefused("the learner is stopping")
+        return await self._stages.live.change(changes, who)
 
     async def set_learning_rate(self, value: float) -> None:
         """Applies between train steps."""
@@ -360,24 +354,7 @@ class Learner:
                 self._last_checkpoint = time.monotonic()
 
     def _tune(self, snapshot: Snapshot) -> None:
-        """Each metrics snapshot, while auto is on: the tuner observes it and the batcher stages what it decides."""
-        seconds = snapshot["time"] - self._tuned_at if self._tuned_at else self.config.metrics_every_s
-        self._tuned_at = snapshot["time"]
-        counts, self._tuned_counts = self._tuned_counts, self.latency_counts()
-        if not self._auto or self._trainer.paused:  # paused, acting stalls: no setting's throughput to measure
-            return
-        decision = self._tuner.observe(
-            Observation(
-                seconds=seconds,
-                steps_per_s=snapshot["batcher/rows_per_s"],  # evaluation rows too: serve's are all evaluation
-                latency_p99_ms=snapshot["inference/latency_ms_p99"],
-                connected_rows=self.connected_envs,
-                message_rows=self._service.largest_stream,
-                latency_counts=self._tuned_counts - counts,
-            )
-        )
-        if decision is not None:
-            self._batcher.configure(max_batch_size=decision.settings.max_batch_size, deadline_ms=decision.settings.deadline_ms)
+        self._batching.observe(snapshot, self.connected_envs, self._service.largest_stream, paused=self._trainer.paused)
 
     def _snapshot(self) -> Snapshot:
         """The stats since the previous snapshot, and gauges of every stage."""
@@ -387,7 +364,7 @@ class Learner:
                 "learner/paused": float(self._trainer.paused),
                 "train/skipped_nonfinite": float(self._trainer.skipped_nonfinite),
                 "learner/learning_rate": self.agent.current_learning_rate,
-                "batching/auto": float(self._auto),
+                "batching/auto": float(self._batching.enabled),
                 "batching/target_ms": float(self.config.batching.latency_target_ms or math.nan),
                 "batching/max_batch_size": float(self._batcher.active.max_batch_size),
                 "batching/deadline_ms": self._batcher.active.deadline_ms,
@@ -395,6 +372,7 @@ class Learner:
                 **self._stages.inference.metrics(),
                 **self._service.metrics(),
                 **self._stages.source.metrics(),
+                **({} if self._stages.live is None else self._stages.live.metrics()),
             }
         )
 

@@ -12,6 +12,7 @@ from aioseed.server.reporting.stats import Stats
 from aioseed.server.reporting.tracking import Sender
 from aioseed.server.stopping import Stopping
 from aioseed.server.training.checkpoint import Checkpointer
+from aioseed.server.training.live_settings import LiveSettings
 from aioseed.server.training.trainer import Trainer
 from aioseed.server.trajectories.pacing import Pacing
 from aioseed.server.trajectories.source import Source
@@ -47,3 +48,5 @@ class Stages:
     """--tracking: W&B or MLflow (its scalars go through ``write_summaries``)."""
     pacing: Pacing | None = None
     """How far acting may run ahead of training (shared by the inference loop and the trainer)."""
+    live: LiveSettings | None = None
+    """The training settings that may change while it trains (none when nothing trains: aioseed serve)."""

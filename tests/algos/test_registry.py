@@ -22,7 +22,7 @@ def test_each_algorithm_says_what_it_learns_trains_from_and_how_it_acts_in_evalu
     assert impala.replay is None and r2d2.replay(R2D2Config()).priority_exponent == 0.9
     uniform = sac.replay(SacConfig())
     assert (uniform.priority_exponent, uniform.importance_exponent, uniform.acting_ahead) == (0.0, 0.0, 64)
-    assert (impala.pacing, sac.pacing, r2d2.pacing) == ({"bounded", "synchronous"}, {"replay"}, set())
+    assert (impala.pacing, sac.pacing, r2d2.pacing) == ({"bounded", "synchronous"}, {"replay"}, {"replay"})
     assert impala.actor_policy and impala.separate_sides and not r2d2.actor_policy and not sac.actor_policy
     split = impala.split(ImpalaConfig(minibatches=4, minibatch="transitions"), 8, 16)
     assert (split.minibatches, split.rows) == (4, 128)

@@ -12,12 +12,12 @@ import pytest
 from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
-from tests.conftest import small_config
-from tests.waiting import until
 
 from aioseed.clients.actor import Actor, ActorConfig
 from aioseed.console import server as console_server
 from aioseed.console.api import FEEDS
+from tests.conftest import small_config
+from tests.waiting import until
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -67,8 +67,12 @@ BAD_SETTINGS = [
     ({"deadline_ms": 1e9}, "deadline_ms"),
     ({"learning_rate": 0}, "learning_rate"),
     ({"learning_rate": "fast"}, "learning_rate must be a finite number"),
-    ({"batch": 8}, "unknown field(s): batch"),
-    ({"max_batch_size": 8, "colour": "red"}, "unknown field(s): colour"),
+    ({"batch": 8}, "'batch' is not a live setting of impala"),
+    ({"max_batch_size": 8, "colour": "red"}, "'colour' is not a live setting of impala; its live settings: entropy_cost, ppo_clip"),
+    ({"epsilon_base": 0.1}, "'epsilon_base' is not a live setting of impala (a setting of r2d2)"),
+    ({"entropy_cost": -1}, "entropy_cost must be a number in [0, 1], got -1.0"),
+    ({"entropy_cost": "high"}, "entropy_cost must be a number in [0, 1], got 'high'"),
+    ({"lr_frames": 2.5}, "lr_frames must be an integer in [0, inf], got 2.5"),
     ({}, "expected a JSON object"),
     ([1, 2], "expected a JSON object"),
 ]

@@ -43,7 +43,7 @@ MALFORMED = [
     ({"Content-Type": "application/json; charset=undefined"}, b'{"deadline_ms": 1}', 400, "not valid undefined"),
     ({"Content-Type": "application/json"}, b'{"learning_rate": NaN}', 400, "must be JSON"),
     ({"Content-Type": "application/json"}, b'{"learning_rate": 1e999}', 400, "finite number"),
-    ({"Content-Type": "application/json"}, b'{"' + b"x" * 50_000 + b'": 1}', 400, "unknown field"),
+    ({"Content-Type": "application/json"}, b'{"' + b"x" * 50_000 + b'": 1}', 400, "is not a live setting"),
 ]
 
 

@@ -68,6 +68,11 @@ def diagnostic_metrics(drift: Diagnostics) -> dict[str, tf.Tensor]:
     }
 
 
+def clip_bound(ppo_clip: float | None) -> float:
+    """PPO's clip as the compiled loss reads it (inf: not clipped)."""
+    return math.inf if ppo_clip is None else ppo_clip
+
+
 class ImpalaAgent(ImpalaPolicy, LearningRateControl):
     """V-trace actor-critic, feedforward or with an LSTM core. Implements ``aioseed.algos.agent.Agent``.
 
@@ -111,6 +116,10 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
             self.init_learning_rate(config.learning_rate, config.lr_schedule, config.lr_frames, config.lr_final_fraction, config.target_kl)
             # A variable, so that the compiled losses read its scheduled value without retracing.
             self.entropy_cost = tf.Variable(config.entropy_cost, trainable=False, dtype=tf.float32, name="entropy_cost")
+            # Variables too, so that a change between train steps (``change_settings``) needs no retrace.
+            self.clip_epsilon = tf.Variable(clip_bound(config.ppo_clip), trainable=False, dtype=tf.float32, name="clip_epsilon")
+        self._frames = 0
+        """Training progress at the last ``set_progress`` (a change of the schedules re-applies them from it)."""
         base = getattr(self.network, "base", self.network)  # an LSTM core wraps the torso
         self._normalizer: RunningNormalizer | None = getattr(base, "normalizer", None)
         self._reward_scaler = RewardScaler(config.discount, config.scaled_reward_clip) if config.scale_rewards else None
@@ -123,10 +132,19 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
 
     def set_progress(self, frames: int) -> None:
         """Moves the learning rate's and the entropy cost's schedules to ``frames`` of training."""
+        self._frames = frames
         LearningRateControl.set_progress(self, frames)
         c = self.config
         fraction = frames / c.entropy_frames if c.entropy_frames > 0 else 0.0
         self.entropy_cost.assign(c.entropy_cost * schedule_factor(c.entropy_schedule, fraction, c.entropy_final_fraction))
+
+    def change_settings(self, config: ImpalaConfig) -> None:
+        """Between train steps: ``config``'s live fields (``aioseed.algos.impala.builder.LIVE``) apply from the next
+        step: the entropy cost, PPO's clip, epochs and minibatches, and the schedules' end points."""
+        self.config = config
+        self.schedule_frames, self.final_fraction = config.lr_frames, config.lr_final_fraction
+        self.clip_epsilon.assign(clip_bound(config.ppo_clip))
+        self.set_progress(self._frames)
 
     def _clip(self, rewards: np.ndarray | tf.Tensor) -> tf.Tensor:
         return clip_rewards(tf.cast(rewards, tf.float32), self.config.reward_clipping, self.config.reward_clip)
@@ -321,7 +339,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
             advantages=advantages,
             value_targets=inputs["value_targets"],
             valid=valid,
-            clip_epsilon=c.ppo_clip,
+            clip_epsilon=self.clip_epsilon,
             baseline_cost=c.baseline_cost,
             entropy_cost=self.entropy_cost,
             distribution=self.distribution,

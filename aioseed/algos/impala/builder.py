@@ -7,6 +7,7 @@ from typing import Any
 from aioseed.action_space import Box, Discrete, MultiDiscrete
 from aioseed.algos.builder import Algorithm, Split
 from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.algos.live import LiveSetting, in_section
 
 
 def make_agent(settings: ImpalaConfig, spec: Any, replicas: Any, seed: int | None = None, precision: str = "float32", sides: int = 1) -> Any:
@@ -34,6 +35,30 @@ def split(settings: ImpalaConfig, batch_size: int, unroll_length: int) -> Split:
     return Split(settings.minibatches, batch_size, f"training.batch_size = {batch_size}")
 
 
+LIVE = in_section("impala", (
+    LiveSetting("entropy_cost", "float", 0.0, 1.0),
+    LiveSetting("ppo_clip", "float", 0.0, 1.0, low_open=True, high_open=True),
+    LiveSetting("epochs", "int", 1, 64),
+    LiveSetting("minibatches", "int", 1, 4096, takes_effect="at the next train step; a new minibatch size compiles the update once more"),
+    LiveSetting("lr_frames", "int", 0, None, takes_effect="at the next train step: the rate follows the new schedule from the frames trained"),
+    LiveSetting("lr_final_fraction", "float", 0.0, 1.0, takes_effect="at the next train step: the rate follows the new schedule"),
+    LiveSetting("entropy_frames", "int", 0, None, takes_effect="at the next train step: the cost follows the new schedule"),
+    LiveSetting("entropy_final_fraction", "float", 0.0, 1.0, takes_effect="at the next train step: the cost follows the new schedule"),
+))
+"""What may change while V-trace / PPO trains: the losses read the entropy cost and the clip from variables, the
+epochs and minibatches are the train step's loop, the schedules are computed before each step."""
+
+
+def live_refusal(settings: ImpalaConfig, proposed: ImpalaConfig) -> str | None:
+    """A running learner keeps its kind of train step: one pass per batch, or sample reuse (epochs, minibatches or a
+    clip), and a clip, once set, stays set."""
+    if settings.reuses_samples != proposed.reuses_samples:
+        return "this changes one pass per batch into sample reuse or back (epochs, minibatches, ppo_clip): set it at launch"
+    if (settings.ppo_clip is None) != (proposed.ppo_clip is None):
+        return "ppo_clip turns the clipped surrogate loss on or off: set it at launch"
+    return None
+
+
 IMPALA = Algorithm(
     name="impala",
     section="impala",
@@ -48,4 +73,6 @@ IMPALA = Algorithm(
         "lambda_", "targets", "epochs", "minibatches", "ppo_clip", "max_grad_norm", "reward_clipping", "hidden_sizes",
         "lstm_size",
     ),
+    live=LIVE,
+    live_refusal=live_refusal,
 )

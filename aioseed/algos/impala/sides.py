@@ -102,6 +102,11 @@ class SidedAgent:
         self.left.set_progress(frames)
         self.right.set_progress(frames)
 
+    def change_settings(self, config: Any) -> None:
+        """Both sides' settings."""
+        self.left.change_settings(config)
+        self.right.change_settings(config)
+
     def checkpoint_objects(self) -> dict[str, Any]:
         right = {f"{RIGHT_PREFIX}{name}": value for name, value in self.right.checkpoint_objects().items()}
         return {**self.left.checkpoint_objects(), **right}

@@ -124,6 +124,11 @@ class R2D2Agent(LearningRateControl):
             on_update()
         return metrics
 
+    def change_settings(self, config: R2D2Config) -> None:
+        """Between train steps: ``config``'s live fields (``aioseed.algos.r2d2.builder.LIVE``) apply from the next
+        inference batch (the epsilons) and train step (the target period)."""
+        self.config = config
+
     def update_target(self) -> None:
         for target, online in zip(self.target_network.weights, self.network.weights):
             target.assign(online)

@@ -7,6 +7,7 @@ from typing import Any
 
 from aioseed.action_space import Discrete
 from aioseed.algos.builder import Algorithm, ReplaySettings
+from aioseed.algos.live import LiveSetting, in_section
 from aioseed.algos.r2d2.config import R2D2Config
 
 
@@ -30,6 +31,16 @@ def evaluation(settings: R2D2Config, greedy: bool, epsilon: float) -> R2D2Config
     return dataclasses.replace(settings, eval_epsilon=0.0 if greedy else epsilon)
 
 
+LIVE = in_section("r2d2", (
+    LiveSetting("epsilon_base", "float", 0.0, 1.0, takes_effect="at the next inference batch"),
+    LiveSetting("epsilon_alpha", "float", 0.0, 64.0, takes_effect="at the next inference batch"),
+    LiveSetting("eval_epsilon", "float", 0.0, 1.0, takes_effect="at the next inference batch"),
+    LiveSetting("target_update_period", "int", 1, None, takes_effect="from the next train step: the copy when the update count is a multiple"),
+    LiveSetting("replay_ratio", "float", 0.0, 65536.0, low_open=True, takes_effect="at the next sample; acting is credited at the new rate"),
+))
+"""What may change while R2D2 trains: its exploration, target period and replay ratio are read from Python."""
+
+
 R2D2 = Algorithm(
     name="r2d2",
     section="r2d2",
@@ -44,4 +55,5 @@ R2D2 = Algorithm(
         "learning_rate", "discount", "n_steps", "burn_in", "target_update_period", "replay_capacity",
         "min_replay_size", "replay_ratio", "priority_exponent", "importance_exponent", "lstm_size",
     ),
+    live=LIVE,
 )

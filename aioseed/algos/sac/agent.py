@@ -254,6 +254,10 @@ class SacAgent:
             ALPHA_SKIPPED: alpha_skipped,
         }
 
+    def change_settings(self, config: SacConfig) -> None:
+        """Between train steps: SAC's live field is the replay ratio, which the learner's replay and pacing read."""
+        self.config = config
+
     def set_progress(self, frames: int) -> None:
         """SAC's rates have no schedule; the first call applies the base rate (restored from a checkpoint)."""
         if not self._rates_applied:

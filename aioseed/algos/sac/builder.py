@@ -7,6 +7,7 @@ from typing import Any
 
 from aioseed.action_space import Box
 from aioseed.algos.builder import Algorithm, ReplaySettings, Split
+from aioseed.algos.live import LiveSetting, in_section
 from aioseed.algos.sac.config import SacConfig
 
 
@@ -34,6 +35,12 @@ def evaluation(settings: SacConfig, greedy: bool, epsilon: float) -> SacConfig:
     return dataclasses.replace(settings, evaluation_action="mean" if greedy else "sample")
 
 
+LIVE = in_section("sac", (
+    LiveSetting("replay_ratio", "float", 0.0, 65536.0, low_open=True, takes_effect="at the next sample; acting is credited at the new rate"),
+))
+"""What may change while SAC trains (its losses' constants are compiled in)."""
+
+
 SAC = Algorithm(
     name="sac",
     section="sac",
@@ -47,4 +54,5 @@ SAC = Algorithm(
         "learning_rate", "critic_learning_rate", "alpha_learning_rate", "discount", "tau", "initial_alpha",
         "autotune_alpha", "target_entropy", "replay_capacity", "min_replay_size", "replay_ratio", "hidden_sizes",
     ),
+    live=LIVE,
 )

@@ -119,6 +119,12 @@ class Pacing:
         updated, self._updated = self._updated, asyncio.Event()
         updated.set()
 
+    def set_credit(self, credit: float) -> None:
+        """Replay mode: each train batch from now on lets acting complete ``credit`` more unrolls (a new replay ratio)."""
+        if self.mode != "replay" or not credit > 0:
+            raise ValueError(f"a positive credit paces replay mode only (mode {self.mode}, credit {credit})")
+        self._credit = credit
+
     def resume(self, completed: int, trained: float) -> None:
         """Replay mode: carries on the count of a restored run, whose replay kept ``completed`` unrolls inserted
         and ``trained`` train batches sampled from it, as if it had never stopped (otherwise acting would get

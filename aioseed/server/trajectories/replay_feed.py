@@ -43,6 +43,10 @@ class ReplayFeed:
         self._batch_size = batch_size
         self._min_size = min_size
         self._replay_ratio = replay_ratio
+        self._earned_before = 0.0
+        """Samples earned at earlier replay ratios, up to ``_counted_from`` inserts."""
+        self._counted_from = min_size
+        """Inserts from which the current ratio earns samples (the first ``min_size`` earn none)."""
         self._per_unroll = tuple(per_unroll)
         self._inserted = asyncio.Event()
         self._running = running
@@ -69,9 +73,25 @@ class ReplayFeed:
         is no credit: counted in, it would let a learner faster than its actors take ``min_size`` x ratio
         unrolls, thousands of updates, from the warm-up's unrolls alone, and as many again after any stall)."""
         replay = self.replay
-        earned = self._replay_ratio * max(replay.inserted - self._min_size, 0)  # the first batch is free
-        within_ratio = replay.sampled <= earned
+        within_ratio = replay.sampled <= self._earned(replay.inserted)  # the first batch is free
         return replay.confirmed and len(replay) >= self._min_size and within_ratio
+
+    def _earned(self, inserted: int) -> float:
+        return self._earned_before + self._replay_ratio * max(inserted - self._counted_from, 0)
+
+    @property
+    def replay_ratio(self) -> float:
+        return self._replay_ratio
+
+    def set_replay_ratio(self, ratio: float) -> None:
+        """From now on each insert earns ``ratio`` samples; what was earned before stays (on the event loop)."""
+        if not ratio > 0:
+            raise ValueError(f"replay_ratio must be positive, got {ratio}")
+        inserted = self.replay.inserted
+        self._earned_before = self._earned(inserted)
+        self._counted_from = max(inserted, self._counted_from)
+        self._replay_ratio = ratio
+        self._inserted.set()  # a waiting next_batch looks again
 
     async def next_batch(self) -> TrainBatch:
         """A sampled batch: time-major columns plus ``ids`` and ``weights`` (<float32>[B])."""
