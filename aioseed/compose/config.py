@@ -85,6 +85,9 @@ class LearnerConfig:
     """>1: the learner stacks this many frames per env itself and Atari actors send only the newest
     (run them with --atari.stack 1): 4x less traffic, the same observations for the policy."""
 
+    settings_schedule: pathlib.Path | None = None
+    """A changes.jsonl (a run's LOGDIR/settings/changes.jsonl, or one written by hand in its form) whose live
+    setting changes this run applies again, each once the run has trained as many frames as it names."""
     init_checkpoint: pathlib.Path | None = None
     """Warm start: another run's logdir, its checkpoints/ or one checkpoint (logs/x/checkpoints/ckpt-160).
     Its network weights (R2D2: and target network) are loaded when this logdir holds no checkpoint yet
@@ -113,6 +116,10 @@ class LearnerConfig:
         env_kwargs(self.env_kwargs)  # JSON object, or a clear ValueError now
         if self.tracking != "none" and self.logdir is None:
             raise ValueError(f"--tracking {self.tracking} needs a logdir (the config, clips and checkpoints it sends live there)")
+        if self.settings_schedule is not None:
+            from aioseed.server.training.live_settings import read_schedule
+
+            read_schedule(self.settings_schedule, algorithm(self.agent))  # every line, now (InvalidSetting: a ValueError)
         if self.init_checkpoint is not None and self.logdir is None:
             raise ValueError("init_checkpoint needs a logdir (the warm-started run keeps its own checkpoints)")
         trains = algorithm(self.agent)

@@ -163,15 +163,17 @@ def command_table(data: Mapping[str, Any], command: str, source: str) -> dict[st
     raise ConfigFileError(f"{source} configures aioseed {written_by}, not aioseed {command}")
 
 
-def save(logdir: pathlib.Path, config: object, command: str) -> pathlib.Path:
+def save(logdir: pathlib.Path, config: object, command: str, notes: str = "") -> pathlib.Path:
     """Writes logdir/config.toml: ``aioseed COMMAND --config`` it to run the same again (secrets are
     marked, not stored), and ``aioseed eval`` rebuilds the agent from it. Its ``[provenance]`` table records
-    the git commit, whether the tree was dirty, and the libraries' versions."""
+    the git commit, whether the tree was dirty, and the libraries' versions; ``notes`` join the header."""
     from aioseed.compose.provenance import provenance
 
     logdir.mkdir(parents=True, exist_ok=True)
     path = logdir / "config.toml"
     header = f"The resolved config of this run: aioseed {command} --config {path} runs it again\n(flags given after it override it; tokens are not written)."
+    if notes:
+        header += "\n" + notes
     path.write_text(dumps(config, command, header, provenance()))
     return path
 

@@ -21,7 +21,7 @@ from aioseed.algos.registry import ALGORITHMS, algorithm
 from aioseed.compose import config_file
 from aioseed.compose.config import LearnerConfig
 from aioseed.compose.devices import place
-from aioseed.compose.live import live_settings
+from aioseed.compose.live import changes_note, live_settings, with_settings
 from aioseed.compose.run_info import describe
 from aioseed.compose.sources import build_source, pacing_for, replay_settings
 from aioseed.console.server import ConsoleServer
@@ -128,8 +128,12 @@ def build(config: LearnerConfig, run: object | None = None) -> Learner:
     if config.logdir is not None:
         logdir, kind = config.logdir, "learner" if run is None else "run"
 
-        def save_config() -> None:
-            config_file.save(logdir, run or config, kind)
+        def save_config(settings: Any = None, changes: list[dict[str, Any]] | None = None) -> None:
+            """config.toml; a resumed run's has the settings changed live up to its checkpoint, and says so."""
+            saved = run or config
+            if changes:
+                saved = with_settings(saved, config.agent, settings)
+            config_file.save(logdir, saved, kind, changes_note(changes) if changes else "")
 
         objects = {**agent.checkpoint_objects(), **(opponent.checkpoint_objects() if opponent is not None else {})}
         # A run that resumes writes config.toml once its checkpoint has restored: flags that do not fit it leave
@@ -142,7 +146,10 @@ def build(config: LearnerConfig, run: object | None = None) -> Learner:
             config_file.check_same_env(logdir, config.env)
         tracker = tracking_sender(config, config_file.document(run or config))
     log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
-    return assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference), tracker=tracker, opponent=opponent)
+    learner = assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference), tracker=tracker, opponent=opponent)
+    if config.logdir is not None and learner.live is not None:
+        learner.live.on_resumed = save_config
+    return learner
 
 
 def on_restored(save_config: Callable[[], None], opponent: FrozenOpponent | None, new_run: Callable[[], bool]) -> Callable[[], None]:

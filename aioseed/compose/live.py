@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from aioseed.algos.agent import Agent
@@ -13,6 +14,23 @@ from aioseed.server.training.trainer import Trainer
 from aioseed.server.trajectories.pacing import Pacing
 from aioseed.server.trajectories.replay_feed import ReplayFeed
 from aioseed.server.trajectories.source import Source
+
+
+def with_settings(config: Any, agent: str, settings: Any) -> Any:
+    """``config`` (a ``LearnerConfig``, or an ``aioseed run`` config holding one as ``learner``) with ``settings`` as
+    its algorithm's section."""
+    section = algorithm(agent).section
+    if section is None:
+        return config
+    if hasattr(config, "learner"):
+        return dataclasses.replace(config, learner=dataclasses.replace(config.learner, **{section: settings}))
+    return dataclasses.replace(config, **{section: settings})
+
+
+def changes_note(entries: list[dict[str, Any]]) -> str:
+    """config.toml's header lines for the settings a resumed run took from its record."""
+    lines = [f"  {e['setting']}: {e['old']} -> {e['new']} at train step {e['train_step']} ({e['who']})" for e in entries]
+    return "Live changes (settings/changes.jsonl) up to the checkpoint this run resumed from, included above:\n" + "\n".join(lines)
 
 
 def live_settings(config: LearnerConfig, agent: Agent, trainer: Trainer, source: Source, pacing: Pacing, stats: Stats) -> LiveSettings:
@@ -30,7 +48,7 @@ def live_settings(config: LearnerConfig, agent: Agent, trainer: Trainer, source:
             if pacing.mode == "replay":
                 pacing.set_credit(training.batch_size / ratio)
 
-    return LiveSettings(
+    live = LiveSettings(
         trains=trains,
         settings=trains.settings(config),
         apply=lambda settings: agent.change_settings(settings),  # never called without live settings (a plug-in's)
@@ -40,3 +58,6 @@ def live_settings(config: LearnerConfig, agent: Agent, trainer: Trainer, source:
         after=replay_ratio,
         batch=(training.batch_size, training.unroll_length),
     )
+    if config.settings_schedule is not None:
+        live.load_schedule(config.settings_schedule)
+    return live

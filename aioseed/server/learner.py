@@ -27,6 +27,7 @@ from aioseed.server.reporting.reporter import Reporter, Snapshot
 from aioseed.server.reporting.stats import History
 from aioseed.server.stages import Stages
 from aioseed.server.training.checkpoint import CheckpointFailed, CheckpointRefused
+from aioseed.server.training.live_settings import LiveSettings
 from aioseed.server.training.trainer import Progress
 from aioseed.server.trajectories.replay_feed import ReplayFeed
 from aioseed.server.transport.streams import LocalStream
@@ -107,6 +108,11 @@ class Learner:
         train-step rate counts from it."""
         self._trainer.version = train_steps
         self._stats.restore(self._stats.frames, train_steps)
+
+    @property
+    def live(self) -> LiveSettings | None:
+        """The training settings that may change while it trains (None in aioseed serve)."""
+        return self._stages.live
 
     @property
     def paused(self) -> bool:
@@ -280,6 +286,8 @@ class Learner:
             if progress is not None:
                 self._trainer.version = progress.train_steps
                 self._stats.restore(progress.frames, progress.train_steps)
+                if self._stages.live is not None:  # the settings changed live up to the checkpoint
+                    await self._stages.live.resume(progress.train_steps)
             pacing, source = self._stages.pacing, self._stages.source
             if pacing is not None and isinstance(source, ReplayFeed):  # a checkpointed replay keeps acting's count
                 pacing.resume(source.replay.inserted, source.batches_sampled)
@@ -314,6 +322,8 @@ class Learner:
                     group.create_task(self.stopping.timer(), name="timer"),
                     group.create_task(stages.service.expire_idle(), name="idle-streams"),
                 ]
+                if stages.live is not None and stages.live.scheduled:
+                    tasks.append(group.create_task(stages.live.follow(lambda: self.frames), name="settings-schedule"))
                 await self.stopping.wait()
                 log.info("learner_stopping", frames=self.frames, train_steps=self.train_steps)
                 await stages.endpoint.drain(self.config.server.shutdown_grace_s)

@@ -12,7 +12,9 @@ and both are recorded.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import itertools
 import json
 import pathlib
 import threading
@@ -53,6 +55,31 @@ class SettingsRecord:
         return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
 
 
+def read_schedule(path: pathlib.Path, trains: Algorithm) -> list[dict[str, Any]]:
+    """The changes of a ``changes.jsonl`` at ``path``, each checked against ``trains``'s live settings: InvalidSetting
+    names the first line the run cannot apply."""
+    if not path.is_file():
+        raise InvalidSetting("settings_schedule", f"the settings schedule {path} is not a file")
+    try:
+        entries = SettingsRecord(path).entries()
+    except (OSError, ValueError) as exc:
+        raise InvalidSetting("settings_schedule", f"cannot read the settings schedule {path}: {exc}") from None
+    live = {setting.name: setting for setting in trains.live}
+    for number, entry in enumerate(entries, 1):
+        missing = {"frames", "setting", "new"} - set(entry) if isinstance(entry, dict) else {"an object"}
+        if missing:
+            raise InvalidSetting("settings_schedule", f"{path} line {number} lacks {', '.join(sorted(missing))}")
+        if entry["setting"] not in live:
+            raise InvalidSetting(
+                "settings_schedule", f"{path} line {number}: {short(entry['setting'])} is not a live setting of {trains.name}"
+            )
+        try:
+            live[entry["setting"]].parse(entry["new"])
+        except InvalidSetting as exc:
+            raise InvalidSetting("settings_schedule", f"{path} line {number}: {exc}") from None
+    return entries
+
+
 class LiveSettings:
     """Verbs: ``check`` a change, ``change`` (check, apply between train steps, record), ``values``, ``catalog``,
     ``metrics``."""
@@ -81,6 +108,43 @@ class LiveSettings:
         self.record = record
         self._after = after
         self._batch = batch
+        self.scheduled: list[dict[str, Any]] = []
+        """Changes to apply at their frames (``load_schedule``), from ``scheduled_from``."""
+        self.scheduled_from = ""
+        self.on_resumed: Callable[[Any, list[dict[str, Any]]], None] | None = None
+        """Told the settings a resumed run took from its record, and those entries (config.toml is rewritten)."""
+
+    def load_schedule(self, path: pathlib.Path) -> None:
+        """The changes ``follow`` applies: ``read_schedule``'s."""
+        self.scheduled, self.scheduled_from = read_schedule(path, self.trains), str(path)
+
+    async def follow(self, frames: Callable[[], int], every_s: float = 0.2) -> None:
+        """Applies the loaded schedule in order of its frames, each group once the run has trained that many."""
+        ordered = sorted(self.scheduled, key=lambda entry: entry["frames"])
+        for at, group in itertools.groupby(ordered, key=lambda entry: entry["frames"]):
+            while frames() < at:
+                await asyncio.sleep(every_s)
+            changes = {entry["setting"]: entry["new"] for entry in group}  # in order: a later line for a setting wins
+            await self.change(changes, f"schedule {self.scheduled_from}")
+
+    async def resume(self, train_steps: int) -> list[dict[str, Any]]:
+        """A restored run takes the changes its record made up to the checkpoint's ``train_steps``; returns them."""
+        if self.record is None:
+            return []
+        entries = [entry for entry in self.record.entries() if entry["train_step"] <= train_steps and entry["setting"] in self._live]
+        if not entries:
+            return []
+        settings = self.settings
+        for entry in entries:
+            settings = dataclasses.replace(settings, **{entry["setting"]: entry["new"]})
+        await self._between_steps(lambda: self._apply(settings))
+        self.settings = settings
+        if self._after is not None:
+            self._after(settings)
+        log.info("settings_resumed", changes=len(entries), train_steps=train_steps, **self.values())
+        if self.on_resumed is not None:
+            await asyncio.to_thread(self.on_resumed, settings, entries)
+        return entries
 
     def catalog(self) -> list[dict[str, Any]]:
         """Each live setting: name, section, the values it takes and when a change takes effect."""
