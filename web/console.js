@@ -1,104 +1,9 @@
-// The aioseed console: one WebSocket feed for metrics, settings and actors;
+// The aioseed console: one WebSocket feed for metrics, settings and actors (charts.js plots them);
 // control calls carry the token from the URL fragment (never sent to the server by the browser).
 "use strict";
 
 const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
 const authHeaders = token ? { Authorization: `Bearer ${token}` } : {};
-const WINDOW = 600; // points kept per chart (one per metrics interval)
-
-const CHARTS = [
-  { title: "frames/s", series: [["charts/frames_per_s", "frames/s"]] },
-  {
-    title: "episode return",
-    series: [["charts/return", "mean (last 100)"], ["charts/return_last", "last"], ["charts/eval_return", "evaluation envs"],
-             ["charts/return_right", "right side (mean)"]],
-  },
-  { title: "inference batch size", series: [["batcher/batch_size", "mean"], ["batcher/batch_size_max", "max"]] },
-  {
-    title: "batch fill and action latency (ms)",
-    series: [["batcher/fill_ms_p50", "fill p50"], ["batcher/fill_ms_p99", "fill p99"],
-             ["inference/latency_ms_p50", "action p50"], ["inference/latency_ms_p99", "action p99"],
-             ["batching/target_ms", "p99 target (auto)"]],
-  },
-  {
-    title: "batching settings",
-    series: [["batching/max_batch_size", "max batch size"], ["batching/deadline_ms", "deadline ms"]],
-  },
-  { title: "unroll queue depth", series: [["queue/depth", "depth"], ["queue/capacity", "capacity"]] },
-  { title: "policy lag (updates)", series: [["learner/policy_lag", "mean over updates"], ["learner/policy_lag_max", "max"]] },
-  // The schedules' values in effect: the base rate set below times --impala.lr-schedule; --impala.entropy-schedule.
-  { title: "learning rate in effect", series: [["learner/learning_rate", "learning rate"]] },
-  { title: "entropy cost in effect", when: "losses/entropy_cost", series: [["losses/entropy_cost", "entropy cost"]] },
-  // PPO's diagnostics (V-trace: all but the clip fraction); shown once reported.
-  {
-    title: "policy drift", when: "policy/kl_behaviour",
-    series: [["policy/kl_behaviour", "KL(behaviour || proximal)"], ["losses/approx_kl", "approx KL per update"],
-             ["losses/clip_fraction", "clip fraction"], ["policy/rho_below_half", "share of rho < 0.5"]],
-  },
-  {
-    title: "importance weights and value fit", when: "policy/rho_clipped_mean",
-    series: [["policy/rho_clipped_mean", "mean min(1, rho)"], ["policy/explained_variance", "explained variance"]],
-  },
-  {
-    title: "entropy and gradient norm", when: "policy/entropy",
-    series: [["policy/entropy", "entropy (nats)"], ["losses/grad_norm", "gradient norm"]],
-  },
-  {
-    title: "losses",
-    series: [["losses/total", "total"], ["losses/pg", "pg"], ["losses/baseline", "baseline"], ["losses/entropy", "entropy"],
-             ["losses/td_abs", "|TD| (R2D2)"]],
-  },
-  // One policy per side (--self-play.opponent separate): the right side's network, shown once reported.
-  {
-    title: "right side: losses", when: "right/losses/total",
-    series: [["right/losses/total", "total"], ["right/losses/pg", "pg"], ["right/losses/baseline", "baseline"],
-             ["right/losses/entropy", "entropy"], ["right/policy/entropy", "entropy (nats)"]],
-  },
-  // SAC's (shown once reported): the critics' values against their soft targets, and the temperature.
-  {
-    title: "SAC: Q values", when: "sac/q_mean",
-    series: [["sac/q_mean", "mean min(Q1, Q2)"], ["sac/target_mean", "mean soft target"]],
-  },
-  {
-    title: "SAC: temperature and entropy", when: "sac/alpha",
-    series: [["sac/alpha", "alpha"], ["policy/entropy", "entropy (nats, -log pi)"]],
-  },
-  { title: "SAC: losses", when: "losses/critic", series: [["losses/critic", "critics"], ["losses/actor", "policy"]] },
-  // Shown once the learner reports them (R2D2's and SAC's replay).
-  { title: "replay (unrolls)", when: "replay/size", series: [["replay/size", "size"], ["replay/capacity", "capacity"]] },
-  { title: "replay: samples per inserted unroll", when: "replay/ratio", series: [["replay/ratio", "sampled / inserted"]] },
-];
-const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"];
-
-const charts = CHARTS.map((spec, index) => {
-  const box = document.createElement("div");
-  box.className = "chart";
-  box.dataset.chart = spec.title;
-  box.innerHTML = `<h3>${spec.title}</h3>`;
-  box.hidden = Boolean(spec.when);
-  document.getElementById("charts").append(box);
-  const plot = new uPlot({
-    width: 440, height: 200,
-    series: [{}, ...spec.series.map(([, label], i) => ({ label, stroke: COLOURS[i], spanGaps: true }))],
-    axes: [{}, { size: 60 }],
-  }, [[], ...spec.series.map(() => [])], box);
-  return { spec, plot, data: [[], ...spec.series.map(() => [])], box, index };
-});
-
-function addPoint(point) {
-  for (const chart of charts) {
-    const times = chart.data[0];
-    if (times.length && point.time <= times[times.length - 1]) continue;  // seen already: the x axis only ascends
-    if (chart.spec.when && point[chart.spec.when] != null) chart.box.hidden = false;
-    chart.data[0].push(point.time);
-    chart.spec.series.forEach(([key], i) => chart.data[i + 1].push(point[key] ?? null));
-    if (chart.data[0].length > WINDOW) chart.data.forEach((column) => column.shift());
-    chart.plot.setData(chart.data);
-    chart.box.dataset.points = String(chart.data[0].length);
-    chart.box.dataset.last = JSON.stringify(chart.spec.series.map(([key]) => point[key] ?? null));
-  }
-}
-
 let lastMetrics = {};
 
 // Shows the feed's state; a control reply carries only settings, so the rest keeps its last value.
@@ -154,8 +59,58 @@ function showState(state) {
       input.value = String(Number(Number(value).toPrecision(6)));
     }
   }
+  if (s.live) showLiveSettings(s.live, s.training || {});
+  if (s.changes) showChanges(s.changes);
   if (state.actors) showActors(state.actors);
 }
+
+// The training settings that may change live: a row each (name, value, what it takes, when it applies), built once.
+function showLiveSettings(live, values) {
+  const body = document.querySelector("#live tbody");
+  if (!body.children.length) {
+    document.getElementById("training-settings").hidden = false;
+    body.replaceChildren(...live.map((setting) => {
+      const row = document.createElement("tr");
+      row.dataset.setting = setting.name;
+      const input = setting.takes.startsWith("one of ")
+        ? `<select name="${setting.name}">${setting.takes.slice(7).split(", ").map((c) => `<option>${escapeHtml(c)}</option>`).join("")}</select>`
+        : `<input name="${setting.name}" type="number" step="any">`;
+      row.title = `takes effect ${setting.takes_effect}`;
+      row.innerHTML = `<td><label for="live-${setting.name}">${escapeHtml(setting.name)}</label>` +
+        `<div class="hint">${escapeHtml(setting.takes)}</div></td><td>${input}</td>`;
+      const field = row.querySelector("input, select");
+      field.id = `live-${setting.name}`;
+      field.oninput = () => (field.dataset.dirty = "1");
+      return row;
+    }));
+  }
+  for (const [name, value] of Object.entries(values)) {
+    const field = document.getElementById(`live-${name}`);
+    if (field && document.activeElement !== field && !field.dataset.dirty) {
+      field.value = typeof value === "number" ? String(Number(value.toPrecision(6))) : String(value);
+    }
+  }
+}
+
+document.getElementById("live").onsubmit = async (event) => {
+  event.preventDefault();
+  const dirty = [...document.querySelectorAll("#live [data-dirty]")];
+  const ack = document.getElementById("live-ack");
+  if (!dirty.length) {
+    ack.textContent = "nothing changed";
+    return;
+  }
+  const body = Object.fromEntries(dirty.map((f) => [f.name, f.tagName === "SELECT" ? f.value : Number(f.value)]));
+  const reply = await control("/api/settings", body);
+  if (!reply) return;
+  for (const field of dirty) delete field.dataset.dirty;
+  const { applied } = reply;
+  ack.dataset.trainStep = String(applied.train_step);
+  ack.textContent = applied.changed.length
+    ? `Applied from train step ${applied.train_step} at ${new Date().toLocaleTimeString()}: ` +
+      applied.changed.map((name) => `${name} = ${reply.training[name]}`).join(", ")
+    : "already in effect: nothing changed";
+};
 
 function showActors(actors) {
   const body = document.querySelector("#actors tbody");
@@ -180,15 +135,6 @@ function escapeHtml(text) {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-// Clears every chart: a reconnected feed sends the whole history again.
-function clearCharts() {
-  for (const chart of charts) {
-    chart.data = [[], ...chart.spec.series.map(() => [])];
-    chart.plot.setData(chart.data);
-    chart.box.dataset.points = "0";
-  }
-}
-
 async function control(path, body) {
   const message = document.getElementById("message");
   let response;
@@ -204,10 +150,12 @@ async function control(path, body) {
     return false;
   }
   const reply = await response.json().catch(() => ({}));
-  message.className = response.ok ? "" : "error";
-  message.textContent = response.ok ? `${path}: done` : `${path}: ${response.status} ${reply.error || ""}`;
+  message.className = response.ok ? "ok" : "error";
+  message.textContent = response.ok
+    ? `${path}: done at ${new Date().toLocaleTimeString()}`
+    : `${path}: ${response.status} ${reply.error || ""}`;
   if (response.ok && reply.max_batch_size !== undefined) showState({ settings: reply });
-  return response.ok;
+  return response.ok ? reply : false;
 }
 
 for (const input of document.querySelectorAll("input[type=number]")) input.oninput = () => (input.dataset.dirty = "1");

@@ -197,7 +197,7 @@ class Learner:
             "paused": self._trainer.paused,
             "staged": {"max_batch_size": self._batcher.config.max_batch_size, "deadline_ms": self._batcher.config.deadline_ms},
             "auto": self._batching.state(),
-            **({} if live is None else {"training": live.values(), "live": live.catalog()}),
+            **({} if live is None else {"training": live.values(), "live": live.catalog(), "changes": live.history}),
         }
 
     @property

@@ -16,12 +16,12 @@ import grpc
 import numpy as np
 import pytest
 from playwright.async_api import Page, async_playwright
-from tests.conftest import small_config
-from tests.waiting import until
-from tests.wire import CARTPOLE, Stream, hello, refused, steps
 
 from aioseed.clients.actor import Actor, ActorConfig
 from aioseed.console.api import FEEDS
+from tests.conftest import small_config
+from tests.waiting import until
+from tests.wire import CARTPOLE, Stream, hello, refused, steps
 
 CHROMIUM = pathlib.Path("/usr/bin/chromium")
 SCREENSHOTS = pathlib.Path(__file__).resolve().parents[2] / "test-output"
@@ -39,6 +39,21 @@ CHROMIUM_ARGS = [
 async def chart(page: Page, title: str) -> tuple[int, list]:
     box = page.locator(f'.chart[data-chart="{title}"]')
     return int(await box.get_attribute("data-points") or 0), json.loads(await box.get_attribute("data-last") or "[]")
+
+
+async def change_through_page(page: Page, values: dict) -> int:
+    """Fills the training settings panel with ``values`` and applies them: the train step the page says they apply from."""
+    await until(page.locator("#training-settings").is_visible, "the training settings panel")
+    for name, value in values.items():
+        await page.fill(f"#live-{name}", str(value))
+    await page.click("#apply-live")
+    await until(_text_contains(page, "#live-ack", "Applied from train step"), "the page to acknowledge the change")
+    return int(await page.get_attribute("#live-ack", "data-train-step"))
+
+
+async def markers(page: Page, title: str) -> int:
+    """Settings changes the chart ``title`` marks in its time range."""
+    return int(await page.locator(f'.chart[data-chart="{title}"]').get_attribute("data-markers") or 0)
 
 
 @contextlib.asynccontextmanager
@@ -184,6 +199,13 @@ async def test_r2d2_learner_shows_its_replay(running_learner, tmp_path) -> None:
             assert r2d2.min_replay_size <= size <= capacity == r2d2.replay_capacity
             await until(_text_contains(page, "#counters", "sampled"), "replay counters on the page")
             # V-trace learners keep the replay charts hidden (see the test above: no replay metrics).
+            # R2D2's live settings through the page: exploration, target period and replay ratio.
+            values = {"epsilon_base": 0.3, "epsilon_alpha": 5, "eval_epsilon": 0.01, "target_update_period": 50, "replay_ratio": 2}
+            step = await change_through_page(page, values)
+            assert learner.live.values() == values and learner._stages.source.replay_ratio == 2.0
+            assert learner.agent.config.epsilons([0])[0] == pytest.approx(0.3)
+            await until(lambda: learner.train_steps > step, "a train step after the change")
+            await until(lambda: _marked(page, "replay: samples per inserted unroll"), "the change marked on the replay chart")
 
 
 async def test_sac_learner_shows_its_critics_and_temperature(running_learner, tmp_path) -> None:
@@ -198,11 +220,18 @@ async def test_sac_learner_shows_its_critics_and_temperature(running_learner, tm
             q_values = page.locator('.chart[data-chart="SAC: Q values"]')
             await until(q_values.is_visible, "the SAC Q-value chart to appear")
             await until(lambda: _points_at_least(page, "SAC: temperature and entropy", 3), "alpha plotted")
+            # alpha starts at 1 and falls while the entropy is above its target (the first step reports it before its update)
+            await until(lambda: learner.train_steps >= 3, "three SAC updates")
+            await until(lambda: _last_value_below(page, "SAC: temperature and entropy", 0, 1.0), "alpha below 1 on the page")
             alpha, _ = (await chart(page, "SAC: temperature and entropy"))[1]
-            assert 0.0 < alpha < 1.0  # alpha starts at 1 and falls while the entropy is above its target
+            assert 0.0 < alpha < 1.0
             assert (await chart(page, "SAC: losses"))[1][0] >= 0.0
             assert await page.locator('.chart[data-chart="replay (unrolls)"]').is_visible()
             assert not await page.locator('.chart[data-chart="policy drift"]').is_visible()
+            # SAC's live setting, the replay ratio, through the page: sampling follows it.
+            await change_through_page(page, {"replay_ratio": 16})
+            assert learner._stages.source.replay_ratio == 16.0
+            await until(lambda: _marked(page, "SAC: losses"), "the change marked on the losses chart")
             await page.screenshot(path=str(SCREENSHOTS / "console-sac.png"), full_page=True)
 
 
@@ -340,6 +369,15 @@ async def test_the_auto_tuner_at_work_and_a_manual_change_turning_it_off(running
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+
+
+async def _last_value_below(page: Page, title: str, series: int, value: float) -> bool:
+    values = (await chart(page, title))[1]
+    return bool(values) and values[series] is not None and values[series] < value
+
+
+async def _marked(page: Page, title: str) -> bool:
+    return await markers(page, title) >= 1
 
 
 async def _last_value_at_least(page: Page, title: str, series: int, value: float) -> bool:

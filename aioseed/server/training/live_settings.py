@@ -33,6 +33,8 @@ log = structlog.get_logger()
 
 RECORD = pathlib.Path("settings") / "changes.jsonl"
 """Where a run's changes are kept, under its logdir."""
+HISTORY = 200
+"""Changes ``LiveSettings.history`` keeps for the console."""
 
 
 class SettingsRecord:
@@ -108,6 +110,8 @@ class LiveSettings:
         self.record = record
         self._after = after
         self._batch = batch
+        self.history: list[dict[str, Any]] = []
+        """The latest changes (at most ``HISTORY``), as recorded: the console marks them on its charts."""
         self.scheduled: list[dict[str, Any]] = []
         """Changes to apply at their frames (``load_schedule``), from ``scheduled_from``."""
         self.scheduled_from = ""
@@ -209,6 +213,7 @@ class LiveSettings:
             ]
             if entries and self.record is not None:
                 self.record.append(entries)
+            self.history = [*self.history, *entries][-HISTORY:]
             for entry in entries:
                 log.info("setting_changed", setting=entry["setting"], old=entry["old"], new=entry["new"], train_step=step, who=who)
             return {"train_step": step, "changed": [entry["setting"] for entry in entries]}

@@ -313,3 +313,35 @@ def test_the_feed_holds_the_replay_ratio_on_unrolls_inserted_after_the_minimum()
         assert feed.ready()
         replay.sample(4)
     assert not feed.ready() and replay.sampled == 12
+
+
+async def test_a_new_replay_ratio_counts_from_now_on_and_keeps_what_was_earned() -> None:
+    """Ratio 8 then 4, batches of 4: the inserts before the change keep their two batches each, those after earn
+    one; raised instead, old inserts would suddenly earn more (a burst of training on old unrolls)."""
+    replay = Replay(16, priority_exponent=0.0, importance_exponent=0.0, seed=0)
+    feed = ReplayFeed(replay, asyncio.Queue(), batch_size=4, min_size=4, replay_ratio=8.0)
+    replay.insert(unrolls(0, 1, 2, 3, 4))  # one after the minimum: 8 samples earned
+    feed.set_replay_ratio(4.0)
+    assert feed.replay_ratio == 4.0
+    for _ in range(3):  # the free first batch, and the two earned at ratio 8
+        assert feed.ready()
+        replay.sample(4)
+    assert not feed.ready()
+    replay.insert(unrolls(5))  # 4 more at ratio 4: one batch
+    assert feed.ready()
+    replay.sample(4)
+    assert not feed.ready()
+    with pytest.raises(ValueError, match="positive"):
+        feed.set_replay_ratio(0.0)
+
+
+def test_replay_pacing_credits_acting_at_the_new_rate() -> None:
+    from aioseed.server.trajectories.pacing import Pacing
+
+    pacing = Pacing("replay", batch_size=4, credit=0.5, start=1.0)
+    assert pacing.completed(1)  # the start spent: acting waits
+    pacing.set_credit(2.0)
+    pacing.trained(1)
+    assert not pacing.completed(1) and pacing.completed(1)  # two unrolls per train batch now
+    with pytest.raises(ValueError, match="replay mode"):
+        Pacing("async", batch_size=4).set_credit(1.0)
