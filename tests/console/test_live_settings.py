@@ -127,3 +127,15 @@ def test_a_schedule_the_run_cannot_apply_stops_it_before_it_starts(tmp_path) -> 
     schedule.write_text('{"frames": 10, "setting": "entropy_cost", "new": 0.1}\n{"frames": 20, "setting": "epsilon_base", "new": 0.1}\n')
     with pytest.raises(ValueError, match="line 2: 'epsilon_base' is not a live setting of impala"):
         build(small_config(tmp_path / "run", settings_schedule=schedule))
+
+
+async def test_a_scheduled_change_the_run_refuses_is_logged_and_the_schedule_goes_on(running_learner, tmp_path) -> None:
+    schedule = tmp_path / "changes.jsonl"
+    schedule.write_text(
+        '{"frames": 0, "setting": "ppo_clip", "new": 0.2}\n'  # a clip on a one-pass run: refused (409 from a console)
+        '{"frames": 1000, "setting": "entropy_cost", "new": 0.05}\n'
+    )
+    async with console(running_learner, tmp_path / "run", settings_schedule=schedule) as (learner, _):
+        await until(lambda: learner.live.values()["entropy_cost"] == 0.05, "the second line applied")
+        assert learner.live.values()["ppo_clip"] is None
+    assert [(e["setting"], e["new"]) for e in record(tmp_path / "run")] == [("entropy_cost", 0.05)]

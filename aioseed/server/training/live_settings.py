@@ -129,7 +129,10 @@ class LiveSettings:
             while frames() < at:
                 await asyncio.sleep(every_s)
             changes = {entry["setting"]: entry["new"] for entry in group}  # in order: a later line for a setting wins
-            await self.change(changes, f"schedule {self.scheduled_from}")
+            try:
+                await self.change(changes, f"schedule {self.scheduled_from}")
+            except (InvalidSetting, CommandRefused) as exc:  # e.g. a clip the run never set: the run goes on without it
+                log.error("settings_schedule_refused", frames=at, changes=changes, error=str(exc))
 
     async def resume(self, train_steps: int) -> list[dict[str, Any]]:
         """A restored run takes the changes its record made up to the checkpoint's ``train_steps``; returns them."""
