@@ -132,10 +132,15 @@ def run_rates(run: RunConfig, seconds: float) -> dict[str, float]:
     }
 
 
+def updates_per_env_step(run: RunConfig, replay_ratio: float) -> float:
+    """Updates per env step at ``replay_ratio`` (unroll_length 1: an unroll is one env step), each on the per-update batch."""
+    return replay_ratio / (run.learner.training.batch_size / run.learner.sac.minibatches)
+
+
 def path_figures(run: RunConfig, bench: SacBench, holds: list[dict[str, float]], alone: dict[str, float]) -> dict[str, Any]:
     """A path's mean rates over its holds beside the bound its parts imply."""
     rows = run.envs_per_message
-    updates_per_step = bench.replay_ratio / (run.learner.training.batch_size / run.learner.sac.minibatches)
+    updates_per_step = updates_per_env_step(run, bench.replay_ratio)
     env_s = alone["env_s"]
     learner_s = alone["inference_s"] / rows + updates_per_step * alone["update_s"]
     bound = min(1.0 / env_s, 1.0 / learner_s)
@@ -175,7 +180,7 @@ def main(bench: SacBench) -> int:
     result = {
         "env": bench.env,
         "replay_ratio": bench.replay_ratio,
-        "updates_per_env_step": bench.replay_ratio / (base.learner.training.batch_size / base.learner.sac.minibatches),
+        "updates_per_env_step": updates_per_env_step(base, bench.replay_ratio),
         "paths": figures,
         "updates_per_s_ratio": round(fused["updates_per_s"] / baseline["updates_per_s"], 3),
         "update_ms_ratio": round(baseline["alone"]["update_ms"] / fused["alone"]["update_ms"], 3),

@@ -247,7 +247,7 @@ async def post_checkpoint(request: web.Request) -> web.Response:
     try:
         path = await request.app[CONTROL].checkpoint_now()
     except CommandRefused as exc:
-        raise web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json") from None
+        raise _conflict(exc) from None
     except CommandFailed as exc:  # the disk, not the request: the learner carries on
         raise web.HTTPInternalServerError(text=_dumps({"error": str(exc)}), content_type="application/json") from None
     if path is None:
@@ -265,7 +265,7 @@ async def post_disconnect(request: web.Request) -> web.Response:
         missing = _dumps({"error": f"no connected actor stream {_short(raw)}"})
         raise web.HTTPNotFound(text=missing, content_type="application/json") from None
     except CommandRefused as exc:
-        raise web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json") from None
+        raise _conflict(exc) from None
     return _json({"disconnected": int(raw)})
 
 
