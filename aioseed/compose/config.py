@@ -9,6 +9,7 @@ import pathlib
 from typing import Literal
 
 from aioseed.algos.impala.config import ImpalaConfig
+from aioseed.algos.live import LiveSetting
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.algos.registry import AgentName, algorithm
 from aioseed.algos.sac.config import SacConfig
@@ -20,7 +21,9 @@ from aioseed.server.batching.autotune import BatchingConfig
 from aioseed.server.batching.batcher import BatcherConfig
 from aioseed.server.config import ConsoleConfig, SelfPlayConfig, ServerConfig, StopConfig
 from aioseed.server.reporting.tracking import TrackerConfig, TrackingName
+from aioseed.server.training.live_settings import acting_settings, read_schedule
 from aioseed.server.training.trainer import TrainingConfig
+from aioseed.server.trajectories.pacing import ActingMode
 
 Display = Literal["auto", "live", "lines"]
 """Progress on the terminal (``aioseed.commands.terminal``)."""
@@ -117,9 +120,7 @@ class LearnerConfig:
         if self.tracking != "none" and self.logdir is None:
             raise ValueError(f"--tracking {self.tracking} needs a logdir (the config, clips and checkpoints it sends live there)")
         if self.settings_schedule is not None:
-            from aioseed.server.training.live_settings import read_schedule
-
-            read_schedule(self.settings_schedule, algorithm(self.agent))  # every line, now (InvalidSetting: a ValueError)
+            read_schedule(self.settings_schedule, self.live_settings, self.agent)  # every line, now (InvalidSetting: a ValueError)
         if self.init_checkpoint is not None and self.logdir is None:
             raise ValueError("init_checkpoint needs a logdir (the warm-started run keeps its own checkpoints)")
         trains = algorithm(self.agent)
@@ -135,11 +136,11 @@ class LearnerConfig:
         if self.architecture == "impala" and self.atari.episodic_life:
             raise ValueError(NOT_IN_IMPALA_MODE)
         acting = self.training.acting
-        if acting == "replay" and "replay" not in trains.pacing:
+        if acting == "replay" and acting not in self.acting_modes:
             raise ValueError(
                 f"training.acting replay paces acting against a replay ratio; agent {self.agent} trains from no replay"
             )
-        if acting in ("bounded", "synchronous") and (acting not in trains.pacing or self.architecture != "seed"):
+        if acting not in self.acting_modes:
             raise ValueError(
                 f"training.acting {acting} paces SEED actors against V-trace's train batches "
                 "(agent impala, architecture seed); R2D2's replay and IMPALA-mode uploads run async"
@@ -158,6 +159,19 @@ class LearnerConfig:
         if not (self.metrics_every_s > 0 and self.log_every_s > 0):
             raise ValueError("metrics_every_s and log_every_s must be positive")
 
+
+    @property
+    def acting_modes(self) -> tuple[ActingMode, ...]:
+        """The acting modes this learner paces (``training.acting``, also live): async, V-trace's on-policy modes with
+        SEED actors, and a replay's."""
+        trains = algorithm(self.agent)
+        on_policy = tuple(mode for mode in ("bounded", "synchronous") if mode in trains.pacing and self.architecture == "seed")
+        return ("async", *on_policy, *(("replay",) if "replay" in trains.pacing else ()))
+
+    @property
+    def live_settings(self) -> tuple[LiveSetting, ...]:
+        """The settings that may change while this learner trains: its algorithm's, then acting's."""
+        return algorithm(self.agent).live + acting_settings(self.acting_modes)
 
 RENAMED_SECTIONS = {"vtrace": "impala"}
 """Sections of earlier versions, by name: ``--vtrace.lr`` is ``--impala.lr`` (and ``--agent vtrace`` is impala)."""

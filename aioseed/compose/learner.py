@@ -21,7 +21,7 @@ from aioseed.algos.registry import ALGORITHMS, algorithm
 from aioseed.compose import config_file
 from aioseed.compose.config import LearnerConfig
 from aioseed.compose.devices import place
-from aioseed.compose.live import changes_note, live_settings, with_settings
+from aioseed.compose.live import changes_note, live_settings, with_sections
 from aioseed.compose.run_info import describe
 from aioseed.compose.sources import build_source, pacing_for, replay_settings
 from aioseed.console.server import ConsoleServer
@@ -128,11 +128,11 @@ def build(config: LearnerConfig, run: object | None = None) -> Learner:
     if config.logdir is not None:
         logdir, kind = config.logdir, "learner" if run is None else "run"
 
-        def save_config(settings: Any = None, changes: list[dict[str, Any]] | None = None) -> None:
+        def save_config(sections: dict[str, Any] | None = None, changes: list[dict[str, Any]] | None = None) -> None:
             """config.toml; a resumed run's has the settings changed live up to its checkpoint, and says so."""
             saved = run or config
-            if changes:
-                saved = with_settings(saved, config.agent, settings)
+            if sections and changes:
+                saved = with_sections(saved, sections)
             config_file.save(logdir, saved, kind, changes_note(changes) if changes else "")
 
         objects = {**agent.checkpoint_objects(), **(opponent.checkpoint_objects() if opponent is not None else {})}
@@ -367,10 +367,12 @@ def console_factory(config: LearnerConfig) -> Callable[[Learner], ConsoleServer]
     console = config.console
     if not console.enabled:
         return None
+    named = console.named_tokens()  # a bad file is refused as the learner is built
 
     def make(learner: Learner) -> ConsoleServer:
         return ConsoleServer(
-            control=learner, host=console.host, port=console.port, token=console.token, allowed_hosts=console.allowed_hosts
+            control=learner, host=console.host, port=console.port, token=console.token, allowed_hosts=console.allowed_hosts,
+            named=named,
         )
 
     return make

@@ -16,15 +16,12 @@ from aioseed.server.trajectories.replay_feed import ReplayFeed
 from aioseed.server.trajectories.source import Source
 
 
-def with_settings(config: Any, agent: str, settings: Any) -> Any:
-    """``config`` (a ``LearnerConfig``, or an ``aioseed run`` config holding one as ``learner``) with ``settings`` as
-    its algorithm's section."""
-    section = algorithm(agent).section
-    if section is None:
-        return config
+def with_sections(config: Any, sections: dict[str, Any]) -> Any:
+    """``config`` (a ``LearnerConfig``, or an ``aioseed run`` config holding one as ``learner``) with ``sections`` (the
+    live settings' sections, by field name) in place of its own."""
     if hasattr(config, "learner"):
-        return dataclasses.replace(config, learner=dataclasses.replace(config.learner, **{section: settings}))
-    return dataclasses.replace(config, **{section: settings})
+        return dataclasses.replace(config, learner=dataclasses.replace(config.learner, **sections))
+    return dataclasses.replace(config, **sections)
 
 
 def changes_note(entries: list[dict[str, Any]]) -> str:
@@ -34,29 +31,35 @@ def changes_note(entries: list[dict[str, Any]]) -> str:
 
 
 def live_settings(config: LearnerConfig, agent: Agent, trainer: Trainer, source: Source, pacing: Pacing, stats: Stats) -> LiveSettings:
-    """The algorithm's live settings: its agent takes a change between train steps; a new replay ratio then reaches
-    the replay (what sampling may take per insert) and, in replay mode, acting's credit per train batch."""
+    """The learner's live settings: its agent takes the algorithm's between train steps; a new replay ratio then
+    reaches the replay (what sampling may take per insert) and replay pacing's credit per train batch; a new
+    acting mode or lag bound, the pacing."""
     trains = algorithm(config.agent)
-    training = config.training
 
-    def replay_ratio(settings: Any) -> None:
-        if trains.replay is None or not isinstance(source, ReplayFeed):
-            return
-        ratio = trains.replay(settings).ratio
-        if ratio != source.replay_ratio:
-            source.set_replay_ratio(ratio)
-            if pacing.mode == "replay":
+    def after(sections: dict[str, Any]) -> None:
+        training = sections["training"]
+        if trains.replay is not None and isinstance(source, ReplayFeed):
+            ratio = trains.replay(sections[trains.section] if trains.section else trains.settings(config)).ratio
+            if ratio != source.replay_ratio:
+                source.set_replay_ratio(ratio)
                 pacing.set_credit(training.batch_size / ratio)
+        if (training.acting, training.lag_bound) != (pacing.mode, pacing.lag_bound):
+            pacing.switch(training.acting, training.lag_bound)
+            if isinstance(source, ReplayFeed):  # replay pacing counts what the replay already holds
+                pacing.resume(source.replay.inserted, source.batches_sampled)
 
+    sections = {"training": config.training}
+    if trains.section is not None:
+        sections[trains.section] = trains.settings(config)
     live = LiveSettings(
         trains=trains,
-        settings=trains.settings(config),
+        live=config.live_settings,
+        sections=sections,
         apply=lambda settings: agent.change_settings(settings),  # never called without live settings (a plug-in's)
         between_steps=trainer.run_between_steps,
         progress=lambda: (stats.frames, trainer.version),
         record=None if config.logdir is None else SettingsRecord(config.logdir / RECORD),
-        after=replay_ratio,
-        batch=(training.batch_size, training.unroll_length),
+        after=after,
     )
     if config.settings_schedule is not None:
         live.load_schedule(config.settings_schedule)

@@ -41,11 +41,15 @@ def replay_settings(config: LearnerConfig) -> ReplaySettings:
 
 
 def pacing_for(config: LearnerConfig) -> Pacing:
-    """How far acting may run ahead of training; replay mode (SAC) credits batch_size / replay_ratio unrolls per
-    train batch after the replay's minimum size and ``sac.acting_ahead``."""
+    """How far acting may run ahead of training. Replay mode (SAC, R2D2) credits batch_size / replay_ratio unrolls
+    per train batch after the replay's minimum size and ``acting_ahead``: an agent that trains from a replay gets
+    that pacing whatever mode it starts in, so that acting may switch to it live."""
     training = config.training
-    if training.acting != "replay":
-        return Pacing(training.acting, training.batch_size)
+    if algorithm(config.agent).replay is None:
+        return Pacing(training.acting, training.batch_size, lag_bound=training.lag_bound)
     replay = replay_settings(config)
     credit = training.batch_size / replay.ratio
-    return Pacing("replay", training.batch_size, credit=credit, start=replay.min_size + credit + replay.acting_ahead)
+    return Pacing(
+        training.acting, training.batch_size, credit=credit, start=replay.min_size + credit + replay.acting_ahead,
+        lag_bound=training.lag_bound,
+    )

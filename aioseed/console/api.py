@@ -22,6 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
+from aioseed.console.auth import WHO
 from aioseed.control import CommandFailed, CommandRefused, Control, InvalidSetting
 
 CONTROL = web.AppKey("control", Control)
@@ -215,7 +216,7 @@ async def post_settings(request: web.Request) -> web.Response:
     applied = None
     if training:  # checked and applied first: a refusal leaves everything as it was
         try:
-            applied = await control.change_settings(training, who=f"console {request.remote or 'unknown'}")
+            applied = await control.change_settings(training, who=request[WHO])
         except InvalidSetting as exc:
             raise BadRequest(str(exc), exc.field) from None
         except CommandRefused as exc:

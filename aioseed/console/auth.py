@@ -14,7 +14,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 
 import yarl
 from aiohttp import web
@@ -22,6 +22,10 @@ from aiohttp import web
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 FEED = "/api/feed"
+WHO = web.RequestKey("who", str)
+"""The request's key for the name of the token it came with."""
+LOCAL = "local"
+"""The name of the console's own token."""
 
 
 def new_token() -> str:
@@ -64,13 +68,24 @@ def _authority(url: yarl.URL) -> tuple[str, int | None]:
     return (url.host or "").lower(), url.port
 
 
-def middleware(token: str, reading_needs_token: bool, allowed_hosts: Collection[str] = ()) -> Callable:
-    """401 without the token where it is needed, 400 for a foreign Host, 403 for a foreign Origin.
+def holder(given: str, tokens: Mapping[str, str]) -> str | None:
+    """The name of the token ``given`` matches among ``tokens`` ({token: name}), each compared in constant time."""
+    # aiohttp keeps a header's undecodable bytes as surrogates: encoded back as they came, they never match.
+    presented = given.encode("utf-8", "surrogateescape")
+    matches = [name for token, name in tokens.items() if hmac.compare_digest(presented, token.encode())]
+    return matches[0] if matches else None
+
+
+def middleware(token: str, reading_needs_token: bool, allowed_hosts: Collection[str] = (), named: Mapping[str, str] | None = None) -> Callable:
+    """401 without a token where one is needed, 400 for a foreign Host, 403 for a foreign Origin. A request with a
+    token carries its holder's name as ``request[WHO]``: ``local`` for ``token``, else its name in ``named``
+    ({token: name}).
 
     ``allowed_hosts``: host names (besides IP literals and ``localhost``) the console answers to;
     ``*`` turns the Host check off (e.g. behind a reverse proxy that checks it).
     """
     names = {name.lower() for name in allowed_hosts} | {"localhost"}
+    tokens = {**(named or {}), token: LOCAL}
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -97,9 +112,10 @@ def middleware(token: str, reading_needs_token: bool, allowed_hosts: Collection[
         is_data = request.path.startswith("/api/") or request.path == "/metrics"
         if changes or feed or (reading_needs_token and is_data):
             given = presented_token(request)
-            # aiohttp keeps a header's undecodable bytes as surrogates: encoded back as they came, they never match.
-            if given is None or not hmac.compare_digest(given.encode("utf-8", "surrogateescape"), token.encode()):
+            who = None if given is None else holder(given, tokens)
+            if who is None:
                 raise _error(web.HTTPUnauthorized, "missing or wrong console token")
+            request[WHO] = who
         return await handler(request)
 
     return check

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 import structlog
 from aiohttp import web
@@ -37,9 +37,12 @@ class AccessLogger(AbstractAccessLogger):
         )
 
 
-def init(control: Control, token: str, reading_needs_token: bool, allowed_hosts: Collection[str] = ()) -> web.Application:
+def init(
+    control: Control, token: str, reading_needs_token: bool, allowed_hosts: Collection[str] = (), named: Mapping[str, str] | None = None
+) -> web.Application:
+    """``named``: more tokens, {token: name} (``--console.tokens-file``)."""
     app = web.Application(
-        middlewares=[auth.middleware(token, reading_needs_token, allowed_hosts)], client_max_size=api.MAX_BODY_BYTES
+        middlewares=[auth.middleware(token, reading_needs_token, allowed_hosts, named)], client_max_size=api.MAX_BODY_BYTES
     )
     app[api.CONTROL] = control
     api.add_routes(app)
@@ -60,12 +63,13 @@ class ConsoleServer:
     """Verbs: ``start`` (returns the URL, token in the fragment), ``stop``."""
 
     def __init__(
-        self, control: Control, host: str, port: int, token: str | None, allowed_hosts: Collection[str] = ()
+        self, control: Control, host: str, port: int, token: str | None, allowed_hosts: Collection[str] = (),
+        named: Mapping[str, str] | None = None,
     ) -> None:
         self.host = host
         self.token = token or auth.new_token()
         self.reading_needs_token = not auth.is_loopback(host)
-        app = init(control, self.token, self.reading_needs_token, allowed_hosts)
+        app = init(control, self.token, self.reading_needs_token, allowed_hosts, named)
         self._runner = web.AppRunner(app, access_log_class=AccessLogger, handle_signals=False)
         self._port = port
         self.port: int | None = None

@@ -9,7 +9,7 @@ from typing import Literal, Protocol
 
 from aioseed.server.batching.autotune import BatchingConfig
 from aioseed.server.batching.batcher import BatcherConfig
-from aioseed.tokens import token_of
+from aioseed.tokens import read_named_tokens, token_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +118,11 @@ class ConsoleConfig:
     port: int = 8080
     """Console HTTP port (0 picks a free one)."""
     token: str | None = None
-    """Token for the control endpoints and the live feed (None: a random one, printed in the console URL)."""
+    """Token for the control endpoints and the live feed (None: a random one, printed in the console URL); the
+    settings record names changes made with it "local"."""
+    tokens_file: pathlib.Path | None = None
+    """More tokens, each with a name: a file of NAME TOKEN lines (# comments). Each opens the console as the token
+    does, and the settings record (logdir/settings/changes.jsonl) names the changes made with it by NAME."""
     allowed_hosts: tuple[str, ...] = ()
     """Host names the console answers to besides IP literals and localhost (others get 400, against DNS
     rebinding); * allows any, e.g. behind a proxy that checks Host itself."""
@@ -126,6 +130,10 @@ class ConsoleConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError(f"console port must be in [0, 65535], got {self.port}")
+
+    def named_tokens(self) -> dict[str, str]:
+        """{token: name} of tokens_file (read now; empty without one)."""
+        return {} if self.tokens_file is None else read_named_tokens(self.tokens_file, "--console.tokens-file")
 
 
 @dataclasses.dataclass(frozen=True)

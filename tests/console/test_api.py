@@ -25,11 +25,11 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 @contextlib.asynccontextmanager
 async def console(running_learner, tmp_path, reading_needs_token: bool = False, **overrides):
-    config = small_config(tmp_path, metrics_every_s=0.1, console={"enabled": False}, **overrides)
+    config = small_config(tmp_path, metrics_every_s=0.1, console={"enabled": False, **overrides.pop("console", {})}, **overrides)
     async with running_learner(config) as learner:
         actor = Actor(ActorConfig(learner=f"127.0.0.1:{learner.port}", num_envs=16, envs_per_message=16))
         task = asyncio.create_task(actor.run())
-        app = console_server.init(learner, TOKEN, reading_needs_token)
+        app = console_server.init(learner, TOKEN, reading_needs_token, named=config.console.named_tokens())
         async with TestClient(TestServer(app)) as client:
             await until(lambda: "losses/total" in learner.metrics(), "a snapshot taken after a train step")
             try:

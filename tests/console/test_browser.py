@@ -45,7 +45,11 @@ async def change_through_page(page: Page, values: dict) -> int:
     """Fills the training settings panel with ``values`` and applies them: the train step the page says they apply from."""
     await until(page.locator("#training-settings").is_visible, "the training settings panel")
     for name, value in values.items():
-        await page.fill(f"#live-{name}", str(value))
+        field = f"#live-{name}"
+        if await page.eval_on_selector(field, "f => f.tagName") == "SELECT":
+            await page.select_option(field, str(value))
+        else:
+            await page.fill(field, str(value))
     await page.click("#apply-live")
     await until(_text_contains(page, "#live-ack", "Applied from train step"), "the page to acknowledge the change")
     return int(await page.get_attribute("#live-ack", "data-train-step"))
@@ -199,10 +203,14 @@ async def test_r2d2_learner_shows_its_replay(running_learner, tmp_path) -> None:
             assert r2d2.min_replay_size <= size <= capacity == r2d2.replay_capacity
             await until(_text_contains(page, "#counters", "sampled"), "replay counters on the page")
             # V-trace learners keep the replay charts hidden (see the test above: no replay metrics).
-            # R2D2's live settings through the page: exploration, target period and replay ratio.
-            values = {"epsilon_base": 0.3, "epsilon_alpha": 5, "eval_epsilon": 0.01, "target_update_period": 50, "replay_ratio": 2}
+            # R2D2's live settings through the page: exploration, target period, replay ratio, and acting paced to it.
+            values = {
+                "epsilon_base": 0.3, "epsilon_alpha": 5, "eval_epsilon": 0.01, "target_update_period": 50, "replay_ratio": 2,
+                "acting": "replay",
+            }
             step = await change_through_page(page, values)
             assert learner.live.values() == values and learner._stages.source.replay_ratio == 2.0
+            assert learner._stages.pacing.mode == "replay"
             assert learner.agent.config.epsilons([0])[0] == pytest.approx(0.3)
             await until(lambda: learner.train_steps > step, "a train step after the change")
             await until(lambda: _marked(page, "replay: samples per inserted unroll"), "the change marked on the replay chart")

@@ -1,4 +1,4 @@
-"""Live training settings through the console page in real headless Chromium: every one of PPO's changed in the
+"""Live training settings through the console page in real headless Chromium: every one of PPO's (acting's too) changed in the
 panel, acknowledged with its train step, marked on the charts, in effect at the next train step and read back from
 TensorBoard; the page's layout and axes as a newcomer sees them at 1400 px."""
 
@@ -17,7 +17,7 @@ from tests.waiting import until
 PPO = {"epochs": 2, "minibatches": 2, "ppo_clip": 0.2}
 CHANGES = {
     "entropy_cost": 0.03, "ppo_clip": 0.25, "epochs": 3, "minibatches": 4, "lr_frames": 500000, "lr_final_fraction": 0.5,
-    "entropy_frames": 400000, "entropy_final_fraction": 0.2,
+    "entropy_frames": 400000, "entropy_final_fraction": 0.2, "acting": "bounded", "lag_bound": 2,
 }
 
 
@@ -49,8 +49,10 @@ async def test_every_ppo_setting_changes_through_the_page_and_the_next_train_ste
             # TensorBoard: the setting as a scalar from the change on, and the loss's own entropy cost after it.
             frames_then = learner.frames
             await until(lambda: _logged_after(tmp_path, frames_then), "summaries written after the change")
-            logged = tensorboard(tmp_path, ("settings/entropy_cost", "losses/entropy_cost", "settings/epochs"))
+            logged = tensorboard(tmp_path, ("settings/entropy_cost", "losses/entropy_cost", "settings/epochs", "settings/acting"))
             assert logged["settings/entropy_cost"][-1][2] == pytest.approx(0.03) and logged["settings/epochs"][-1][2] == 3
+            assert logged["settings/acting"][-1][2] == 1  # bounded, the second of async, bounded, synchronous
+            assert learner._stages.pacing.mode == "bounded" and learner._stages.pacing.lag_bound == 2
             assert logged["losses/entropy_cost"][-1][2] == pytest.approx(0.03)
 
             # What a newcomer sees: a grid that fills the width, distinct tick labels, a second axis for the deadline.

@@ -123,6 +123,9 @@ def test_a_taken_port_a_missing_token_file_and_a_key_of_another_certificate(tmp_
     line = one_error_line(aioseed("learner", "--server.token-file", str(tmp_path / "token"), "--server.port", "0", "--console.port", "0"))
     assert f"--server.token-file {tmp_path / 'token'}: no such file" in line
     assert f"--token-file {tmp_path / 'token'}: no such file" in one_error_line(aioseed("actor", "--token-file", str(tmp_path / "token")))
+    (tmp_path / "tokens").write_text("alice a-long-enough-token-1234\nbob short\n")
+    line = one_error_line(aioseed("learner", "--console.tokens-file", str(tmp_path / "tokens"), "--server.port", "0", "--console.port", "0"))
+    assert f"--console.tokens-file {tmp_path / 'tokens'} line 2: bob's token is shorter than 16 characters" in line
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     cert, _ = self_signed(tmp_path / "a")

@@ -178,6 +178,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
             data = {name: column.reshape(1, -1, *column.shape[2:]) for name, column in {**steps, **proximal}.items()}
         else:
             step, data = self._update, {**columns, **proximal}
+        self._trace_for_any_minibatch(step, data)
         totals: dict[str, float] = {}
         updates = 0
         for _ in range(self.config.epochs):
@@ -196,6 +197,20 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         means = {name: value / updates for name, value in totals.items()}
         proximal_means = {name: float(value) for name, value in proximal_metrics.items()}
         return {**means, **proximal_means, ENTROPY_COST: float(self.entropy_cost.numpy()), SKIPPED: skipped}
+
+    def _trace_for_any_minibatch(self, step: Any, data: Mapping[str, np.ndarray]) -> None:
+        """Traces ``step`` once, before its first call, for minibatches of any size: a new ``minibatches`` (a live
+        change, or a side's smaller share) then needs no retrace. One training replica only: several take
+        distributed values, traced as they come."""
+        compiled = isinstance(step, tf.types.experimental.PolymorphicFunction)  # not a test's plain function
+        if self.replicas.count != 1 or not compiled or step.experimental_get_tracing_count():
+            return
+        specs = {}
+        for name, column in data.items():
+            shape = list(column.shape)
+            shape[self._state_axes.get(name, 1)] = None
+            specs[name] = tf.TensorSpec(shape, tf.as_dtype(column.dtype))
+        step.get_concrete_function(specs)
 
     def _split(self, columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
         """Each training replica's share: time-major columns along axis 1, state columns along axis 0."""

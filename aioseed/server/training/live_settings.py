@@ -1,10 +1,11 @@
 """Training settings changed while a run trains: checked, applied between train steps, and put on the record.
 
-``LiveSettings`` holds the settings in effect of the algorithm that trains (``Algorithm.live`` names the fields
-that may change). A change is checked whole before anything moves: each value against its setting's type and
-range (``InvalidSetting``: 400), then the settings as a whole against their config's own rules, then against
-what cannot change in a running learner (``Algorithm.live_refusal``: ``CommandRefused``, 409). It is then applied
-in the train thread between two train steps, so the next step uses it, and each setting that changed is appended
+``LiveSettings`` holds the settings in effect, by section of the learner config: the algorithm's that trains
+(``Algorithm.live`` names the fields that may change) and training's (the acting mode and its lag bound,
+``acting_settings``). A change is checked whole before anything moves: each value against its setting's type and
+range (``InvalidSetting``: 400), then each section against its config's own rules, then against what cannot
+change in a running learner (``Algorithm.live_refusal``: ``CommandRefused``, 409). It is then applied in the
+train thread between two train steps, so the next step uses it, and each setting that changed is appended
 to ``LOGDIR/settings/changes.jsonl`` (``SettingsRecord``) with the time, frames, train step, who and old -> new.
 Changes run one at a time, each from the settings the one before left: of two consoles, the last write wins
 and both are recorded.
@@ -25,7 +26,7 @@ from typing import Any
 import structlog
 
 from aioseed.algos.builder import Algorithm
-from aioseed.algos.live import LiveSetting, short
+from aioseed.algos.live import LiveSetting, in_section, short
 from aioseed.algos.registry import ALGORITHMS
 from aioseed.control import CommandRefused, InvalidSetting
 
@@ -57,26 +58,37 @@ class SettingsRecord:
         return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
 
 
-def read_schedule(path: pathlib.Path, trains: Algorithm) -> list[dict[str, Any]]:
-    """The changes of a ``changes.jsonl`` at ``path``, each checked against ``trains``'s live settings: InvalidSetting
-    names the first line the run cannot apply."""
+def acting_settings(modes: tuple[str, ...]) -> tuple[LiveSetting, ...]:
+    """Training's live settings where acting can take more than one of ``modes``: the mode, and bounded's lag bound."""
+    if len(modes) < 2:
+        return ()
+    switch = "at the next inference batch (an on-policy mode first trains the unrolls acting has queued)"
+    settings = [LiveSetting("acting", "choice", choices=modes, takes_effect=switch)]
+    if "bounded" in modes:
+        settings.append(LiveSetting("lag_bound", "int", 1, 64, takes_effect="at the next inference batch, in bounded mode"))
+    return in_section("training", tuple(settings))
+
+
+def read_schedule(path: pathlib.Path, live: tuple[LiveSetting, ...], trains: str) -> list[dict[str, Any]]:
+    """The changes of a ``changes.jsonl`` at ``path``, each checked against the ``live`` settings of a learner training
+    ``trains``: InvalidSetting names the first line the run cannot apply."""
     if not path.is_file():
         raise InvalidSetting("settings_schedule", f"the settings schedule {path} is not a file")
     try:
         entries = SettingsRecord(path).entries()
     except (OSError, ValueError) as exc:
         raise InvalidSetting("settings_schedule", f"cannot read the settings schedule {path}: {exc}") from None
-    live = {setting.name: setting for setting in trains.live}
+    settings = {setting.name: setting for setting in live}
     for number, entry in enumerate(entries, 1):
         missing = {"frames", "setting", "new"} - set(entry) if isinstance(entry, dict) else {"an object"}
         if missing:
             raise InvalidSetting("settings_schedule", f"{path} line {number} lacks {', '.join(sorted(missing))}")
-        if entry["setting"] not in live:
+        if entry["setting"] not in settings:
             raise InvalidSetting(
-                "settings_schedule", f"{path} line {number}: {short(entry['setting'])} is not a live setting of {trains.name}"
+                "settings_schedule", f"{path} line {number}: {short(entry['setting'])} is not a live setting of {trains}"
             )
         try:
-            live[entry["setting"]].parse(entry["new"])
+            settings[entry["setting"]].parse(entry["new"])
         except InvalidSetting as exc:
             raise InvalidSetting("settings_schedule", f"{path} line {number}: {exc}") from None
     return entries
@@ -89,38 +101,38 @@ class LiveSettings:
     def __init__(
         self,
         trains: Algorithm,
-        settings: Any,
+        live: tuple[LiveSetting, ...],
+        sections: dict[str, Any],
         apply: Callable[[Any], None],
         between_steps: Callable[[Callable[[], Any]], Any],
         progress: Callable[[], tuple[int, int]],
         record: SettingsRecord | None = None,
-        after: Callable[[Any], None] | None = None,
-        batch: tuple[int, int] = (1, 1),
+        after: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        """``settings``: the algorithm's, as the run started; ``apply(settings)`` hands new settings to the agent (in
-        the train thread); ``between_steps(fn)`` awaits ``fn`` run there after the step in progress; ``progress()``:
-        (frames, train step) now; ``after(settings)``: then, on the event loop, to the replay and pacing; ``batch``:
-        (batch size, unroll length) of a train batch, which new minibatches must split evenly."""
+        """``live``: the settings that may change (each names its section); ``sections``: the learner config's sections
+        they belong to, as the run started (``training``'s included); ``apply(settings)`` hands the algorithm's new
+        settings to the agent (in the train thread); ``between_steps(fn)`` awaits ``fn`` run there after the step in
+        progress; ``progress()``: (frames, train step) now; ``after(sections)``: then, on the event loop, to the
+        replay and pacing."""
         self.trains = trains
-        self.settings = settings
-        self._live = {setting.name: setting for setting in trains.live}
+        self.sections = sections
+        self._live = {setting.name: setting for setting in live}
         self._apply = apply
         self._between_steps = between_steps
         self._progress = progress
         self.record = record
         self._after = after
-        self._batch = batch
         self.history: list[dict[str, Any]] = []
         """The latest changes (at most ``HISTORY``), as recorded: the console marks them on its charts."""
         self.scheduled: list[dict[str, Any]] = []
         """Changes to apply at their frames (``load_schedule``), from ``scheduled_from``."""
         self.scheduled_from = ""
-        self.on_resumed: Callable[[Any, list[dict[str, Any]]], None] | None = None
-        """Told the settings a resumed run took from its record, and those entries (config.toml is rewritten)."""
+        self.on_resumed: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None = None
+        """Told the sections a resumed run took from its record, and those entries (config.toml is rewritten)."""
 
     def load_schedule(self, path: pathlib.Path) -> None:
         """The changes ``follow`` applies: ``read_schedule``'s."""
-        self.scheduled, self.scheduled_from = read_schedule(path, self.trains), str(path)
+        self.scheduled, self.scheduled_from = read_schedule(path, tuple(self._live.values()), self.trains.name), str(path)
 
     async def follow(self, frames: Callable[[], int], every_s: float = 0.2) -> None:
         """Applies the loaded schedule in order of its frames, each group once the run has trained that many."""
@@ -141,16 +153,16 @@ class LiveSettings:
         entries = [entry for entry in self.record.entries() if entry["train_step"] <= train_steps and entry["setting"] in self._live]
         if not entries:
             return []
-        settings = self.settings
+        sections = self.sections
         for entry in entries:
-            settings = dataclasses.replace(settings, **{entry["setting"]: entry["new"]})
-        await self._between_steps(lambda: self._apply(settings))
-        self.settings = settings
+            sections = self._replaced(sections, {entry["setting"]: entry["new"]})
+        await self._between_steps(lambda: self._apply_sections(self.sections, sections))
+        self.sections = sections
         if self._after is not None:
-            self._after(settings)
+            self._after(sections)
         log.info("settings_resumed", changes=len(entries), train_steps=train_steps, **self.values())
         if self.on_resumed is not None:
-            await asyncio.to_thread(self.on_resumed, settings, entries)
+            await asyncio.to_thread(self.on_resumed, sections, entries)
         return entries
 
     def catalog(self) -> list[dict[str, Any]]:
@@ -159,34 +171,61 @@ class LiveSettings:
 
     def values(self) -> dict[str, Any]:
         """The live settings in effect."""
-        return {name: getattr(self.settings, name) for name in self._live}
+        return {name: getattr(self.sections[setting.section], name) for name, setting in self._live.items()}
+
+    @property
+    def settings(self) -> Any:
+        """The algorithm's settings in effect."""
+        return self.sections[self.trains.section] if self.trains.section in self.sections else None
 
     def metrics(self) -> dict[str, float]:
-        """The numeric ones as ``settings/NAME`` gauges (TensorBoard keeps their timeline)."""
-        return {
-            f"settings/{name}": float(value)
-            for name, value in self.values().items()
-            if isinstance(value, int | float) and not isinstance(value, bool)
-        }
+        """The numeric ones as ``settings/NAME`` gauges (TensorBoard keeps their timeline); a choice as the index of
+        its value among its choices (the acting mode: 0 async, then the modes the catalog lists)."""
+        gauges = {}
+        for name, value in self.values().items():
+            if self._live[name].kind == "choice":
+                gauges[f"settings/{name}"] = float(self._live[name].choices.index(value))
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                gauges[f"settings/{name}"] = float(value)
+        return gauges
 
-    def check(self, changes: Mapping[str, Any], settings: Any | None = None) -> Any:
-        """The settings ``changes`` would make of ``settings`` (default: those in effect); raises InvalidSetting
+    def check(self, changes: Mapping[str, Any], sections: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The sections ``changes`` would make of ``sections`` (default: those in effect); raises InvalidSetting
         (a name or value the run does not take) or CommandRefused (a value it cannot take while running)."""
         if not changes:
             raise InvalidSetting("", f"name at least one setting; {self.trains.name}'s live settings: {', '.join(self._live) or 'none'}")
         parsed = {name: self._setting(name).parse(value) for name, value in changes.items()}
-        current = self.settings if settings is None else settings
-        try:
-            proposed = dataclasses.replace(current, **parsed)
-        except ValueError as exc:  # the config's own rules across its fields
-            raise InvalidSetting(next(iter(parsed)), str(exc)) from None
-        split = self.trains.split(proposed, *self._batch)
+        current = self.sections if sections is None else sections
+        proposed = self._replaced(current, parsed)
+        algorithm = self.trains.section
+        if algorithm is None or algorithm not in proposed:
+            return proposed
+        training = proposed["training"]
+        split = self.trains.split(proposed[algorithm], training.batch_size, training.unroll_length)
         if split.rows % split.minibatches:
             raise InvalidSetting("minibatches", f"{split.what} must split into minibatches = {split.minibatches} equal minibatches")
-        reason = self.trains.live_refusal(current, proposed)
+        reason = self.trains.live_refusal(current[algorithm], proposed[algorithm])
         if reason is not None:
             raise CommandRefused(reason)
         return proposed
+
+    def _replaced(self, sections: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+        """``sections`` with ``values`` (parsed) in their settings' sections; InvalidSetting where a section's own rules
+        refuse them."""
+        replaced = dict(sections)
+        for section, names in itertools.groupby(sorted(values, key=lambda name: self._live[name].section), key=lambda name: self._live[name].section):
+            fields = {name: values[name] for name in names}
+            try:
+                replaced[section] = dataclasses.replace(sections[section], **fields)
+            except ValueError as exc:  # the config's own rules across its fields
+                raise InvalidSetting(next(iter(fields)), str(exc)) from None
+        return replaced
+
+    def _apply_sections(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """In the train thread: the agent takes its algorithm's new settings (acting's reach the pacing in ``after``)."""
+        algorithm = self.trains.section
+        if algorithm is not None and old.get(algorithm) != new.get(algorithm):
+            self._apply(new[algorithm])
 
     def _setting(self, name: str) -> LiveSetting:
         if name in self._live:
@@ -203,17 +242,17 @@ class LiveSettings:
         self.check(changes)  # refused here, before waiting for the train thread
 
         def between_steps() -> dict[str, Any]:
-            old = self.settings
+            old = self.sections
             new = self.check(changes, old)  # again: an earlier change may have landed meanwhile
-            self._apply(new)
-            self.settings = new
+            self._apply_sections(old, new)
+            self.sections = new
             frames, step = self._progress()
-            entries = [
-                {"time": time.time(), "frames": frames, "train_step": step, "who": who, "setting": name,
-                 "old": getattr(old, name), "new": getattr(new, name)}
-                for name in changes
-                if getattr(old, name) != getattr(new, name)
-            ]
+            entries = []
+            for name in changes:
+                section = self._live[name].section
+                before, after = getattr(old[section], name), getattr(new[section], name)
+                if before != after:
+                    entries.append({"time": time.time(), "frames": frames, "train_step": step, "who": who, "setting": name, "old": before, "new": after})
             if entries and self.record is not None:
                 self.record.append(entries)
             self.history = [*self.history, *entries][-HISTORY:]
@@ -223,5 +262,5 @@ class LiveSettings:
 
         applied = await self._between_steps(between_steps)
         if self._after is not None:
-            self._after(self.settings)
+            self._after(self.sections)
         return {**applied, "values": self.values()}

@@ -32,15 +32,18 @@ class TrainingConfig:
     """Time-major batches prepared ahead of the train step."""
     acting: ActingMode = "async"
     """How far acting may run ahead of training (V-trace with SEED actors): async (SEED: acting never waits
-    for an update; the lag is what the queues hold), bounded (at most one batch ahead: acting overlaps
+    for an update; the lag is what the queues hold), bounded (at most lag_bound batches ahead: acting overlaps
     training, for GPU learners), or synchronous (PPO: acting stops from the moment a batch is complete
     until its update has applied, so the behaviour policy is the proximal one; batch_size should then be
     the number of envs, or a multiple, with each actor sending all its envs in one message); with SAC's
     replay, replay (acting waits whenever it is a train batch ahead of the replay ratio, so the ratio of
     updates to env steps holds from both sides)."""
+    lag_bound: int = 1
+    """Bounded acting: train batches acting may complete beyond the one training, so the policy lag stays within
+    lag_bound + 1 batches of updates."""
 
     def __post_init__(self) -> None:
-        for name in ("unroll_length", "batch_size", "queue_capacity", "prefetch_batches"):
+        for name in ("unroll_length", "batch_size", "queue_capacity", "prefetch_batches", "lag_bound"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 

@@ -54,6 +54,27 @@ async def test_bounded_acting_runs_one_batch_ahead() -> None:
     assert not await _blocks(pacing) and not pacing.defers()
 
 
+async def test_a_live_switch_counts_the_backlog_async_acting_left_and_bounds_the_lag_from_then_on() -> None:
+    pacing = Pacing("async", batch_size=4)
+    assert not pacing.completed(12) and not await _blocks(pacing)  # async: three batches queued, never held
+    pacing.switch("synchronous")
+    assert await _blocks(pacing) and pacing.allowance == 4 - 12  # the backlog trains first
+    pacing.trained(version=1)
+    pacing.trained(version=2)
+    assert await _blocks(pacing)  # one queued batch still to train
+    pacing.trained(version=3)
+    assert not await _blocks(pacing) and pacing.allowance == 4 and pacing.redoes
+    pacing.switch("bounded", lag_bound=3)  # nothing queued: three batches beyond the one training
+    assert pacing.allowance == 16 and pacing.lag_bound == 3
+    assert not pacing.completed(15) and pacing.completed(1) and await _blocks(pacing)
+    pacing.switch("async")
+    assert not await _blocks(pacing) and not pacing.paced
+    with pytest.raises(ValueError, match="replay pacing needs"):
+        pacing.switch("replay")  # a pacing given no replay credit
+    with pytest.raises(ValueError, match="lag_bound must be >= 1"):
+        pacing.switch("bounded", lag_bound=0)
+
+
 async def test_replay_acting_holds_the_replay_ratio_and_never_redoes() -> None:
     """256 unrolls a batch at a ratio of 128: each train batch lets acting insert 2 more, after the minimum."""
     pacing = Pacing("replay", batch_size=256, credit=256 / 128, start=10 + 2)
