@@ -11,7 +11,6 @@ sessions are left out.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
@@ -27,30 +26,12 @@ from aioseed.compose.config import LearnerConfig
 from aioseed.envs.atari import is_atari
 from aioseed.envs.football import is_football
 from aioseed.errors import InvalidInput
-from aioseed.results.curves import RETURN_TAG, Point, episode_returns, over_episodes, read_curve
+from aioseed.results.curves import RETURN_TAG, Point, episode_returns, over_episodes, read_curve, write_csv
 from aioseed.results.scoring import GOAL_RETURNS, scoring_bins, write_scoring_csv
 from aioseed.server.config import StopConfig
 from aioseed.tables import flatten
 
 log = structlog.get_logger()
-
-
-def thinned(points: list[Point], rows: int) -> list[Point]:
-    """At most ``rows`` points spread evenly over ``points``, the last one included."""
-    if len(points) <= rows:
-        return points
-    step = len(points) / rows
-    return [points[int(i * step)] for i in range(rows - 1)] + [points[-1]]
-
-
-def write_csv(points: list[Point], path: pathlib.Path, rows: int = 500) -> None:
-    """``frames, seconds, mean_return, eval_return`` rows (at most ``rows``: a file small enough to commit)."""
-    with path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["frames", "seconds", "mean_return", "eval_return"])
-        for p in thinned(points, rows):
-            eval_return = "" if math.isnan(p.eval_return) else f"{p.eval_return:.3f}"
-            writer.writerow([p.frames, f"{p.seconds:.1f}", f"{p.mean_return:.3f}", eval_return])
 
 
 def write_png(

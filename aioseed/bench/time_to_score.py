@@ -24,7 +24,8 @@ import structlog
 
 from aioseed.bench.atari import components, compute_bound
 from aioseed.bench.children import ChildFailed
-from aioseed.bench.learning_curve import run_title, write_csv, write_png
+from aioseed.bench.learning_curve import run_title, write_png
+from aioseed.results.curves import write_csv
 from aioseed.bench.recipe_config import TimeToScoreBench
 from aioseed.commands.run import RunConfig
 from aioseed.compose import config_file

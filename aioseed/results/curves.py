@@ -4,6 +4,7 @@ files across every session of the run (a resumed run writes one event file per s
 from __future__ import annotations
 
 import bisect
+import csv
 import dataclasses
 import itertools
 import math
@@ -172,3 +173,34 @@ def over_episodes(points: list[Point], episodes: list[tuple[int, float]], window
             mean = (sums[count] - sums[first]) / (count - first)
             rolled.append(dataclasses.replace(point, mean_return=mean, episodes=count - first))
     return rolled
+
+
+def thinned(points: list[Point], rows: int) -> list[Point]:
+    """At most ``rows`` points spread evenly over ``points``, the last one included."""
+    if len(points) <= rows:
+        return points
+    step = len(points) / rows
+    return [points[int(i * step)] for i in range(rows - 1)] + [points[-1]]
+
+
+def write_csv(points: list[Point], path: pathlib.Path, rows: int = 500) -> None:
+    """``frames, seconds, mean_return, eval_return`` rows (at most ``rows``: a file small enough to commit)."""
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["frames", "seconds", "mean_return", "eval_return"])
+        for p in thinned(points, rows):
+            eval_return = "" if math.isnan(p.eval_return) else f"{p.eval_return:.3f}"
+            writer.writerow([p.frames, f"{p.seconds:.1f}", f"{p.mean_return:.3f}", eval_return])
+
+
+def read_csv(path: pathlib.Path) -> list[Point]:
+    """The points ``write_csv`` kept in ``path`` (a committed curve); ValueError names a row that is not one."""
+    points = []
+    with path.open(newline="") as f:
+        for number, row in enumerate(csv.DictReader(f), 2):
+            try:
+                eval_return = float(row["eval_return"]) if row.get("eval_return") else math.nan
+                points.append(Point(int(row["frames"]), float(row["seconds"]), float(row["mean_return"]), eval_return))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ValueError(f"{path} row {number} is not a curve point (frames, seconds, mean_return, eval_return): {exc}") from None
+    return points

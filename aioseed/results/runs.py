@@ -1,6 +1,7 @@
-"""Runs as ``aioseed report`` sees them: each a logdir with its config, its seed, its env (the task) and
-one score, taken from a kept evaluation (``aioseed eval`` writes LOGDIR/evaluations/*.json) or from the
-end of its curve; runs are grouped into settings by the config keys in which they differ."""
+"""Runs as ``aioseed report`` sees them: each a logdir (or a kept run, ``aioseed.results.kept``) with its config,
+its seed, its env (the task) and one score, taken from a kept evaluation (``aioseed eval`` writes
+LOGDIR/evaluations/*.json) or from the end of its curve; runs are grouped into settings by the config keys in
+which they differ."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Literal
 from aioseed.compose import config_file
 from aioseed.errors import InvalidInput, MissingFile
 from aioseed.results.curves import episode_returns, over_episodes, read_curve
+from aioseed.results.kept import CURVE, kept_curve
 from aioseed.tables import flatten
 
 ScoreSource = Literal["auto", "eval", "curve"]
@@ -70,12 +72,13 @@ def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str |
         which = f"--protocol {protocol} " if protocol else ""
         raise MissingFile(f"{logdir} has no kept evaluation: run aioseed eval {which}--logdir {logdir}")
     window = int(learner.get("return_window", 100))
+    kept = None if (logdir / "tensorboard").is_dir() else kept_curve(logdir)
     # The run's last `window` episodes, across resumed sessions (the learner's own mean starts over at each).
-    points = over_episodes(read_curve(logdir / "tensorboard"), episode_returns(logdir / "tensorboard"), window)
+    points = kept or over_episodes(read_curve(logdir / "tensorboard"), episode_returns(logdir / "tensorboard"), window)
     if not points:
-        raise MissingFile(f"{logdir} has neither a kept evaluation nor a curve (no charts/return in tensorboard/)")
+        raise MissingFile(f"{logdir} has neither a kept evaluation nor a curve (no charts/return in tensorboard/, no {CURVE})")
     last = points[-1]
-    described = f"curve (last {window if last.episodes is None else last.episodes} episodes)"
+    described = f"{'kept ' if kept else ''}curve (last {window if last.episodes is None else last.episodes} episodes)"
     return Run(
         logdir=logdir, env=str(learner["env"]), seed=_seed(seed), score=last.mean_return, frames=last.frames, source=described,
         settings=settings,

@@ -63,6 +63,10 @@ class Sweep:
     heartbeat_s: int = 30
     """A running trial's heartbeat in the storage; one silent for twice this long (its sweep died) is
     failed and queued again."""
+    keep: pathlib.Path | None = None
+    """Where each finished trial is kept as a result to commit (KEEP/<setting>/seed-<seed>: config.toml, curve.csv,
+    evaluations; ``aioseed.results.kept``). A pair kept there counts as done, here or on another machine that
+    carries the directory: it is not run again, and the report reads it."""
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -70,7 +74,9 @@ class Sweep:
         return tuple(self.grid or self.space)
 
 
-SWEEP_KEYS = {"name", "directory", "storage", "sampler", "trials", "seeds", "pruner", "report_every_frames", "preset", "heartbeat_s"}
+SWEEP_KEYS = {
+    "name", "directory", "storage", "sampler", "trials", "seeds", "pruner", "report_every_frames", "preset", "heartbeat_s", "keep",
+}
 
 
 def read_sweep(path: pathlib.Path) -> Sweep:
@@ -109,11 +115,13 @@ def read_sweep(path: pathlib.Path) -> Sweep:
     heartbeat = table.get("heartbeat_s", 30)
     _check(path, "sweep.heartbeat_s", isinstance(heartbeat, int) and heartbeat >= 1, "an integer >= 1")
     storage = table.get("storage", f"sqlite:///{(directory / 'study.db').resolve()}")
+    keep = table.get("keep")
+    _check(path, "sweep.keep", keep is None or (isinstance(keep, str) and bool(keep)), "a directory (a string)")
     preset = str(table.get("preset", run.pop("preset", "none")))
     return Sweep(
         source=path, name=name, directory=directory, storage=storage, sampler=sampler, trials=trials, seeds=tuple(seeds),
         pruner=pruner, report_every_frames=every, preset=preset, run=run, grid=grid, space=space, budget_frames=budget,
-        heartbeat_s=heartbeat,
+        heartbeat_s=heartbeat, keep=None if keep is None else pathlib.Path(keep),
     )
 
 

@@ -9,7 +9,9 @@ pruners are what a sweep needs; and it adds no scheduler beside the one the tria
 A trial is one setting at one seed, run as an ``aioseed run`` process in its own logdir,
 DIRECTORY/<setting>/seed-<seed>. A retried trial reuses that logdir, so its run resumes from its last
 checkpoint. The random and TPE samplers pick a setting for the first seed and queue the others; the grid
-sampler covers settings x seeds. A setting pruned at one seed is not run at the others.
+sampler covers settings x seeds. A setting pruned at one seed is not run at the others. With ``[sweep] keep``
+each finished trial is also kept as a small result to commit (``aioseed.results.kept``), and a pair kept there
+is done: a sweep can be carried on elsewhere with only those results, and its report reads them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from aioseed.errors import InvalidInput
+from aioseed.results.kept import keep, kept_curve
 from aioseed.sweep.config import Sweep, SweepConfig, read_sweep
 from aioseed.sweep.trial import Pruned, TrialFailed, command, run_trial, write_config
 from aioseed.tables import merged, nested
@@ -85,6 +88,12 @@ def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial, window: in
     pruned = [t for t in done if t.state == optuna.trial.TrialState.PRUNED and t.user_attrs.get("setting") == slug]
     if pruned:
         raise optuna.TrialPruned(f"{slug} was pruned at seed {pruned[0].user_attrs.get('seed')}")
+    kept = None if sweep.keep is None else sweep.keep / slug / f"seed-{seed}"
+    points = None if kept is None else kept_curve(kept)
+    if points:  # kept by an earlier sweep, here or elsewhere: done
+        trial.set_user_attr("logdir", str(kept))
+        log.info("trial_kept", trial=trial.number, setting=slug, seed=seed, kept=str(kept), mean_return=round(points[-1].mean_return, 4))
+        return points[-1].mean_return
     logdir = sweep.directory / slug / f"seed-{seed}"
     trial.set_user_attr("logdir", str(logdir))
     config = write_config(logdir, trial_table(sweep, params, seed, logdir))
@@ -100,6 +109,9 @@ def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial, window: in
         log.info("trial_pruned", trial=trial.number, setting=slug, seed=seed, frames=stopped.frames)
         raise optuna.TrialPruned(str(stopped)) from None
     log.info("trial_finished", trial=trial.number, setting=slug, seed=seed, mean_return=round(value, 4))
+    if kept is not None:
+        trial.set_user_attr("logdir", str(keep(logdir, kept, window)))
+        log.info("trial_kept", trial=trial.number, setting=slug, seed=seed, kept=str(kept))
     return value
 
 

@@ -8,6 +8,7 @@ import asyncio
 import json
 import pathlib
 import re
+import shutil
 
 import optuna
 import pytest
@@ -143,3 +144,50 @@ def test_a_pruned_trial_stops_its_run_in_order_at_the_frames_it_was_judged(tmp_p
     assert all(-1.0 <= v <= 1.0 for v, _ in judged)
     log = (logdir / "trial.log").read_text()
     assert "learner_stopping" in log and "checkpoint_saved" in log and "learner_stopped" in log, log[-2000:]
+
+
+KEPT = """
+[sweep]
+name = "{name}"
+directory = "{directory}"
+keep = "{keep}"
+seeds = {seeds}
+pruner = "none"
+
+[grid]
+"learner.impala.learning_rate" = [0.001]
+
+[run]
+preset = "catch"
+num_actors = 1
+envs_per_actor = 8
+
+[run.learner.stop]
+at_return = "None"
+after_frames = 6000
+"""
+
+
+async def test_a_sweep_carries_on_from_kept_results_alone_and_reports_them(tmp_path) -> None:
+    """Seeds 0 and 1 run on "one machine" and are kept; a fresh study elsewhere with no trial logdir and only the
+    kept results runs seed 2 alone, and its report counts all three."""
+    keep = tmp_path / "kept"
+    first = tmp_path / "first.toml"
+    first.write_text(KEPT.format(name="here", directory=tmp_path / "here", keep=keep, seeds="[0, 1]"))
+    sweep = await Process(["sweep", "--config", str(first), "--no-report"]).start()
+    assert await sweep.wait(timeout_s=600) == 0, sweep.log
+    for seed in (0, 1):
+        kept = keep / "learning_rate-0.001" / f"seed-{seed}"
+        assert sorted(p.name for p in kept.iterdir()) == ["config.toml", "curve.csv", "evaluations"]
+    shutil.rmtree(tmp_path / "here")  # no run directory, no study: only the kept results go on
+
+    second = tmp_path / "second.toml"
+    second.write_text(KEPT.format(name="there", directory=tmp_path / "there", keep=keep, seeds="[0, 1, 2]"))
+    sweep = await Process(["sweep", "--config", str(second)]).start()
+    assert await sweep.wait(timeout_s=600) == 0, sweep.log
+    ran = sorted(p.parent.name for p in (tmp_path / "there").rglob("trial.log"))
+    assert ran == ["seed-2"], ran
+    report = json.loads((tmp_path / "there" / "report" / "report.json").read_text())
+    (setting,) = report["settings"].values()
+    assert setting["runs_per_task"] == 3, report
+    assert (keep / "learning_rate-0.001" / "seed-2" / "curve.csv").is_file()

@@ -104,12 +104,10 @@ def test_a_runs_score_is_its_longest_evaluation_of_the_latest_checkpoint(tmp_pat
     assert read_run(logdir).score == -1.0
 
 
-def test_a_resumed_runs_curve_score_is_over_its_last_episodes_across_sessions(tmp_path) -> None:
-    """The learner's own mean return starts over at each resumed session: the score used to be the mean of
-    the few episodes since the restart."""
+def resumed_run(tmp_path: pathlib.Path) -> pathlib.Path:
+    """A run of two sessions with a curve and no evaluation: 3 episodes of 1.0 to frames 30, then one of -1.0."""
     import shutil
 
-    from aioseed.results.runs import read_run
     from aioseed.server.reporting.summaries import SummaryWriter
 
     logdir = a_run(tmp_path, "run", "aioseed/Catch-v0", 0, 1e-3, [0.0])
@@ -120,8 +118,31 @@ def test_a_resumed_runs_curve_score_is_over_its_last_episodes_across_sessions(tm
         (written,) = (tmp_path / f"session{number}" / "tensorboard").glob("events.out.tfevents.*")
         (logdir / "tensorboard").mkdir(exist_ok=True)
         written.rename(logdir / "tensorboard" / f"events.out.tfevents.{1000 + number}.host")  # in session order
-    run = read_run(logdir)
+    return logdir
+
+
+def test_a_resumed_runs_curve_score_is_over_its_last_episodes_across_sessions(tmp_path) -> None:
+    """The learner's own mean return starts over at each resumed session: the score used to be the mean of
+    the few episodes since the restart."""
+    from aioseed.results.runs import read_run
+
+    run = read_run(resumed_run(tmp_path))
     assert (run.score, run.frames, run.source) == (0.5, 40, "curve (last 4 episodes)")
+
+
+def test_a_kept_run_scores_as_its_logdir_did_from_its_few_committable_files(tmp_path) -> None:
+    from aioseed.results.kept import keep
+    from aioseed.results.runs import read_run
+
+    logdir = resumed_run(tmp_path)
+    kept = keep(logdir, tmp_path / "kept" / "seed-0", window=100)
+    assert sorted(p.name for p in kept.iterdir()) == ["config.toml", "curve.csv", "evaluations"]
+    run = read_run(kept)
+    assert (run.score, run.frames, run.source) == (0.5, 40, "kept curve (last 100 episodes)")
+    assert run.settings == read_run(logdir).settings
+    (kept / "curve.csv").write_text("frames,seconds,mean_return,eval_return\n40,1.0,half,\n")
+    with pytest.raises(ValueError, match="curve.csv row 2 is not a curve point"):
+        read_run(kept)
 
 
 def test_group_by_takes_keys_as_the_flags_spell_them(tmp_path) -> None:
