@@ -155,16 +155,17 @@ async def test_r2d2s_replay_ratio_and_exploration_change_live(running_learner, t
 async def test_a_run_replays_another_runs_changes_at_their_frames_and_a_resumed_run_keeps_its_own(running_learner, tmp_path) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     async with console(running_learner, first, impala=PPO) as (learner, client):
-        for body in ({"entropy_cost": 0.02}, {"entropy_cost": 0.03, "epochs": 3}):
+        for body in ({"entropy_cost": 0.02}, {"entropy_cost": 0.03, "epochs": 3, "acting": "bounded"}):
             assert (await client.post("/api/settings", json=body, headers=AUTH)).status == 200
             at = learner.frames
             await until(lambda: learner.frames > at + 2000, "frames between the changes")
     made = record(first)
-    assert [(e["setting"], e["new"]) for e in made] == [("entropy_cost", 0.02), ("entropy_cost", 0.03), ("epochs", 3)]
+    assert [(e["setting"], e["new"]) for e in made] == [("entropy_cost", 0.02), ("entropy_cost", 0.03), ("epochs", 3), ("acting", "bounded")]
 
     # The same timeline again from the record: each change once as many frames are trained, by the schedule.
     async with console(running_learner, second, impala=PPO, settings_schedule=first / RECORD) as (learner, _):
-        await until(lambda: len(record(second)) == 3, "the schedule's three changes")
+        await until(lambda: len(record(second)) == 4, "the schedule's four changes")
+        assert learner._stages.pacing.mode == "bounded"
     replayed = record(second)
     assert [(e["setting"], e["old"], e["new"]) for e in replayed] == [(e["setting"], e["old"], e["new"]) for e in made]
     assert all(r["frames"] >= m["frames"] and r["who"] == f"schedule {first / RECORD}" for r, m in zip(replayed, made))
@@ -172,8 +173,9 @@ async def test_a_run_replays_another_runs_changes_at_their_frames_and_a_resumed_
     # The first run resumes from its checkpoint with the settings its record had reached there, and says so.
     async with console(running_learner, first, impala=PPO) as (learner, _):
         assert learner.live.values()["entropy_cost"] == 0.03 and learner.agent.config.epochs == 3
+        assert learner._stages.pacing.mode == "bounded"
         saved = (first / "config.toml").read_text()
-        assert "Live changes (settings/changes.jsonl)" in saved and "epochs = 3" in saved
+        assert "Live changes (settings/changes.jsonl)" in saved and "epochs = 3" in saved and 'acting = "bounded"' in saved
 
 
 def test_a_schedule_the_run_cannot_apply_stops_it_before_it_starts(tmp_path) -> None:
