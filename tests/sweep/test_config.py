@@ -35,6 +35,17 @@ def test_the_documented_sweep_reads_and_each_trial_is_a_run_config(tmp_path) -> 
     assert run.learner.impala.learning_rate == 0.0 and run.learner.seed == 2 and run.learner.impala.network == "nature_cnn"
 
 
+def test_the_hopper_sweep_keeps_its_seeds_to_commit_and_each_trial_is_a_sac_run(tmp_path) -> None:
+    from aioseed.cli import parse
+    from aioseed.sweep.trial import write_config
+
+    sweep = read_sweep(CATCH.with_name("hopper-sac.toml"))
+    assert sweep.keep == pathlib.Path("docs/results/hopper-sac-seeds") and total_trials(sweep) == 20
+    table = trial_table(sweep, {"learner.sac.log_std": "tanh"}, 3, tmp_path / "t")
+    run = parse(["run", "--preset", sweep.preset, "--config", str(write_config(tmp_path / "t", table))])
+    assert (run.learner.env, run.learner.agent, run.learner.sac.log_std, run.learner.stop.after_frames) == ("Hopper-v5", "sac", "tanh", 300000)
+
+
 def test_settings_get_readable_directory_names_and_tables_nest_and_merge() -> None:
     assert setting_slug({"learner.impala.learning_rate": 0.001, "learner.impala.entropy_cost": 0.01}) == "entropy_cost-0.01_learning_rate-0.001"
     assert setting_slug({"learner.env": "ALE/Pong-v5"}) == "env-ALE_Pong-v5"
