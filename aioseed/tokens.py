@@ -29,6 +29,7 @@ def token_of(token: str | None, token_file: pathlib.Path | None, flag: str) -> s
 
 
 NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+COMMENT = re.compile(r"(?:^|\s)#")
 SHORTEST = 16
 """Characters a named token needs at least (a guessable one would open the console)."""
 
@@ -45,7 +46,7 @@ def read_named_tokens(path: pathlib.Path, flag: str) -> dict[str, str]:
         raise InvalidInput(f"{flag} {path}: cannot read the tokens ({type(exc).__name__})") from None
     tokens: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), 1):
-        fields = line.split("#", 1)[0].split()
+        fields = COMMENT.split(line, 1)[0].split()  # a token may hold "#": a comment starts a line or follows a space
         if not fields:
             continue
         where = f"{flag} {path} line {number}"

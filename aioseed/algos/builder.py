@@ -113,6 +113,10 @@ class Algorithm:
     live_refusal: Callable[[Any, Any], str | None] = never_refused
     """(settings, proposed) -> why a running learner cannot go from one to the other (None: it can)."""
 
+    def __post_init__(self) -> None:
+        if self.live and self.section is None:
+            raise ValueError(f"algorithm {self.name}: live settings are fields of a config section; it has none")
+
     def settings(self, config: Any) -> Any:
         """Its settings in the learner config ``config``."""
         if self.section is None:

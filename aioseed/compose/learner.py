@@ -259,7 +259,7 @@ def assemble(
         endpoint=endpoint, service=service, batcher=batcher, inference=inference, source=source, trainer=trainer, stats=stats,
         stopping=stopping, checkpointer=checkpointer, write_summaries=summary_writer(config, stats, tracker), params=params,
         tracker=tracker, pacing=pacing,
-        live=None if served is not None else live_settings(config, agent, trainer, source, pacing, stats),
+        live=None if served is not None else live_settings(config, agent, trainer, source, pacing, stats, lambda: service.connected_envs),
     )
 
     def run_info() -> dict[str, Any]:  # when the console asks: only a training agent has replicas

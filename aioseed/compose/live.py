@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from aioseed.algos.agent import Agent
@@ -30,11 +31,24 @@ def changes_note(entries: list[dict[str, Any]]) -> str:
     return "Live changes (settings/changes.jsonl) up to the checkpoint this run resumed from, included above:\n" + "\n".join(lines)
 
 
-def live_settings(config: LearnerConfig, agent: Agent, trainer: Trainer, source: Source, pacing: Pacing, stats: Stats) -> LiveSettings:
+def live_settings(
+    config: LearnerConfig, agent: Agent, trainer: Trainer, source: Source, pacing: Pacing, stats: Stats, connected_envs: Callable[[], int]
+) -> LiveSettings:
     """The learner's live settings: its agent takes the algorithm's between train steps; a new replay ratio then
     reaches the replay (what sampling may take per insert) and replay pacing's credit per train batch; a new
-    acting mode or lag bound, the pacing."""
+    acting mode or lag bound, the pacing. ``connected_envs()``: the envs acting now (synchronous acting needs a
+    train batch's worth)."""
     trains = algorithm(config.agent)
+
+    def refusal(sections: dict[str, Any], proposed: dict[str, Any]) -> str | None:
+        training, envs = proposed["training"], connected_envs()
+        switching = training.acting == "synchronous" and sections["training"].acting != "synchronous"
+        if switching and envs < training.batch_size:
+            return (
+                f"synchronous acting needs at least training.batch_size = {training.batch_size} envs connected (each "
+                f"completes one unroll a train batch, then waits for its update); {envs} are: use bounded, or connect more"
+            )
+        return None
 
     def after(sections: dict[str, Any]) -> None:
         training = sections["training"]
@@ -60,6 +74,7 @@ def live_settings(config: LearnerConfig, agent: Agent, trainer: Trainer, source:
         progress=lambda: (stats.frames, trainer.version),
         record=None if config.logdir is None else SettingsRecord(config.logdir / RECORD),
         after=after,
+        refusal=refusal,
     )
     if config.settings_schedule is not None:
         live.load_schedule(config.settings_schedule)

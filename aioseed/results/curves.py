@@ -197,7 +197,10 @@ def read_csv(path: pathlib.Path) -> list[Point]:
     """The points ``write_csv`` kept in ``path`` (a committed curve); ValueError names a row that is not one."""
     points = []
     with path.open(newline="") as f:
-        for number, row in enumerate(csv.DictReader(f), 2):
+        rows = csv.DictReader(f)
+        if not {"frames", "seconds", "mean_return"} <= set(rows.fieldnames or ()):
+            raise ValueError(f"{path} is not a curve: its header is {rows.fieldnames}, not frames, seconds, mean_return, eval_return")
+        for number, row in enumerate(rows, 2):
             try:
                 eval_return = float(row["eval_return"]) if row.get("eval_return") else math.nan
                 points.append(Point(int(row["frames"]), float(row["seconds"]), float(row["mean_return"]), eval_return))

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from aioseed.compose import config_file
 from aioseed.errors import InvalidInput, MissingFile
 from aioseed.results.curves import episode_returns, over_episodes, read_curve
-from aioseed.results.kept import CURVE, kept_curve
+from aioseed.results.kept import CURVE, PARTIAL, kept_curve
 from aioseed.tables import flatten
 
 ScoreSource = Literal["auto", "eval", "curve"]
@@ -44,7 +44,7 @@ def logdirs(paths: Iterable[pathlib.Path]) -> list[pathlib.Path]:
         if (path / "config.toml").is_file():
             found.append(path)
             continue
-        below = sorted(p.parent for p in path.rglob("config.toml"))
+        below = sorted(p.parent for p in path.rglob("config.toml") if not p.parent.name.endswith(PARTIAL))  # a kept run half-written
         if not below:
             raise MissingFile(f"{path} holds no run: no config.toml in it or below it")
         found += below

@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import pathlib
 import re
+import tomllib
 from typing import TYPE_CHECKING, Any
 
 import structlog
+import tomli_w
 
-from aioseed.errors import InvalidInput
-from aioseed.results.kept import keep, kept_curve
+from aioseed.compose import config_file
+from aioseed.errors import InvalidInput, UserError
+from aioseed.results.curves import Point
+from aioseed.results.kept import TRIAL, keep, kept_curve
 from aioseed.sweep.config import Sweep, SweepConfig, read_sweep
 from aioseed.sweep.trial import Pruned, TrialFailed, command, run_trial, write_config
 from aioseed.tables import merged, nested
@@ -88,15 +92,16 @@ def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial, window: in
     pruned = [t for t in done if t.state == optuna.trial.TrialState.PRUNED and t.user_attrs.get("setting") == slug]
     if pruned:
         raise optuna.TrialPruned(f"{slug} was pruned at seed {pruned[0].user_attrs.get('seed')}")
+    logdir = sweep.directory / slug / f"seed-{seed}"
+    table = trial_table(sweep, params, seed, logdir)
     kept = None if sweep.keep is None else sweep.keep / slug / f"seed-{seed}"
-    points = None if kept is None else kept_curve(kept)
+    points = None if kept is None else kept_result(kept, table)
     if points:  # kept by an earlier sweep, here or elsewhere: done
         trial.set_user_attr("logdir", str(kept))
         log.info("trial_kept", trial=trial.number, setting=slug, seed=seed, kept=str(kept), mean_return=round(points[-1].mean_return, 4))
         return points[-1].mean_return
-    logdir = sweep.directory / slug / f"seed-{seed}"
     trial.set_user_attr("logdir", str(logdir))
-    config = write_config(logdir, trial_table(sweep, params, seed, logdir))
+    config = write_config(logdir, table)
     log.info("trial_started", trial=trial.number, setting=slug, seed=seed, logdir=str(logdir))
 
     def report(value: float, frames: int) -> bool:
@@ -110,9 +115,35 @@ def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial, window: in
         raise optuna.TrialPruned(str(stopped)) from None
     log.info("trial_finished", trial=trial.number, setting=slug, seed=seed, mean_return=round(value, 4))
     if kept is not None:
-        trial.set_user_attr("logdir", str(keep(logdir, kept, window)))
-        log.info("trial_kept", trial=trial.number, setting=slug, seed=seed, kept=str(kept))
+        try:
+            trial.set_user_attr("logdir", str(keep(logdir, kept, window)))
+            log.info("trial_kept", trial=trial.number, setting=slug, seed=seed, kept=str(kept))
+        except (OSError, UserError) as exc:  # the trial stands; its logdir holds the run
+            log.error("trial_not_kept", trial=trial.number, setting=slug, seed=seed, kept=str(kept), error=str(exc))
     return value
+
+
+def kept_result(kept: pathlib.Path, table: dict[str, Any]) -> list[Point] | None:
+    """The curve of the run kept in ``kept`` if it ran from ``table`` (its logdir aside), else None: a kept run of
+    other settings (a changed [run], budget or preset) is run again, and one that cannot be read is logged and run
+    again."""
+    try:
+        points = kept_curve(kept)
+        if not points:
+            return None
+        ran = config_file.read(kept / TRIAL) if (kept / TRIAL).is_file() else None
+    except (OSError, ValueError) as exc:
+        log.warning("kept_result_unreadable", kept=str(kept), error=str(exc))
+        return None
+    wanted = tomllib.loads(tomli_w.dumps({"command": "run", **table}))
+    if ran is None or _without_logdir(ran) != _without_logdir(wanted):
+        log.warning("kept_result_of_other_settings", kept=str(kept), hint="its trial.toml differs from this trial's: it runs again")
+        return None
+    return points
+
+
+def _without_logdir(table: dict[str, Any]) -> dict[str, Any]:
+    return {**table, "learner": {k: v for k, v in table.get("learner", {}).items() if k != "logdir"}}
 
 
 def _suggest(sweep: Sweep, trial: optuna.Trial) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import structlog
 import tomli_w
 
 from aioseed.results.curves import Point, run_curve
+from aioseed.results.kept import TRIAL
 
 log = structlog.get_logger()
 
@@ -44,7 +45,7 @@ def command(preset: str, config: pathlib.Path) -> list[str]:
 def write_config(logdir: pathlib.Path, table: dict) -> pathlib.Path:
     """The trial's ``aioseed run --config`` file, LOGDIR/trial.toml."""
     logdir.mkdir(parents=True, exist_ok=True)
-    path = logdir / "trial.toml"
+    path = logdir / TRIAL
     path.write_text(tomli_w.dumps({"command": "run", **table}))
     return path
 

@@ -36,9 +36,12 @@ async def test_ppo_settings_apply_from_the_next_train_step_without_a_retrace_and
         step = applied["train_step"]
         # The next train step's own figures: the entropy cost its loss used, and three epochs of four minibatches.
         def after() -> list[dict[str, float]]:
-            """Snapshots whose whole interval came after the change (each one averages its interval's train steps)."""
+            """Snapshots whose whole interval came after the change (each one averages its interval's train steps).
+            The version counts updates as they apply, and a step's metrics are recorded once it ends: a snapshot taken
+            at version ``step`` may still precede the last old step's metrics, one taken after an update of the next
+            step cannot."""
             series = learner.series()
-            return [s for before, s in zip(series, series[1:]) if before["learner/train_steps"] >= step and "losses/entropy_cost" in s]
+            return [s for before, s in zip(series, series[1:]) if before["learner/train_steps"] > step and "losses/entropy_cost" in s]
 
         await until(lambda: len(after()) >= 2 and learner.train_steps > step + 24, "snapshots of train steps after the change")
         # Variables, a Python loop, and an update traced for any minibatch size: nothing compiled again.
@@ -57,7 +60,7 @@ async def test_ppo_settings_apply_from_the_next_train_step_without_a_retrace_and
 def lags_after(learner, step: int) -> list[float]:
     """The largest policy lag of each snapshot whose train steps all came after ``step``."""
     series = learner.series()
-    return [s["learner/policy_lag_max"] for before, s in zip(series, series[1:]) if before["learner/train_steps"] >= step and "learner/policy_lag_max" in s]
+    return [s["learner/policy_lag_max"] for before, s in zip(series, series[1:]) if before["learner/train_steps"] > step and "learner/policy_lag_max" in s]
 
 
 async def test_the_acting_mode_and_its_lag_bound_change_live_and_hold_the_lag_from_then_on(running_learner, tmp_path) -> None:
@@ -101,6 +104,9 @@ async def test_a_change_of_the_kind_of_train_step_is_refused_with_409_and_nothin
         assert response.status == 409 and "sample reuse" in (await response.json())["error"]
         field = await client.post("/api/settings", json={"entropy_cost": 2}, headers=AUTH)
         assert field.status == 400 and (await field.json())["field"] == "entropy_cost"
+        # 16 envs connected: a train batch of 32 unrolls would never complete with each env waiting after one.
+        stuck = await client.post("/api/settings", json={"acting": "synchronous"}, headers=AUTH)
+        assert stuck.status == 409 and "at least training.batch_size = 32 envs connected" in (await stuck.json())["error"]
         assert learner.settings() == before and record(tmp_path) == []
 
 

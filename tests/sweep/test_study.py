@@ -107,3 +107,24 @@ def test_a_grid_edited_between_invocations_is_refused_naming_the_change(tmp_path
     studies.run(grid(0.001, 0.002))
     with pytest.raises(InvalidInput, match=r"learner.impala.learning_rate was \[0.001, 0.002\], now \[0.001, 0.003\]"):
         studies.run(grid(0.001, 0.003))
+
+
+def test_a_kept_result_counts_only_for_the_trial_it_ran_and_an_unreadable_one_runs_again(tmp_path) -> None:
+    import dataclasses
+
+    from aioseed.results.curves import Point, write_csv
+    from aioseed.sweep.study import kept_result, trial_table
+    from aioseed.sweep.trial import write_config
+
+    sweep = a_sweep(tmp_path)
+    params = {"learner.impala.learning_rate": 0.001}
+    kept = tmp_path / "kept" / "seed-4"
+    table = trial_table(sweep, params, 4, tmp_path / "trials" / "a" / "seed-4")
+    write_config(kept, trial_table(sweep, params, 4, tmp_path / "elsewhere"))  # run from another machine's logdir
+    write_csv([Point(50, 1.0, 0.2), Point(100, 2.0, 0.5)], kept / "curve.csv")
+    assert [p.mean_return for p in kept_result(kept, table)] == [0.2, 0.5]
+    longer = dataclasses.replace(sweep, run={"learner": {"stop": {"after_frames": 200}}})  # a changed budget
+    assert kept_result(kept, trial_table(longer, params, 4, tmp_path / "trials" / "a" / "seed-4")) is None
+    (kept / "curve.csv").write_text("<<<<<<< HEAD\n")
+    assert kept_result(kept, table) is None
+    assert kept_result(tmp_path / "nothing", table) is None

@@ -39,7 +39,7 @@ LIVE = in_section("impala", (
     LiveSetting("entropy_cost", "float", 0.0, 1.0),
     LiveSetting("ppo_clip", "float", 0.0, 1.0, low_open=True, high_open=True),
     LiveSetting("epochs", "int", 1, 64),
-    LiveSetting("minibatches", "int", 1, 4096, takes_effect="at the next train step; a new minibatch size compiles the update once more"),
+    LiveSetting("minibatches", "int", 1, 4096, takes_effect="at the next train step (the update is compiled for any minibatch size)"),
     LiveSetting("lr_frames", "int", 0, None, takes_effect="at the next train step: the rate follows the new schedule from the frames trained"),
     LiveSetting("lr_final_fraction", "float", 0.0, 1.0, takes_effect="at the next train step: the rate follows the new schedule"),
     LiveSetting("entropy_frames", "int", 0, None, takes_effect="at the next train step: the cost follows the new schedule"),

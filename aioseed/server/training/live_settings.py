@@ -108,12 +108,14 @@ class LiveSettings:
         progress: Callable[[], tuple[int, int]],
         record: SettingsRecord | None = None,
         after: Callable[[dict[str, Any]], None] | None = None,
+        refusal: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None,
     ) -> None:
         """``live``: the settings that may change (each names its section); ``sections``: the learner config's sections
         they belong to, as the run started (``training``'s included); ``apply(settings)`` hands the algorithm's new
         settings to the agent (in the train thread); ``between_steps(fn)`` awaits ``fn`` run there after the step in
         progress; ``progress()``: (frames, train step) now; ``after(sections)``: then, on the event loop, to the
-        replay and pacing."""
+        replay and pacing; ``refusal(sections, proposed)``: why the running learner cannot go from one to the other
+        now (None: it can), beside the algorithm's own ``live_refusal``."""
         self.trains = trains
         self.sections = sections
         self._live = {setting.name: setting for setting in live}
@@ -122,6 +124,7 @@ class LiveSettings:
         self._progress = progress
         self.record = record
         self._after = after
+        self._refusal = refusal
         self.history: list[dict[str, Any]] = []
         """The latest changes (at most ``HISTORY``), as recorded: the console marks them on its charts."""
         self.scheduled: list[dict[str, Any]] = []
@@ -197,6 +200,9 @@ class LiveSettings:
         parsed = {name: self._setting(name).parse(value) for name, value in changes.items()}
         current = self.sections if sections is None else sections
         proposed = self._replaced(current, parsed)
+        reason = None if self._refusal is None else self._refusal(current, proposed)
+        if reason is not None:
+            raise CommandRefused(reason)
         algorithm = self.trains.section
         if algorithm is None or algorithm not in proposed:
             return proposed

@@ -34,8 +34,9 @@ class TrainingConfig:
     """How far acting may run ahead of training (V-trace with SEED actors): async (SEED: acting never waits
     for an update; the lag is what the queues hold), bounded (at most lag_bound batches ahead: acting overlaps
     training, for GPU learners), or synchronous (PPO: acting stops from the moment a batch is complete
-    until its update has applied, so the behaviour policy is the proximal one; batch_size should then be
-    the number of envs, or a multiple, with each actor sending all its envs in one message); with SAC's
+    until its update has applied, so the behaviour policy is the proximal one; each env completes one
+    unroll a train batch and then waits for its update, so batch_size should be the number of envs, with each
+    actor sending all its envs in one message: with fewer envs than batch_size no batch completes); with SAC's
     replay, replay (acting waits whenever it is a train batch ahead of the replay ratio, so the ratio of
     updates to env steps holds from both sides)."""
     lag_bound: int = 1
