@@ -178,7 +178,7 @@ async def test_a_sweep_carries_on_from_kept_results_alone_and_reports_them(tmp_p
     assert await sweep.wait(timeout_s=600) == 0, sweep.log
     for seed in (0, 1):
         kept = keep / "learning_rate-0.001" / f"seed-{seed}"
-        assert sorted(p.name for p in kept.iterdir()) == ["config.toml", "curve.csv", "evaluations"]
+        assert sorted(p.name for p in kept.iterdir()) == ["config.toml", "curve.csv", "evaluations", "trial.toml"]
     shutil.rmtree(tmp_path / "here")  # no run directory, no study: only the kept results go on
 
     second = tmp_path / "second.toml"
