@@ -11,16 +11,21 @@ from aioseed.errors import InvalidInput, MissingFile
 
 def read_token(path: pathlib.Path, flag: str) -> str:
     """The token in ``path``: its first line, stripped. A UserError naming ``flag`` when the file is missing or empty."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise MissingFile(f"{flag} {path}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{flag} {path}: cannot read the token ({type(exc).__name__})") from None
+    text = _read(path, flag, "the token")
     token = text.splitlines()[0].strip() if text.strip() else ""
     if not token:
         raise InvalidInput(f"{flag} {path}: the file is empty; put the token on its first line")
     return token
+
+
+def _read(path: pathlib.Path, flag: str, what: str) -> str:
+    """``path``'s text; a UserError naming ``flag`` when it is missing or cannot be read."""
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        raise MissingFile(f"{flag} {path}: no such file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{flag} {path}: cannot read {what} ({type(exc).__name__})") from None
 
 
 def token_of(token: str | None, token_file: pathlib.Path | None, flag: str) -> str | None:
@@ -38,12 +43,7 @@ def read_named_tokens(path: pathlib.Path, flag: str) -> dict[str, str]:
     """Named tokens in ``path``: ``NAME TOKEN`` a line (blank lines and ``#`` comments skipped) -> {token: name}. A
     UserError naming ``flag`` and the line for a missing file, a malformed line, a short token or a repeated name or
     token."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise MissingFile(f"{flag} {path}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{flag} {path}: cannot read the tokens ({type(exc).__name__})") from None
+    text = _read(path, flag, "the tokens")
     tokens: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), 1):
         fields = COMMENT.split(line, 1)[0].split()  # a token may hold "#": a comment starts a line or follows a space

@@ -45,11 +45,9 @@ def pacing_for(config: LearnerConfig) -> Pacing:
     per train batch after the replay's minimum size and ``acting_ahead``: an agent that trains from a replay gets
     that pacing whatever mode it starts in, so that acting may switch to it live."""
     training = config.training
-    if algorithm(config.agent).replay is None:
-        return Pacing(training.acting, training.batch_size, lag_bound=training.lag_bound)
-    replay = replay_settings(config)
-    credit = training.batch_size / replay.ratio
-    return Pacing(
-        training.acting, training.batch_size, credit=credit, start=replay.min_size + credit + replay.acting_ahead,
-        lag_bound=training.lag_bound,
-    )
+    credit = start = None
+    if algorithm(config.agent).replay is not None:
+        replay = replay_settings(config)
+        credit = training.batch_size / replay.ratio
+        start = replay.min_size + credit + replay.acting_ahead
+    return Pacing(training.acting, training.batch_size, credit=credit, start=start, lag_bound=training.lag_bound)

@@ -176,11 +176,6 @@ class LiveSettings:
         """The live settings in effect."""
         return {name: getattr(self.sections[setting.section], name) for name, setting in self._live.items()}
 
-    @property
-    def settings(self) -> Any:
-        """The algorithm's settings in effect."""
-        return self.sections[self.trains.section] if self.trains.section in self.sections else None
-
     def metrics(self) -> dict[str, float]:
         """The numeric ones as ``settings/NAME`` gauges (TensorBoard keeps their timeline); a choice as the index of
         its value among its choices (the acting mode: 0 async, then the modes the catalog lists)."""
