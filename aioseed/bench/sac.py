@@ -9,6 +9,10 @@ comes from the same machine in the same invocation, each part timed alone in thi
 its updates). They are timed before and after the runs and averaged. The learner's core runs inference and
 updates, the actor's core steps the envs, so the bound on env steps/s is the slower of the two: 1 /
 (inference per row + updates per step x update) on the learner, 1 / env step on the actor.
+
+Each update's time alone is split into compute and overhead: compute is its matrix products' float operations
+(``aioseed.bench.flops``) at the rate this machine multiplies matrices of the update's shape, measured beside
+the other parts; overhead is the rest.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 
 from aioseed.bench.acting import order
 from aioseed.bench.config import SacBench
+from aioseed.bench.flops import dense_macs, matmul_flops_per_s, sac_update_flops
 from aioseed.bench.spawned import run_in_process, timed_history
 from aioseed.commands.run import RunConfig
 from aioseed.presets import preset
@@ -89,7 +94,8 @@ class UpdatePath:
 
 def part_timer(run: RunConfig, rows: int) -> Callable[[], dict[str, float]]:
     """A function that times inference of ``rows`` rows and one train step of ``run``'s batch of one-step
-    unrolls, each alone, on one agent built once; ``update_s`` is per update."""
+    unrolls, each alone, on one agent built once (``update_s`` is per update), and measures this machine's
+    rate on the update's matrix products (``flops_per_s``); ``update_flops`` is an update's count."""
     from aioseed.algos.sac.agent import SacAgent
     from aioseed.envs.registry import env_spec
 
@@ -107,9 +113,17 @@ def part_timer(run: RunConfig, rows: int) -> Callable[[], dict[str, float]]:
         "phantom": np.zeros((2, batch_size), bool),
     }
     updates = config.sac.minibatches
+    update_rows = batch_size // updates
+    flops = sac_update_flops(
+        dense_macs(agent.network.actor.trainable_variables), dense_macs(agent.network.critics.trainable_variables),
+        update_rows, config.sac.autotune_alpha,
+    )
+    width = max(config.sac.hidden_sizes)
     return lambda: {
         "inference_s": timed(lambda: agent.infer(observations, {}), 400),
         "update_s": timed(lambda: agent.train_step(batch), max(300 // updates, 30)) / updates,
+        "flops_per_s": matmul_flops_per_s(update_rows, width, config.precision),
+        "update_flops": flops,
     }
 
 
@@ -145,6 +159,7 @@ def path_figures(run: RunConfig, bench: SacBench, holds: list[dict[str, float]],
     learner_s = alone["inference_s"] / rows + updates_per_step * alone["update_s"]
     bound = min(1.0 / env_s, 1.0 / learner_s)
     env_steps = statistics.fmean(h["env_steps_per_s"] for h in holds)
+    compute_s = alone["update_flops"] / alone["flops_per_s"]
     return {
         "env_steps_per_s": round(env_steps, 1),
         "updates_per_s": round(statistics.fmean(h["updates_per_s"] for h in holds), 1),
@@ -155,6 +170,10 @@ def path_figures(run: RunConfig, bench: SacBench, holds: list[dict[str, float]],
             "env_step_ms": round(env_s * 1e3, 4),
             f"inference_ms_{rows}_rows": round(alone["inference_s"] * 1e3, 3),
             "update_ms": round(alone["update_s"] * 1e3, 3),
+            "update_gflop": round(alone["update_flops"] / 1e9, 4),
+            "matmul_gflop_per_s": round(alone["flops_per_s"] / 1e9, 1),
+            "update_compute_ms": round(compute_s * 1e3, 3),
+            "update_overhead_ms": round((alone["update_s"] - compute_s) * 1e3, 3),
             "learner_bound_env_steps_per_s": round(1.0 / learner_s, 1),
             "actor_bound_env_steps_per_s": round(1.0 / env_s, 1),
         },
