@@ -62,7 +62,12 @@ const CHARTS = [
     title: "SAC: temperature and entropy", when: "sac/alpha",
     series: [["sac/alpha", "alpha"], ["policy/entropy", "entropy (nats, right)", "right"]],
   },
-  { title: "SAC: losses", when: "losses/critic", series: [["losses/critic", "critics"], ["losses/actor", "policy"]] },
+  // TD3's: the critics' values against their clipped double-Q targets.
+  {
+    title: "TD3: Q values", when: "td3/q_mean",
+    series: [["td3/q_mean", "mean min(Q1, Q2)"], ["td3/target_mean", "mean target"]],
+  },
+  { title: "SAC / TD3: losses", when: "losses/critic", series: [["losses/critic", "critics"], ["losses/actor", "policy"]] },
   // Shown once the learner reports them (R2D2's and SAC's replay).
   { title: "replay (unrolls)", when: "replay/size", series: [["replay/size", "size"], ["replay/capacity", "capacity"]] },
   { title: "replay: samples per inserted unroll", when: "replay/ratio", series: [["replay/ratio", "sampled / inserted"]] },

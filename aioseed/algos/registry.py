@@ -15,11 +15,12 @@ from aioseed.algos.builder import Algorithm
 from aioseed.algos.impala.builder import IMPALA
 from aioseed.algos.r2d2.builder import R2D2
 from aioseed.algos.sac.builder import SAC
+from aioseed.algos.td3.builder import TD3
 from aioseed.errors import InvalidInput, close_matches
 
 log = structlog.get_logger()
 
-ALGORITHMS: dict[str, Algorithm] = {algorithm.name: algorithm for algorithm in (IMPALA, R2D2, SAC)}
+ALGORITHMS: dict[str, Algorithm] = {algorithm.name: algorithm for algorithm in (IMPALA, R2D2, SAC, TD3)}
 
 PLUGINS = "aioseed.algorithms"
 """The entry-point group of algorithms from other packages, one ``Algorithm`` record each, under its name:

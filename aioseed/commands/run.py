@@ -37,6 +37,7 @@ PresetName = Literal[
     "football-academy-smm",
     "mujoco-ppo",
     "mujoco-sac",
+    "mujoco-td3",
     "r2d2-cartpole",
 ]
 """The presets: aioseed/presets/NAME.toml (a test checks that each file is named here and the other way round)."""
@@ -59,8 +60,8 @@ class RunConfig:
     engine (no build); football-academy-simple115: the same from the simple115v2 state (MLP) on gfootball;
     football-academy-ppo: MAPPO-style PPO (synchronous) with 3 controlled players on
     academy_pass_and_shoot_with_keeper, from simple115v2;
-    football-academy-smm: from the stacked Super Mini Map on gfootball, as SEED ran it; mujoco-ppo and mujoco-sac: CleanRL's PPO and SAC
-    recipes for continuous control on HalfCheetah-v5 (any MuJoCo id with --learner.env); r2d2-cartpole:
+    football-academy-smm: from the stacked Super Mini Map on gfootball, as SEED ran it; mujoco-ppo, mujoco-sac and mujoco-td3: CleanRL's PPO,
+    SAC and TD3 recipes for continuous control on HalfCheetah-v5 (any MuJoCo id with --learner.env); r2d2-cartpole:
     R2D2 sized for CartPole-v1."""
     learner: LearnerConfig = LearnerConfig(server=ServerConfig(host="127.0.0.1", port=0), stop=StopConfig(at_return=475.0))
     num_actors: int = 2

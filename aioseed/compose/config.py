@@ -13,6 +13,7 @@ from aioseed.algos.live import LiveSetting
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.algos.registry import AgentName, algorithm
 from aioseed.algos.sac.config import SacConfig
+from aioseed.algos.td3.config import Td3Config
 from aioseed.envs.atari import AtariConfig
 from aioseed.envs.football import FootballConfig, is_football
 from aioseed.envs.life_loss import NOT_IN_IMPALA_MODE
@@ -71,13 +72,15 @@ class LearnerConfig:
 
     agent: AgentName = "impala"
     """The algorithm: IMPALA (V-trace, and PPO-style sample reuse) from a bounded unroll queue, R2D2 from
-    prioritized replay (Discrete actions), or SAC from uniform replay (Box actions); or one an installed
+    prioritized replay (Discrete actions), or SAC or TD3 from uniform replay (Box actions); or one an installed
     package publishes (entry-point group aioseed.algorithms), on its default settings."""
     impala: ImpalaConfig = ImpalaConfig()
     r2d2: R2D2Config = R2D2Config()
     """R2D2's settings: SEED's Atari ones by default; --preset r2d2-cartpole sizes them for CartPole-v1."""
     sac: SacConfig = SacConfig()
     """SAC's settings: CleanRL's by default; --preset mujoco-sac sets the training shape for MuJoCo."""
+    td3: Td3Config = Td3Config()
+    """TD3's settings: CleanRL's by default; --preset mujoco-td3 sets the training shape for MuJoCo."""
 
     atari: AtariConfig = AtariConfig()
     """Preprocessing of ALE/ ids: defines the spec served (aioseed run's actors use it too)."""

@@ -12,12 +12,13 @@ from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.r2d2.config import R2D2Config
 from aioseed.algos.registry import ALGORITHMS, algorithm
 from aioseed.algos.sac.config import SacConfig
+from aioseed.algos.td3.config import Td3Config
 from aioseed.errors import InvalidInput
 
 
 def test_each_algorithm_says_what_it_learns_trains_from_and_how_it_acts_in_evaluation() -> None:
-    impala, r2d2, sac = (algorithm(name) for name in ("impala", "r2d2", "sac"))
-    assert [name for name, entry in ALGORITHMS.items() if entry.learns(Box((1,), (-1.0,), (1.0,)))] == ["impala", "sac"]
+    impala, r2d2, sac, td3 = (algorithm(name) for name in ("impala", "r2d2", "sac", "td3"))
+    assert [name for name, entry in ALGORITHMS.items() if entry.learns(Box((1,), (-1.0,), (1.0,)))] == ["impala", "sac", "td3"]
     assert impala.learns(Discrete(3)) and r2d2.learns(Discrete(3)) and not sac.learns(Discrete(3))
     assert impala.replay is None and r2d2.replay(R2D2Config()).priority_exponent == 0.9
     uniform = sac.replay(SacConfig())
@@ -30,6 +31,12 @@ def test_each_algorithm_says_what_it_learns_trains_from_and_how_it_acts_in_evalu
     assert r2d2.policy_name(r2d2.evaluation(R2D2Config(), False, 0.01), False) == "epsilon 0.01"
     assert sac.evaluation(SacConfig(), greedy=False, epsilon=0.0).evaluation_action == "sample"
     assert impala.policy_name(ImpalaConfig(), True) == "greedy" and impala.evaluation_fields(ImpalaConfig()) == {}
+    # TD3 shares SAC's uniform replay and batch split, on its own settings.
+    assert td3.replay(Td3Config(min_replay_size=7)).min_size == 7 and td3.pacing == {"replay"} and not td3.actor_policy
+    assert td3.split(Td3Config(minibatches=4), 1024, 1).minibatches == 4
+    noisy = td3.evaluation(Td3Config(exploration_noise=0.2), greedy=False, epsilon=0.0)
+    assert td3.policy_name(noisy, False) == "exploration noise 0.2" and td3.policy_name(noisy, True) == "greedy"
+    assert [setting.section for setting in td3.live] == ["td3"]
 
 
 def test_an_unknown_agent_names_the_close_matches() -> None:

@@ -233,13 +233,13 @@ async def test_sac_learner_shows_its_critics_and_temperature(running_learner, tm
             await until(lambda: _last_value_below(page, "SAC: temperature and entropy", 0, 1.0), "alpha below 1 on the page")
             alpha, _ = (await chart(page, "SAC: temperature and entropy"))[1]
             assert 0.0 < alpha < 1.0
-            assert (await chart(page, "SAC: losses"))[1][0] >= 0.0
+            assert (await chart(page, "SAC / TD3: losses"))[1][0] >= 0.0
             assert await page.locator('.chart[data-chart="replay (unrolls)"]').is_visible()
             assert not await page.locator('.chart[data-chart="policy drift"]').is_visible()
             # SAC's live setting, the replay ratio, through the page: sampling follows it.
             await change_through_page(page, {"replay_ratio": 16})
             assert learner._stages.source.replay_ratio == 16.0
-            await until(lambda: _marked(page, "SAC: losses"), "the change marked on the losses chart")
+            await until(lambda: _marked(page, "SAC / TD3: losses"), "the change marked on the losses chart")
             await page.screenshot(path=str(SCREENSHOTS / "console-sac.png"), full_page=True)
 
 

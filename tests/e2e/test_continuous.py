@@ -90,6 +90,40 @@ async def test_run_learns_pendulum_with_sac_then_evaluates_the_mean_action(tmp_p
     assert "networks are not exported yet" in refused.log and not video.exists()
 
 
+PENDULUM_TD3 = (
+    "--learner.env", "Pendulum-v1",
+    "--learner.agent", "td3",
+    "--num-actors", "1", "--envs-per-actor", "4", "--envs-per-message", "4",
+    "--learner.training.unroll-length", "1",
+    "--learner.training.batch-size", "512",
+    "--learner.training.acting", "replay",
+    "--learner.td3.min-replay-size", "1000",
+    "--learner.td3.minibatches", "2",
+    "--learner.td3.jit-compile",
+    "--learner.seed", "1",
+    "--learner.return-window", "20",
+    "--learner.stop.at-return", "-200",
+    "--learner.stop.after-frames", "40000",
+    "--learner.console.port", "0",
+)
+"""TD3 with CleanRL's settings but for the warm-up (1,000 uniform transitions, not 25,000): one update of 256
+transitions per env step, two per compiled call."""
+
+
+async def test_run_learns_pendulum_with_td3_then_evaluates_the_policys_action(tmp_path) -> None:
+    logdir = tmp_path / "run"
+    log, frames, mean_return = await run_to_return(["--learner.logdir", str(logdir), *PENDULUM_TD3], timeout_s=420)
+    assert mean_return >= -200.0, log
+    train_steps = int(re.findall(r"learner_stopped frames=\d+ train_steps=(\d+)", log)[-1])
+    # Replay pacing held about one update per env step (after the first 1,000), each counted (two per call).
+    assert 0.8 * (frames - 1000) <= train_steps <= frames, log
+    evaluation = await Process(["eval", "--logdir", str(logdir), "--episodes", "5", "--greedy"]).start()
+    assert await evaluation.wait(timeout_s=120) == 0, evaluation.log
+    result = json.loads(await evaluation.stdout())
+    assert result["agent"] == "td3" and result["policy"] == "greedy"
+    assert result["mean_return"] >= -400.0, result
+
+
 async def test_a_mujoco_policy_records_an_offscreen_video_headless(tmp_path) -> None:
     """MuJoCo renders through OSMesa with no display or GPU: a short SAC run on Hopper, then an MP4 of one
     episode of its env's own frames."""

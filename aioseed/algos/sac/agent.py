@@ -4,7 +4,7 @@ the twin critics, the policy and the temperature on transitions replayed uniform
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import keras
@@ -12,7 +12,8 @@ import numpy as np
 import tensorflow as tf
 
 from aioseed.action_space import Box
-from aioseed.algos.agent import SKIPPED, no_callback
+from aioseed.algos.agent import SKIPPED
+from aioseed.algos.fused_updates import FusedUpdates
 from aioseed.algos.distributions import TanhGaussian
 from aioseed.algos.networks import Layers
 from aioseed.algos.optimizer import adam, apply_finite_gradients
@@ -25,14 +26,8 @@ from aioseed.types import ENV_ACTION, Column
 
 UNIFORM_EDGE = 1.0 - 1e-6
 """Uniform warm-up actions stay this far inside the box, so that their pre-squash sample atanh(a) is finite."""
-COLUMNS = ("observation", "action", "reward", "done", "phantom")
-"""The unroll columns a train step reads (time-major ``[T + 1, B, ...]``)."""
 ALPHA_SKIPPED = "sac/alpha_skipped"
 """1 when the temperature's update was skipped as non-finite (counted as skipped; it leaves the version as it is)."""
-APPLIED = "sac/applied"
-"""The fused call's count of updates that changed the critics or the policy (each is a new version)."""
-POLICY_METRICS = ("losses/actor", "losses/alpha", "losses/actor_grad_norm", "policy/entropy")
-"""The policy update's metrics, kept from its latest update between the delayed ones."""
 
 
 class SacNetworks(keras.layers.Layer):
@@ -44,11 +39,13 @@ class SacNetworks(keras.layers.Layer):
         self.critics = TwinQ(config.hidden_sizes, config.activation, config.critic_layer_norm, layers=layers, name="critics")
 
 
-class SacAgent:
-    """Implements ``aioseed.algos.agent.Agent`` for Box actions, trained from replay (``uses_replay``)."""
+class SacAgent(FusedUpdates):
+    """Implements ``aioseed.algos.agent.Agent`` for Box actions, trained from replay (``uses_replay``): the
+    critics' update, and on the delayed rhythm ``policy_frequency`` updates of the policy and the temperature
+    (``aioseed.algos.fused_updates``)."""
 
-    uses_replay = True
-    burn_in = 0
+    policy_metric_names = ("losses/actor", "losses/alpha", "losses/actor_grad_norm", "policy/entropy")
+    also_skipped = (ALPHA_SKIPPED,)
 
     def __init__(self, spec: EnvSpec, config: SacConfig, replicas: Replicas | None = None, precision: str = "float32") -> None:
         """``precision``: the hidden layers' (``aioseed.algos.networks.Layers``); heads and losses stay float32."""
@@ -79,16 +76,11 @@ class SacAgent:
             )
             self.alpha_optimizer = adam(config.alpha_learning_rate, config.adam_epsilon, None, [self.log_alpha])
             self.base_learning_rate = tf.Variable(config.learning_rate, trainable=False, dtype=tf.float32, name="base_learning_rate")
-        self._rates_applied = False
         rows = tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype))
         self._act = tf.function(self._act_step, input_signature=[rows, tf.TensorSpec([None], tf.bool)])
         self._train_critics = tf.function(self._critic_update, reduce_retracing=True)
         self._train_policy = tf.function(self._policy_update, reduce_retracing=True)
-        self._train_fused = tf.function(self._fused_updates, jit_compile=config.jit_compile)
-        self._policy_metrics: dict[str, float] = {}
-        self._critic_steps: int | None = None
-        """Critic updates tried, applied or skipped (from the optimizer's count at the first step): the delayed
-        policy updates keep their rhythm across a skipped critic update."""
+        self._start_updates()
 
     def output_columns(self) -> Mapping[str, Column]:
         return {"action": self.distribution.action_column()}
@@ -123,38 +115,19 @@ class SacAgent:
         return u, self.distribution.env_action(u)
 
     @property
+    def policy_repeats(self) -> int:
+        """The policy and the temperature update ``policy_frequency`` times after every ``policy_frequency``-th
+        critic update, so both average one update per critic update."""
+        return self.config.policy_frequency
+
+    @property
     def alpha(self) -> float:
         return float(tf.exp(self.log_alpha).numpy())
 
-    def train_step(self, batch: Mapping[str, np.ndarray], on_update: Callable[[], None] = no_callback) -> dict[str, Any]:
-        """``minibatches`` updates on equal shares of the batch's T x B transitions: each one of the critics and the
-        targets' Polyak step, and after every ``policy_frequency``-th that many updates of the policy and the
-        temperature on the same share (CleanRL's delayed updates). Returns metrics (the critics' averaged, the
-        policy's from its latest update) and ``priorities`` (ones: the replay samples uniformly)."""
-        inputs = {name: batch[name] for name in COLUMNS}
-        due = self._policy_due(self.config.minibatches)
+    def _updates(self, inputs: dict[str, np.ndarray], due: tuple[bool, ...]) -> tuple[dict[str, Any], int]:
         if self.config.update == "separate":
-            metrics, applied = self._separate_updates(inputs, due[0])
-        else:
-            out = {name: float(value) for name, value in self._train_fused(inputs, due).items()}
-            applied = int(out.pop(APPLIED))
-            if any(due):
-                self._policy_metrics = {name: out[name] for name in POLICY_METRICS}
-            metrics = {**{name: value for name, value in out.items() if name not in POLICY_METRICS}, **self._policy_metrics}
-        metrics["losses/total"] = metrics["losses/critic"] + metrics["losses/actor"]
-        for _ in range(applied):  # each update that changed the policy that acts, or the critics that train it
-            on_update()
-        metrics["priorities"] = np.ones(batch["action"].shape[1], np.float32)
-        return metrics
-
-    def _policy_due(self, updates: int) -> tuple[bool, ...]:
-        """Which of the next ``updates`` critic updates the delayed policy updates follow (and the very first). The
-        count is of critic updates tried, from the optimizer's at the first step: a skipped one keeps the rhythm."""
-        if self._critic_steps is None:
-            self._critic_steps = int(self.critic_optimizer.iterations.numpy())
-        due = tuple((self._critic_steps + i) % self.config.policy_frequency == 0 for i in range(updates))
-        self._critic_steps += updates
-        return (True, *due[1:]) if not self._policy_metrics else due
+            return self._separate_updates(inputs, due[0])
+        return super()._updates(inputs, due)
 
     def _separate_updates(self, inputs: dict[str, np.ndarray], due: bool) -> tuple[dict[str, Any], int]:
         """One call for the critics, one per policy update: the path before the fused update."""
@@ -170,31 +143,6 @@ class SacAgent:
         metrics.update(self._policy_metrics)
         metrics[SKIPPED] = skipped
         return metrics, int(applied)
-
-    def _fused_updates(self, inputs: dict[str, tf.Tensor], due: tuple[bool, ...]) -> dict[str, tf.Tensor]:
-        """Every update of a train step in one call (``due``: static, so the graph is traced once per rhythm):
-        the critics' metrics averaged, the latest policy update's, ``SKIPPED`` summed over the updates and
-        ``APPLIED`` the updates that changed the critics or the policy."""
-        rows, left = divmod(inputs["action"].shape[1], len(due))
-        if left:
-            raise ValueError(f"a batch of {inputs['action'].shape[1]} unrolls does not split into {len(due)} equal minibatches")
-        critics, policy, skipped, applied = [], [], [], []
-        for i, policy_due in enumerate(due):
-            share = {name: column[:, i * rows : (i + 1) * rows] for name, column in inputs.items()}
-            critic = self._critic_update(share)
-            skip = critic.pop(SKIPPED)
-            changed = 1.0 - skip
-            for _ in range(self.config.policy_frequency if policy_due else 0):
-                policy.append(self._policy_update(share))
-                skip = tf.maximum(skip, tf.maximum(policy[-1][SKIPPED], policy[-1][ALPHA_SKIPPED]))
-                changed = tf.maximum(changed, 1.0 - policy[-1][SKIPPED])
-            critics.append(critic)
-            skipped.append(skip)
-            applied.append(changed)
-        out = {name: tf.reduce_mean(tf.stack([critic[name] for critic in critics])) for name in critics[0]}
-        if policy:
-            out.update({name: policy[-1][name] for name in POLICY_METRICS})
-        return {**out, SKIPPED: tf.add_n(skipped), APPLIED: tf.add_n(applied)}
 
     def _sample(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """A reparameterised pre-squash sample for each row, and its log-probability (tanh-corrected)."""
@@ -258,32 +206,12 @@ class SacAgent:
         """Between train steps: SAC's live field is the replay ratio, which the learner's replay and pacing read."""
         self.config = config
 
-    def set_progress(self, frames: int) -> None:
-        """SAC's rates have no schedule; the first call applies the base rate (restored from a checkpoint)."""
-        if not self._rates_applied:
-            self._apply_learning_rate()
-
-    def set_learning_rate(self, value: float) -> None:
-        """Sets the policy's rate; the critics' and the temperature's keep their configured ratio to it."""
-        if not value > 0:
-            raise ValueError(f"learning_rate must be positive, got {value}")
-        self.base_learning_rate.assign(value)
-        self._apply_learning_rate()
-
-    def _apply_learning_rate(self) -> None:
-        self._rates_applied = True
-        scale = self.learning_rate / self.config.learning_rate
-        self.actor_optimizer.learning_rate = self.config.learning_rate * scale
-        self.critic_optimizer.learning_rate = self.config.critic_learning_rate * scale
-        self.alpha_optimizer.learning_rate = self.config.alpha_learning_rate * scale
-
-    @property
-    def learning_rate(self) -> float:
-        return float(self.base_learning_rate.numpy())
-
-    @property
-    def current_learning_rate(self) -> float:
-        return float(keras.ops.convert_to_numpy(self.actor_optimizer.learning_rate))
+    def _optimizer_rates(self) -> list[tuple[Any, float]]:
+        return [
+            (self.actor_optimizer, self.config.learning_rate),
+            (self.critic_optimizer, self.config.critic_learning_rate),
+            (self.alpha_optimizer, self.config.alpha_learning_rate),
+        ]
 
     def checkpoint_objects(self) -> dict[str, Any]:
         return {

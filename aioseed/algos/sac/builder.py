@@ -17,16 +17,16 @@ def make_agent(settings: SacConfig, spec: Any, replicas: Any, seed: int | None =
     return SacAgent(spec, settings, replicas, precision=precision)
 
 
-def replay(settings: SacConfig) -> ReplaySettings:
-    """Uniform replay: no priorities, no importance weights."""
+def replay(settings: Any) -> ReplaySettings:
+    """Uniform replay, no priorities and no importance weights, for SAC's or TD3's settings (the same fields)."""
     return ReplaySettings(
         capacity=settings.replay_capacity, priority_exponent=0.0, importance_exponent=0.0, min_size=settings.min_replay_size,
         ratio=settings.replay_ratio, checkpoint=settings.checkpoint_replay, acting_ahead=settings.acting_ahead,
     )
 
 
-def split(settings: SacConfig, batch_size: int, unroll_length: int) -> Split:
-    """``minibatches`` updates per train batch, each on an equal share of its unrolls."""
+def split(settings: Any, batch_size: int, unroll_length: int) -> Split:
+    """``minibatches`` updates per train batch, each on an equal share of its unrolls (SAC's or TD3's)."""
     return Split(settings.minibatches, batch_size, f"training.batch_size = {batch_size}")
 
 
