@@ -13,8 +13,8 @@ import tensorflow as tf
 
 from aioseed.action_space import Box
 from aioseed.algos.agent import SKIPPED
-from aioseed.algos.fused_updates import FusedUpdates
 from aioseed.algos.distributions import TanhGaussian
+from aioseed.algos.fused_updates import FusedUpdates
 from aioseed.algos.networks import Layers
 from aioseed.algos.optimizer import adam, apply_finite_gradients
 from aioseed.algos.replicas import Replicas
