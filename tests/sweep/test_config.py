@@ -40,10 +40,11 @@ def test_the_hopper_sweep_keeps_its_seeds_to_commit_and_each_trial_is_a_sac_run(
     from aioseed.sweep.trial import write_config
 
     sweep = read_sweep(CATCH.with_name("hopper-sac.toml"))
-    assert sweep.keep == pathlib.Path("docs/results/hopper-sac-seeds") and total_trials(sweep) == 20
-    table = trial_table(sweep, {"learner.sac.log_std": "tanh"}, 3, tmp_path / "t")
+    assert sweep.keep == pathlib.Path("docs/results/hopper-sac-seeds") and total_trials(sweep) == 10
+    table = trial_table(sweep, {"learner.sac.acting_ahead": 8}, 3, tmp_path / "t")
     run = parse(["run", "--preset", sweep.preset, "--config", str(write_config(tmp_path / "t", table))])
-    assert (run.learner.env, run.learner.agent, run.learner.sac.log_std, run.learner.stop.after_frames) == ("Hopper-v5", "sac", "tanh", 300000)
+    assert (run.learner.env, run.learner.agent, run.learner.sac.acting_ahead, run.learner.stop.after_frames) == ("Hopper-v5", "sac", 8, 300000)
+    assert (run.envs_per_actor, run.envs_per_message, run.learner.sac.minibatches, run.learner.seed) == (1, 1, 4, 3)
 
 
 def test_settings_get_readable_directory_names_and_tables_nest_and_merge() -> None:
