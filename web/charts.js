@@ -67,6 +67,10 @@ const CHARTS = [
     title: "TD3: Q values", when: "td3/q_mean",
     series: [["td3/q_mean", "mean min(Q1, Q2)"], ["td3/target_mean", "mean target"]],
   },
+  {
+    title: "SAC / TD3: gradient norms", when: "losses/actor_grad_norm",
+    series: [["losses/grad_norm", "critics"], ["losses/actor_grad_norm", "policy"]],
+  },
   { title: "SAC / TD3: losses", when: "losses/critic", series: [["losses/critic", "critics"], ["losses/actor", "policy"]] },
   // Shown once the learner reports them (R2D2's and SAC's replay).
   { title: "replay (unrolls)", when: "replay/size", series: [["replay/size", "size"], ["replay/capacity", "capacity"]] },

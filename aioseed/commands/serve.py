@@ -2,7 +2,7 @@
 
 The learner's stages serve it: the same batcher, token, TLS, limits, health service, console and Prometheus
 metrics. Every stream's rows are evaluation rows, so nothing is stored and nothing trains: R2D2 acts at its
-evaluation epsilon (0 with ``--greedy``), SAC with its mean action or a sample, V-trace samples (its most
+evaluation epsilon (0 with ``--greedy``), SAC with its mean action or a sample, TD3 with or without its exploration noise, V-trace samples (its most
 likely action with ``--greedy``). With ``--watch`` the newest checkpoint of the run's logdir is loaded
 when one appears, between batches, and the streams carry on.
 """
@@ -38,7 +38,7 @@ class ServeConfig:
     checkpoint: pathlib.Path = pathlib.Path("logs/cartpole")
     """A run's logdir (its latest checkpoint), its checkpoints/ or one checkpoint (logs/x/checkpoints/ckpt-160)."""
     greedy: bool = False
-    """V-trace: the most likely action instead of a sample (Box: the squashed mean); R2D2: epsilon 0; SAC: the mean."""
+    """V-trace: the most likely action instead of a sample (Box: the squashed mean); R2D2: epsilon 0; SAC: the mean; TD3: no exploration noise."""
     epsilon: float = 0.001
     """R2D2's exploration when not greedy (SEED's evaluation epsilon)."""
     watch: bool = False

@@ -62,14 +62,14 @@ def trained_env(saved: LearnerConfig, env_id: str, num_envs: int = 1, render: bo
 
 
 def acting_settings(saved: LearnerConfig, greedy: bool, epsilon: float) -> LearnerConfig:
-    """``saved`` set to act as evaluation envs do: R2D2 at ``epsilon`` (0 when greedy), SAC's mean action when greedy."""
+    """``saved`` set to act as evaluation envs do: R2D2 at ``epsilon`` (0 when greedy), SAC's mean action and TD3's noiseless one when greedy."""
     trains = algorithm(saved.agent)
     return trains.with_settings(saved, trains.evaluation(trains.settings(saved), greedy, epsilon))
 
 
 def acting_function(agent: Agent, greedy: bool) -> Act:
     """The policy as one function: the agent's own inference for evaluation rows (V-trace samples; R2D2 takes
-    epsilon-greedy actions at its evaluation epsilon; SAC its ``evaluation_action``), or, greedy, V-trace's most
+    epsilon-greedy actions at its evaluation epsilon; SAC and TD3 their ``evaluation_action``), or, greedy, V-trace's most
     likely action (a Box's squashed mean). A policy per side acts on each row with its side's."""
     if getattr(agent, "right", None) is not None:  # a policy per side (``SidedAgent``)
         return _sided(acting_function(agent.left, greedy), acting_function(agent.right, greedy))
@@ -192,7 +192,7 @@ class TrainedPolicy:
 def load_policy(path: str | os.PathLike[str], greedy: bool = False, epsilon: float = 0.001, device: str = "auto") -> TrainedPolicy:
     """The policy of a run's logdir, its ``checkpoints/`` or one checkpoint.
 
-    ``greedy``: V-trace's most likely action (a Box's squashed mean), R2D2 at epsilon 0, SAC's mean action;
+    ``greedy``: V-trace's most likely action (a Box's squashed mean), R2D2 at epsilon 0, SAC's mean action, TD3's without noise;
     otherwise sampled, R2D2 at ``epsilon``. ``device``: auto (the first GPU, else the CPU), cpu, gpu or a name.
     """
     from aioseed.envs.registry import vector_env_spec

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -68,17 +69,29 @@ def test_warmup_actions_are_uniform_in_the_box_until_the_first_update(warmup: st
     assert second_moment() < 0.2  # the policy's own noisy actions from the first update on
 
 
-def test_updates_fit_the_critics_and_raise_the_first_critics_value_of_the_policy() -> None:
-    """With discount 0 the critics' targets are the rewards, which they fit; the policy then climbs Q1."""
+def test_updates_fit_the_critics_and_the_policy_climbs_the_first_critic() -> None:
+    """With discount 0 the critics' targets are the rewards, which they fit; under the fitted Q1 the trained
+    policy's actions are worth more than the initial policy's."""
+    keras.utils.set_random_seed(0)
     rng = np.random.default_rng(0)
     agent = Td3Agent(SPEC, Td3Config(hidden_sizes=(32, 32), policy_frequency=1, discount=0.0, critic_learning_rate=1e-3))
+    actor = agent.network.actor
+    initial_policy = [w.numpy().copy() for w in actor.weights]
     batch = _batch(rng)
     first = agent.train_step(batch)
     for _ in range(150):
         last = agent.train_step(batch)
     assert last["losses/critic"] < 0.5 * first["losses/critic"]
     assert first["skipped_nonfinite"] == 0 and last["priorities"].shape == (64,)
-    assert last["losses/actor"] < first["losses/actor"]  # -Q1(x, pi(x)) fell: the policy climbs the critic
+    observations = batch["observation"][0]
+
+    def value() -> float:
+        return float(tf.reduce_mean(agent.network.critics.q1(observations, actor(observations))))
+
+    trained = value()
+    for w, initial in zip(actor.weights, initial_policy):
+        w.assign(initial)
+    assert trained > value() + 0.05
 
 
 @pytest.mark.parametrize(("frequency", "minibatches"), [(1, 1), (2, 1), (2, 2), (3, 2)])
@@ -99,6 +112,28 @@ def test_the_policy_and_every_target_update_once_per_frequency_critic_updates(fr
     assert int(agent.critic_optimizer.iterations.numpy()) == 6 * minibatches
     assert policy_steps == expected
     assert targets_moved == [steps > 0 for steps in expected]
+
+
+def test_the_targets_start_as_copies_and_a_checkpoint_restores_weights_rates_and_rhythm(tmp_path) -> None:
+    agent = Td3Agent(SPEC, Td3Config(hidden_sizes=(8,), policy_frequency=2))
+    for online, target in zip(agent.network.weights, agent.target_network.weights, strict=True):
+        np.testing.assert_array_equal(online.numpy(), target.numpy())
+    rng = np.random.default_rng(0)
+    for _ in range(3):  # critic updates 0, 1, 2: the policy after 0 and 2
+        agent.train_step(_batch(rng))
+    agent.set_learning_rate(1e-4)
+    path = tf.train.Checkpoint(**agent.checkpoint_objects()).save(str(tmp_path / "ckpt"))
+    restored = Td3Agent(SPEC, Td3Config(hidden_sizes=(8,), policy_frequency=2))
+    tf.train.Checkpoint(**restored.checkpoint_objects()).restore(path).assert_existing_objects_matched()
+    restored.set_progress(0)
+    for saved, loaded in zip(agent.target_network.weights + agent.network.weights, restored.target_network.weights + restored.network.weights):
+        np.testing.assert_array_equal(saved.numpy(), loaded.numpy())
+    assert restored.learning_rate == pytest.approx(1e-4) and restored.current_learning_rate == pytest.approx(1e-4)
+    assert float(restored.critic_optimizer.learning_rate.numpy()) == pytest.approx(1e-4)  # the critics' 3e-4 x 1/3
+    actor_steps = int(restored.actor_optimizer.iterations.numpy())
+    restored.train_step(_batch(rng))  # critic update 3: no policy update due (the first step's metrics aside)
+    restored.train_step(_batch(rng))  # critic update 4: due
+    assert int(restored.actor_optimizer.iterations.numpy()) - actor_steps == 2
 
 
 def test_a_diverging_critic_skips_its_update_and_keeps_its_weights() -> None:

@@ -27,6 +27,6 @@ def test_the_sac_bench_reports_both_paths_rates_beside_the_bound_of_the_same_run
         assert 0 < figures["env_steps_vs_bound"] < 1.5, figures
         # The update's time alone splits into its matrix products at this machine's rate and the rest.
         assert alone["update_gflop"] > 0 and alone["matmul_gflop_per_s"] > 0
-        assert alone["update_compute_ms"] == pytest.approx(alone["update_gflop"] / alone["matmul_gflop_per_s"] * 1e3, rel=0.01)
+        assert alone["update_compute_ms"] == pytest.approx(alone["update_gflop"] / alone["matmul_gflop_per_s"] * 1e3, rel=0.05)
         assert alone["update_compute_ms"] + alone["update_overhead_ms"] == pytest.approx(alone["update_ms"], abs=0.002)
     assert result["updates_per_s_ratio"] > 0 and result["update_ms_ratio"] > 0
