@@ -243,6 +243,23 @@ async def test_sac_learner_shows_its_critics_and_temperature(running_learner, tm
             await page.screenshot(path=str(SCREENSHOTS / "console-sac.png"), full_page=True)
 
 
+async def test_td3_learner_shows_its_critics_targets_and_both_gradient_norms(running_learner, tmp_path) -> None:
+    from aioseed.algos.td3.config import Td3Config
+
+    td3 = Td3Config(hidden_sizes=(32, 32), min_replay_size=64, replay_ratio=32.0)
+    config = small_config(tmp_path, metrics_every_s=0.2, env="Pendulum-v1", agent="td3", td3=td3, training={"unroll_length": 1, "batch_size": 32})
+    async with running_learner(config) as learner:
+        actor = ActorConfig(learner=f"127.0.0.1:{learner.port}", env="Pendulum-v1", num_envs=4, envs_per_message=4)
+        async with console_beside_actor(learner, actor, height=2200) as page:
+            await page.goto(learner.console_url)
+            await until(lambda: learner.train_steps >= 3, "three TD3 train steps")
+            await until(lambda: _points_at_least(page, "TD3: Q values", 3), "TD3's Q values plotted")
+            for series, name in enumerate(("critics'", "policy's")):
+                await until(lambda: _last_value_at_least(page, "SAC / TD3: gradient norms", series, 1e-9), f"the {name} gradient norm plotted")
+            # No temperature: SAC's chart of it stays hidden.
+            assert not await page.locator('.chart[data-chart="SAC: temperature and entropy"]').is_visible()
+
+
 async def test_self_play_learner_shows_its_opponents_version_and_each_sides_return(running_learner, tmp_path) -> None:
     from aioseed.envs.football import FootballConfig
     from aioseed.server.config import SelfPlayConfig
