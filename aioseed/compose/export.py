@@ -26,7 +26,7 @@ ONNX_SIGNATURE = "greedy"
 def check(agent: Agent, onnx: bool) -> None:
     """Refuses what cannot be exported (InvalidInput): an evaluation calls it before it runs its episodes."""
     if agent.uses_replay:
-        raise InvalidInput("--export and --onnx write V-trace policies; the replay-trained agents' networks (R2D2, SAC, TD3) are not exported yet")
+        raise InvalidInput("--export and --onnx write V-trace policies; R2D2's, SAC's and TD3's networks are not exported yet")
     if onnx and importlib.util.find_spec("tf2onnx") is None:
         raise InvalidInput("--onnx needs tf2onnx: pip install 'aioseed[onnx]'")
 
