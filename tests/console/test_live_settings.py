@@ -171,7 +171,9 @@ async def test_a_run_replays_another_runs_changes_at_their_frames_and_a_resumed_
     # The same timeline again from the record: each change once as many frames are trained, by the schedule.
     async with console(running_learner, second, impala=PPO, settings_schedule=first / RECORD) as (learner, _):
         await until(lambda: len(record(second)) == 4, "the schedule's four changes")
-        assert learner._stages.pacing.mode == "bounded"
+        # The record is written between train steps in the train thread; the pacing switches on the event loop
+        # just after, so the mode is awaited rather than read at once (read at once, it failed 1 run in ~5).
+        await until(lambda: learner._stages.pacing.mode == "bounded", "acting switched to bounded")
     replayed = record(second)
     assert [(e["setting"], e["old"], e["new"]) for e in replayed] == [(e["setting"], e["old"], e["new"]) for e in made]
     assert all(r["frames"] >= m["frames"] and r["who"] == f"schedule {first / RECORD}" for r, m in zip(replayed, made))
