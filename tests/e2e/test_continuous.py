@@ -70,18 +70,23 @@ PENDULUM_SAC = (
 1,000 transitions. Here it passed -200 after ~8K frames."""
 
 
-async def test_run_learns_pendulum_with_sac_then_evaluates_the_mean_action(tmp_path) -> None:
-    logdir = tmp_path / "run"
-    log, frames, mean_return = await run_to_return(["--learner.logdir", str(logdir), *PENDULUM_SAC], timeout_s=420)
+async def _learns_pendulum_at_one_update_per_step_then_evaluates_greedily(logdir, flags: tuple[str, ...], agent: str) -> None:
+    """Passes -200, with replay pacing holding about one update per env step after the first 1,000 (each update
+    counted, however many a compiled call runs); then ``aioseed eval --greedy`` of its checkpoint."""
+    log, frames, mean_return = await run_to_return(["--learner.logdir", str(logdir), *flags], timeout_s=420)
     assert mean_return >= -200.0, log
     train_steps = int(re.findall(r"learner_stopped frames=\d+ train_steps=(\d+)", log)[-1])
-    # Replay pacing held about one update per env step (after the first 1,000).
     assert 0.8 * (frames - 1000) <= train_steps <= frames, log
     evaluation = await Process(["eval", "--logdir", str(logdir), "--episodes", "5", "--greedy"]).start()
     assert await evaluation.wait(timeout_s=120) == 0, evaluation.log
     result = json.loads(await evaluation.stdout())
-    assert result["agent"] == "sac" and result["policy"] == "greedy"
+    assert result["agent"] == agent and result["policy"] == "greedy"
     assert result["mean_return"] >= -400.0, result
+
+
+async def test_run_learns_pendulum_with_sac_then_evaluates_the_mean_action(tmp_path) -> None:
+    logdir = tmp_path / "run"
+    await _learns_pendulum_at_one_update_per_step_then_evaluates_greedily(logdir, PENDULUM_SAC, "sac")
     # SAC's networks are not exported: refused before any episode runs, so no clip is started either.
     video = tmp_path / "never.mp4"
     refused = await Process(["eval", "--logdir", str(logdir), "--episodes", "1", "--video", str(video),
@@ -111,17 +116,7 @@ transitions per env step, two per compiled call."""
 
 
 async def test_run_learns_pendulum_with_td3_then_evaluates_the_policys_action(tmp_path) -> None:
-    logdir = tmp_path / "run"
-    log, frames, mean_return = await run_to_return(["--learner.logdir", str(logdir), *PENDULUM_TD3], timeout_s=420)
-    assert mean_return >= -200.0, log
-    train_steps = int(re.findall(r"learner_stopped frames=\d+ train_steps=(\d+)", log)[-1])
-    # Replay pacing held about one update per env step (after the first 1,000), each counted (two per call).
-    assert 0.8 * (frames - 1000) <= train_steps <= frames, log
-    evaluation = await Process(["eval", "--logdir", str(logdir), "--episodes", "5", "--greedy"]).start()
-    assert await evaluation.wait(timeout_s=120) == 0, evaluation.log
-    result = json.loads(await evaluation.stdout())
-    assert result["agent"] == "td3" and result["policy"] == "greedy"
-    assert result["mean_return"] >= -400.0, result
+    await _learns_pendulum_at_one_update_per_step_then_evaluates_greedily(tmp_path / "run", PENDULUM_TD3, "td3")
 
 
 async def test_a_mujoco_policy_records_an_offscreen_video_headless(tmp_path) -> None:

@@ -11,18 +11,17 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from aioseed.action_space import Box
 from aioseed.algos.agent import SKIPPED
 from aioseed.algos.distributions import TanhGaussian
-from aioseed.algos.fused_updates import FusedUpdates
 from aioseed.algos.networks import Layers
 from aioseed.algos.optimizer import adam, apply_finite_gradients
 from aioseed.algos.replicas import Replicas
 from aioseed.algos.sac import loss
 from aioseed.algos.sac.config import SacConfig
+from aioseed.algos.sac.fused_updates import FusedUpdates
 from aioseed.algos.sac.networks import GaussianActor, TwinQ
 from aioseed.spec import EnvSpec
-from aioseed.types import ENV_ACTION, Column
+from aioseed.types import Column
 
 UNIFORM_EDGE = 1.0 - 1e-6
 """Uniform warm-up actions stay this far inside the box, so that their pre-squash sample atanh(a) is finite."""
@@ -42,21 +41,14 @@ class SacNetworks(keras.layers.Layer):
 class SacAgent(FusedUpdates):
     """Implements ``aioseed.algos.agent.Agent`` for Box actions, trained from replay (``uses_replay``): the
     critics' update, and on the delayed rhythm ``policy_frequency`` updates of the policy and the temperature
-    (``aioseed.algos.fused_updates``)."""
+    (``aioseed.algos.sac.fused_updates``)."""
 
     policy_metric_names = ("losses/actor", "losses/alpha", "losses/actor_grad_norm", "policy/entropy")
     also_skipped = (ALPHA_SKIPPED,)
 
     def __init__(self, spec: EnvSpec, config: SacConfig, replicas: Replicas | None = None, precision: str = "float32") -> None:
         """``precision``: the hidden layers' (``aioseed.algos.networks.Layers``); heads and losses stay float32."""
-        if not isinstance(spec.action_space, Box):
-            raise ValueError(f"SAC acts in a Box action space; this env has {spec.action_space.describe()}: use --agent impala")
-        self.spec = spec
-        self.config = config
-        self.replicas = replicas or Replicas()
-        if self.replicas.count > 1:
-            raise ValueError("SAC trains on one device; name one training device")
-        box = spec.action_space
+        box = self._take("SAC", spec, config, replicas)
         self.distribution = TanhGaussian(size=box.size, low=box.low, high=box.high, log_prob_epsilon=config.log_prob_epsilon)
         self.target_entropy = -float(box.size) if config.target_entropy is None else config.target_entropy
         with self.replicas.scope():
@@ -76,34 +68,12 @@ class SacAgent(FusedUpdates):
             )
             self.alpha_optimizer = adam(config.alpha_learning_rate, config.adam_epsilon, None, [self.log_alpha])
             self.base_learning_rate = tf.Variable(config.learning_rate, trainable=False, dtype=tf.float32, name="base_learning_rate")
-        rows = tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype))
-        self._act = tf.function(self._act_step, input_signature=[rows, tf.TensorSpec([None], tf.bool)])
         self._train_critics = tf.function(self._critic_update, reduce_retracing=True)
         self._train_policy = tf.function(self._policy_update, reduce_retracing=True)
-        self._start_updates()
+        self._compile()
 
     def output_columns(self) -> Mapping[str, Column]:
         return {"action": self.distribution.action_column()}
-
-    def state_columns(self) -> Mapping[str, Column]:
-        return {}
-
-    def infer(
-        self,
-        observations: np.ndarray,
-        state: Mapping[str, np.ndarray],
-        slots: np.ndarray | None = None,
-        evaluation: np.ndarray | None = None,
-        rewards: np.ndarray | None = None,
-    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """A sampled action per row (evaluation rows: ``SacConfig.evaluation_action``); ``action`` keeps the
-        pre-squash sample, ``env_action`` is what the env runs."""
-        mean_rows = np.zeros(len(observations), bool) if evaluation is None else np.asarray(evaluation, bool)
-        if self.config.evaluation_action == "sample":
-            mean_rows = np.zeros_like(mean_rows)
-        with tf.device(self.replicas.inference_device()):
-            action, env_action = self._act(observations, mean_rows)
-        return {"action": action.numpy(), ENV_ACTION: env_action.numpy()}, {}
 
     def _act_step(self, observations: tf.Tensor, mean_rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         params = self.network.actor(observations)
@@ -150,31 +120,18 @@ class SacAgent(FusedUpdates):
         u = self.distribution.sample(params)
         return u, self.distribution.log_prob(params, u)
 
-    def _transitions(self, inputs: dict[str, Any]) -> loss.Transitions:
-        return loss.transitions(
-            inputs["observation"], inputs["action"], inputs["reward"], inputs["done"], inputs["phantom"], self.config.discount
-        )
-
     def _critic_update(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
         data = self._transitions(inputs)
-        critics = self.network.critics
         alpha = tf.exp(self.log_alpha)
         next_u, next_log_prob = self._sample(data.next_observation)
         targets = loss.soft_targets(data.reward, data.discount, *self.target_network(data.next_observation, tf.tanh(next_u)), next_log_prob, alpha)
-        with tf.GradientTape() as tape:
-            q1, q2 = critics(data.observation, tf.tanh(data.action))
-            critic_loss = loss.critic_loss(q1, q2, targets, data.valid)
-        critic_norm, skipped = apply_finite_gradients(
-            self.critic_optimizer, critic_loss, tape.gradient(critic_loss, critics.trainable_variables), critics.trainable_variables
-        )
-        loss.polyak(self.target_network.weights, critics.weights, self.config.tau)
+        metrics, q = self._fit_critics(data, tf.tanh(data.action), targets)
+        loss.polyak(self.target_network.weights, self.network.critics.weights, self.config.tau)
         return {
-            "losses/critic": critic_loss,
-            "losses/grad_norm": critic_norm,
+            **metrics,
             "sac/alpha": alpha,
-            "sac/q_mean": loss.masked_mean(tf.minimum(q1, q2), data.valid),
+            "sac/q_mean": loss.masked_mean(q, data.valid),
             "sac/target_mean": loss.masked_mean(targets, data.valid),
-            SKIPPED: skipped,
         }
 
     def _policy_update(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
@@ -201,10 +158,6 @@ class SacAgent(FusedUpdates):
             SKIPPED: skipped,
             ALPHA_SKIPPED: alpha_skipped,
         }
-
-    def change_settings(self, config: SacConfig) -> None:
-        """Between train steps: SAC's live field is the replay ratio, which the learner's replay and pacing read."""
-        self.config = config
 
     def _optimizer_rates(self) -> list[tuple[Any, float]]:
         return [

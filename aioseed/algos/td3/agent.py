@@ -10,37 +10,29 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from aioseed.action_space import Box
 from aioseed.algos.agent import SKIPPED
-from aioseed.algos.fused_updates import FusedUpdates
 from aioseed.algos.networks import Layers
 from aioseed.algos.optimizer import adam, apply_finite_gradients
 from aioseed.algos.replicas import Replicas
 from aioseed.algos.sac import loss as sac_loss
+from aioseed.algos.sac.fused_updates import FusedUpdates
 from aioseed.algos.td3 import loss
 from aioseed.algos.td3.config import Td3Config
 from aioseed.algos.td3.networks import Td3Networks
 from aioseed.spec import EnvSpec
-from aioseed.types import ENV_ACTION, Column
+from aioseed.types import Column
 
 
 class Td3Agent(FusedUpdates):
     """Implements ``aioseed.algos.agent.Agent`` for Box actions, trained from uniform replay: the critics'
-    update, and after every ``policy_frequency``-th one the policy's and the targets' (``aioseed.algos.fused_updates``).
+    update, and after every ``policy_frequency``-th one the policy's and the targets' (``aioseed.algos.sac.fused_updates``).
     The stored action is the one that ran, in [-1, 1] per dimension; the env runs its affine map into the box."""
 
     policy_metric_names = ("losses/actor", "losses/actor_grad_norm")
 
     def __init__(self, spec: EnvSpec, config: Td3Config, replicas: Replicas | None = None, precision: str = "float32") -> None:
         """``precision``: the hidden layers' (``aioseed.algos.networks.Layers``); output layers and losses stay float32."""
-        if not isinstance(spec.action_space, Box):
-            raise ValueError(f"TD3 acts in a Box action space; this env has {spec.action_space.describe()}: use --agent impala")
-        self.spec = spec
-        self.config = config
-        self.replicas = replicas or Replicas()
-        if self.replicas.count > 1:
-            raise ValueError("TD3 trains on one device; name one training device")
-        box = spec.action_space
+        box = self._take("TD3", spec, config, replicas)
         self.size = box.size
         self._low, self._high = tf.constant(box.low, tf.float32), tf.constant(box.high, tf.float32)
         with self.replicas.scope():
@@ -58,32 +50,10 @@ class Td3Agent(FusedUpdates):
                 config.critic_learning_rate, config.adam_epsilon, config.max_grad_norm, self.network.critics.trainable_variables
             )
             self.base_learning_rate = tf.Variable(config.learning_rate, trainable=False, dtype=tf.float32, name="base_learning_rate")
-        rows = tf.TensorSpec([None, *spec.observation_shape], tf.as_dtype(spec.observation_dtype))
-        self._act = tf.function(self._act_step, input_signature=[rows, tf.TensorSpec([None], tf.bool)])
-        self._start_updates()
+        self._compile()
 
     def output_columns(self) -> Mapping[str, Column]:
         return {"action": ((self.size,), np.float32)}
-
-    def state_columns(self) -> Mapping[str, Column]:
-        return {}
-
-    def infer(
-        self,
-        observations: np.ndarray,
-        state: Mapping[str, np.ndarray],
-        slots: np.ndarray | None = None,
-        evaluation: np.ndarray | None = None,
-        rewards: np.ndarray | None = None,
-    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """The policy's action with exploration noise per row (evaluation rows: ``Td3Config.evaluation_action``);
-        ``action`` is in [-1, 1], ``env_action`` in the env's box."""
-        policy_rows = np.zeros(len(observations), bool) if evaluation is None else np.asarray(evaluation, bool)
-        if self.config.evaluation_action == "sample":
-            policy_rows = np.zeros_like(policy_rows)
-        with tf.device(self.replicas.inference_device()):
-            action, env_action = self._act(observations, policy_rows)
-        return {"action": action.numpy(), ENV_ACTION: env_action.numpy()}, {}
 
     def _act_step(self, observations: tf.Tensor, policy_rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         action = self.network.actor(observations)
@@ -93,11 +63,6 @@ class Td3Agent(FusedUpdates):
         action = tf.where(policy_rows[:, None], action, noisy)
         return action, self._low + (action + 1.0) * 0.5 * (self._high - self._low)
 
-    def _transitions(self, inputs: dict[str, Any]) -> sac_loss.Transitions:
-        return sac_loss.transitions(
-            inputs["observation"], inputs["action"], inputs["reward"], inputs["done"], inputs["phantom"], self.config.discount
-        )
-
     def _critic_update(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
         data = self._transitions(inputs)
         target = self.target_network
@@ -105,20 +70,8 @@ class Td3Agent(FusedUpdates):
         noise = self.config.policy_noise * tf.random.normal(tf.shape(next_action))
         next_action = loss.smoothed_actions(next_action, noise, self.config.noise_clip)
         targets = loss.clipped_double_q_targets(data.reward, data.discount, *target.critics(data.next_observation, next_action))
-        critics = self.network.critics
-        with tf.GradientTape() as tape:
-            q1, q2 = critics(data.observation, data.action)
-            critic_loss = sac_loss.critic_loss(q1, q2, targets, data.valid)
-        critic_norm, skipped = apply_finite_gradients(
-            self.critic_optimizer, critic_loss, tape.gradient(critic_loss, critics.trainable_variables), critics.trainable_variables
-        )
-        return {
-            "losses/critic": critic_loss,
-            "losses/grad_norm": critic_norm,
-            "td3/q_mean": sac_loss.masked_mean(tf.minimum(q1, q2), data.valid),
-            "td3/target_mean": sac_loss.masked_mean(targets, data.valid),
-            SKIPPED: skipped,
-        }
+        metrics, q = self._fit_critics(data, data.action, targets)
+        return {**metrics, "td3/q_mean": sac_loss.masked_mean(q, data.valid), "td3/target_mean": sac_loss.masked_mean(targets, data.valid)}
 
     def _policy_update(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
         """The policy's step through the first critic, then every target's Polyak step (CleanRL's order)."""
@@ -132,10 +85,6 @@ class Td3Agent(FusedUpdates):
         )
         sac_loss.polyak(self.target_network.weights, self.network.weights, self.config.tau)
         return {"losses/actor": actor_loss, "losses/actor_grad_norm": actor_norm, SKIPPED: skipped}
-
-    def change_settings(self, config: Td3Config) -> None:
-        """Between train steps: TD3's live field is the replay ratio, which the learner's replay and pacing read."""
-        self.config = config
 
     def _optimizer_rates(self) -> list[tuple[Any, float]]:
         return [(self.actor_optimizer, self.config.learning_rate), (self.critic_optimizer, self.config.critic_learning_rate)]

@@ -1,7 +1,7 @@
-"""What the replay-trained actor-critics (SAC, TD3) share: the train step, and the learning rates.
+"""What the replay-trained actor-critics (SAC, TD3) share: the Box and device checks, central inference with
+evaluation rows, the critics' step, the train step, and the learning rates.
 
-The train step: a train batch split into ``minibatches``
-equal shares, each one update of the critics, and after every ``policy_frequency``-th critic update the
+The train step: a train batch split into ``minibatches`` equal shares, each one update of the critics, and after every ``policy_frequency``-th critic update the
 policy's updates on the same share (TD3's delayed updates, CleanRL's rhythm), all in one compiled call.
 
 The rhythm counts critic updates tried, applied or skipped, from the critic optimizer's count at the first
@@ -17,7 +17,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from aioseed.action_space import Box
 from aioseed.algos.agent import SKIPPED, no_callback
+from aioseed.algos.optimizer import apply_finite_gradients
+from aioseed.algos.replicas import Replicas
+from aioseed.algos.sac import loss
+from aioseed.spec import EnvSpec
+from aioseed.types import ENV_ACTION
 
 COLUMNS = ("observation", "action", "reward", "done", "phantom")
 """The unroll columns a train step reads (time-major ``[T + 1, B, ...]``)."""
@@ -26,9 +32,10 @@ APPLIED = "fused/applied"
 
 
 class FusedUpdates:
-    """Implements ``Agent.train_step`` for an agent with ``_critic_update(share)`` and ``_policy_update(share)``
-    (each a dict of scalar tensors with ``SKIPPED``), ``config`` (``minibatches``, ``policy_frequency``,
-    ``jit_compile``) and ``critic_optimizer``."""
+    """Implements ``Agent.infer`` and ``Agent.train_step`` for an agent with ``_act_step``, ``_critic_update(share)``
+    and ``_policy_update(share)`` (each update a dict of scalar tensors with ``SKIPPED``), ``config``
+    (``minibatches``, ``policy_frequency``, ``jit_compile``, ``evaluation_action``, ``discount``) and its networks
+    and optimizers."""
 
     uses_replay = True
     burn_in = 0
@@ -38,13 +45,48 @@ class FusedUpdates:
     """Policy-update metrics beyond ``SKIPPED`` that count the update as skipped without leaving the policy
     unchanged (SAC's temperature)."""
     config: Any
+    network: Any
+    """Its networks; ``network.critics`` are the twin Q networks (``aioseed.algos.sac.networks.TwinQ``)."""
     actor_optimizer: Any
     critic_optimizer: Any
     base_learning_rate: tf.Variable
     """The policy's rate as set (checkpointed); the other optimizers keep their configured ratio to it."""
 
-    def _start_updates(self) -> None:
-        """Call once the networks and optimizers exist."""
+    def state_columns(self) -> Mapping[str, Any]:
+        return {}
+
+    def infer(
+        self,
+        observations: np.ndarray,
+        state: Mapping[str, np.ndarray],
+        slots: np.ndarray | None = None,
+        evaluation: np.ndarray | None = None,
+        rewards: np.ndarray | None = None,
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """An exploring action per row from ``_act(observations, policy_rows)``; evaluation rows run the policy
+        without exploration (SAC's mean, TD3's noiseless action) unless ``config.evaluation_action`` is sample.
+        ``action`` is what is stored, ``env_action`` what the env runs."""
+        policy_rows = np.zeros(len(observations), bool) if evaluation is None else np.asarray(evaluation, bool)
+        if self.config.evaluation_action == "sample":
+            policy_rows = np.zeros_like(policy_rows)
+        with tf.device(self.replicas.inference_device()):
+            action, env_action = self._act(observations, policy_rows)
+        return {"action": action.numpy(), ENV_ACTION: env_action.numpy()}, {}
+
+    def _take(self, name: str, spec: EnvSpec, config: Any, replicas: Replicas | None) -> Box:
+        """Keeps ``spec``, ``config`` and ``replicas``; refuses anything but a Box action space trained on one
+        device. Returns the box."""
+        if not isinstance(spec.action_space, Box):
+            raise ValueError(f"{name} acts in a Box action space; this env has {spec.action_space.describe()}: use --agent impala")
+        self.spec, self.config, self.replicas = spec, config, replicas or Replicas()
+        if self.replicas.count > 1:
+            raise ValueError(f"{name} trains on one device; name one training device")
+        return spec.action_space
+
+    def _compile(self) -> None:
+        """Call once the networks and optimizers exist: acting (``_act_step``) and the fused updates as graphs."""
+        rows = tf.TensorSpec([None, *self.spec.observation_shape], tf.as_dtype(self.spec.observation_dtype))
+        self._act = tf.function(self._act_step, input_signature=[rows, tf.TensorSpec([None], tf.bool)])
         self._train_fused = tf.function(self._fused_updates, jit_compile=self.config.jit_compile)
         self._policy_metrics: dict[str, float] = {}
         self._critic_steps: int | None = None
@@ -55,11 +97,36 @@ class FusedUpdates:
         """Policy updates after a due critic update."""
         return 1
 
+    def _act_step(self, observations: tf.Tensor, policy_rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """(stored action, env action) per row; ``policy_rows`` act without exploration."""
+        raise NotImplementedError
+
     def _critic_update(self, share: dict[str, Any]) -> dict[str, tf.Tensor]:
         raise NotImplementedError
 
     def _policy_update(self, share: dict[str, Any]) -> dict[str, tf.Tensor]:
         raise NotImplementedError
+
+    def _transitions(self, inputs: dict[str, Any]) -> loss.Transitions:
+        return loss.transitions(
+            inputs["observation"], inputs["action"], inputs["reward"], inputs["done"], inputs["phantom"], self.config.discount
+        )
+
+    def _fit_critics(self, data: loss.Transitions, actions: tf.Tensor, targets: tf.Tensor) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
+        """One step of the twin critics (``network.critics``) towards ``targets`` at (observation, ``actions``), skipped
+        if non-finite: their metrics, and min(Q1, Q2) as they were before the step."""
+        critics = self.network.critics
+        with tf.GradientTape() as tape:
+            q1, q2 = critics(data.observation, actions)
+            critic_loss = loss.critic_loss(q1, q2, targets, data.valid)
+        norm, skipped = apply_finite_gradients(
+            self.critic_optimizer, critic_loss, tape.gradient(critic_loss, critics.trainable_variables), critics.trainable_variables
+        )
+        return {"losses/critic": critic_loss, "losses/grad_norm": norm, SKIPPED: skipped}, tf.minimum(q1, q2)
+
+    def change_settings(self, config: Any) -> None:
+        """Between train steps: the live field is the replay ratio, which the learner's replay and pacing read."""
+        self.config = config
 
     def _optimizer_rates(self) -> list[tuple[Any, float]]:
         """Each optimizer with its configured rate (the policy's first)."""
