@@ -76,6 +76,7 @@ def test_impala_mode_from_the_command_line_and_the_combinations_it_refuses() -> 
         ["actor", "--architecture", "impala", "--evaluation"],
         ["run", "--architecture", "impala", "--evaluation-envs", "2"],
         ["run", "--architecture", "impala", "--launcher", "ray"],
+        ["run", "--architecture", "impala", "--learner.training.acting", "bounded"],  # refused by the served learner
         ["actors", "--actor.architecture", "impala"],
         ["learner", "--architecture", "impala", "--env", "football:academy_3_vs_1_with_keeper", "--football.right-players", "1"],
         ["learner", "--architecture", "impala", "--env", "ALE/Pong-v5", "--atari.episodic-life"],

@@ -98,6 +98,7 @@ class RunConfig:
             raise ValueError("--architecture anakin steps its env in TensorFlow: --env-backend applies to actors")
         if self.architecture == "impala" and (self.evaluation_envs or self.launcher != "processes"):
             raise ValueError("architecture impala runs its actors as processes, without evaluation envs")
+        self.served_learner  # noqa: B018 -- a combination the served learner refuses (impala with bounded acting) is a flag mistake too
 
     @property
     def served_learner(self) -> LearnerConfig:

@@ -6,6 +6,7 @@ import asyncio
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from aioseed.algos.impala.agent import ImpalaAgent
 from aioseed.algos.impala.config import ImpalaConfig
@@ -25,7 +26,9 @@ def bandit_batch(rng: np.random.Generator, agent: ImpalaAgent, version: int = 0)
     correct = (observations[..., 0] > 0).astype(np.int32)
     rewards = np.zeros((T + 1, B), np.float32)
     rewards[1:] = np.where(actions[:-1] == correct[:-1], 1.0, -1.0)
+    behaviour_value = {"value": out["value"].reshape(T + 1, B)} if "value" in out else {}
     return {
+        **behaviour_value,
         "observation": observations,
         "action": actions,
         "logits": out["logits"].reshape(T + 1, B, 2),
@@ -67,8 +70,12 @@ def test_a_batch_is_epochs_times_minibatches_updates_and_versions() -> None:
         ImpalaConfig(epochs=3, minibatches=2, ppo_clip=0.2, targets="gae", lambda_=0.95, learning_rate=3e-3),
         ImpalaConfig(normalize_advantages=True, learning_rate=3e-3),  # one pass, normalized
         ImpalaConfig(epochs=3, minibatches=2, ppo_clip=0.2, minibatch="transitions", normalize_advantages=True, learning_rate=3e-3),
+        ImpalaConfig(
+            epochs=3, minibatches=2, ppo_clip=0.2, minibatch="transitions", targets="gae", proximal="behaviour",
+            normalize_advantages=True, learning_rate=3e-3,
+        ),
     ],
-    ids=["ppo-vtrace", "ppo-gae", "one-pass-normalized", "ppo-transitions"],
+    ids=["ppo-vtrace", "ppo-gae", "one-pass-normalized", "ppo-transitions", "ppo-behaviour-proximal"],
 )
 def test_each_training_mode_learns_the_bandit(config: ImpalaConfig) -> None:
     agent = ImpalaAgent(SPEC, config, seed=1)
@@ -108,3 +115,52 @@ def test_transition_minibatches_need_a_feedforward_network() -> None:
         ImpalaConfig(minibatch="transitions", lstm_size=8)
     with pytest.raises(ValueError, match="feedforward"):
         ImpalaConfig(minibatch="transitions", previous_action_reward=True)
+
+
+@pytest.mark.parametrize("targets", ["gae", "vtrace"])
+def test_a_behaviour_proximal_takes_the_stored_logits_and_values_and_runs_no_network_pass(targets: str) -> None:
+    config = ImpalaConfig(epochs=2, minibatches=2, ppo_clip=0.2, targets=targets, lambda_=0.9, proximal="behaviour")
+    agent = ImpalaAgent(SPEC, config, seed=0)
+    assert agent.output_columns()["value"] == ((), np.float32)
+    batch = bandit_batch(np.random.default_rng(0), agent)
+    assert batch["value"].shape == (T + 1, B)  # inference gave each step's value
+    batch["done"][:] = False  # one long episode per unroll: every value is bootstrapped from
+    batch["logits"] = batch["logits"] + np.random.default_rng(1).normal(size=batch["logits"].shape).astype(np.float32)
+    batch["value"] = np.random.default_rng(2).normal(size=(T + 1, B)).astype(np.float32) * 5
+    calls: list[None] = []
+    unroll = agent._unroll
+    agent._unroll = lambda *args: calls.append(None) or unroll(*args)  # traced: counts passes in the targets' graph
+    rows, _ = agent._targets(dict(batch))
+    assert not calls
+    logits, actions = batch["logits"][:-1], batch["action"][:-1]
+    expected = tf.nn.log_softmax(logits).numpy()[np.arange(T)[:, None], np.arange(B), actions]
+    np.testing.assert_allclose(rows["log_probs"].numpy(), expected, rtol=1e-5, atol=1e-5)
+    # With the behaviour as the proximal policy every importance weight is 1, so V-trace is GAE on the stored values.
+    rewards, values, discount = batch["reward"], batch["value"], config.discount
+    advantages = np.zeros((T, B), np.float32)
+    running = np.zeros(B, np.float32)
+    for t in reversed(range(T)):
+        delta = rewards[t + 1] + discount * values[t + 1] - values[t]
+        running = delta + discount * config.lambda_ * running
+        advantages[t] = running
+    returns = advantages + values[:-1]
+    np.testing.assert_allclose(rows["value_targets"].numpy(), returns, rtol=1e-4, atol=1e-4)
+    if targets == "gae":
+        np.testing.assert_allclose(rows["advantages"].numpy(), advantages, rtol=1e-4, atol=1e-4)
+
+
+def test_network_proximal_recomputes_and_stores_no_value() -> None:
+    agent = ImpalaAgent(SPEC, ImpalaConfig(epochs=2, minibatches=2, ppo_clip=0.2, targets="gae"), seed=0)
+    assert "value" not in agent.output_columns()
+    batch = bandit_batch(np.random.default_rng(0), agent)
+    assert "value" not in batch
+    batch["logits"] = batch["logits"] + 3.0 * np.random.default_rng(1).normal(size=batch["logits"].shape).astype(np.float32)
+    rows, _ = agent._targets(dict(batch))
+    logits, _ = agent._unroll(batch, tf.constant(batch["reward"]))
+    expected = tf.nn.log_softmax(logits[:-1]).numpy()[np.arange(T)[:, None], np.arange(B), batch["action"][:-1]]
+    np.testing.assert_allclose(rows["log_probs"].numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_behaviour_proximal_needs_sample_reuse() -> None:
+    with pytest.raises(ValueError, match="proximal behaviour needs sample reuse"):
+        ImpalaConfig(proximal="behaviour")

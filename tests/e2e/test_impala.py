@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from tests.processes import CARTPOLE_TO_195, run_to_return
+import pytest
+from tests.processes import CARTPOLE_TO_195, run_to_end, run_to_return
 
 
 async def test_impala_mode_learns_cartpole(tmp_path) -> None:
@@ -19,3 +20,20 @@ async def test_impala_mode_learns_cartpole(tmp_path) -> None:
     lags = [float(lag) for lag in re.findall(r"progress .*lag=([\d.]+) ", log)]
     assert lags and all(lag >= 0 for lag in lags), log  # from the versions the actors acted with
     assert "batch=nan" in log  # the learner ran no inference batch
+
+
+@pytest.mark.parametrize(("architecture", "acting"), [("seed", "bounded"), ("impala", "async")])
+async def test_ppo_trains_from_the_behaviours_stored_values_on_either_side_of_the_wire(tmp_path, architecture, acting) -> None:
+    """``--learner.impala.proximal behaviour``: the learner's inference (seed) or the actors' own (impala, uploaded
+    as a column of each unroll) keeps each step's value, and the train step starts from them."""
+    log = await run_to_end(
+        ["--architecture", architecture, "--learner.env", "CartPole-v1", "--num-actors", "1",
+         "--envs-per-actor", "4", "--envs-per-message", "4", "--learner.training.unroll-length", "16",
+         "--learner.training.batch-size", "4", "--learner.training.acting", acting,
+         "--learner.impala.epochs", "2", "--learner.impala.minibatches", "4", "--learner.impala.minibatch", "transitions",
+         "--learner.impala.ppo-clip", "0.2", "--learner.impala.targets", "gae", "--learner.impala.proximal", "behaviour",
+         "--learner.stop.after-frames", "3000", "--learner.logdir", str(tmp_path), "--learner.console.port", "0"],
+        timeout_s=180,
+    )
+    steps = re.findall(r"run_finished frames=\d+ .*train_steps=(\d+)", log)
+    assert steps and int(steps[-1]) >= 8 * 10, log  # >= 10 batches of 64 transitions, 2 x 4 updates each

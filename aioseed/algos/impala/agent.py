@@ -22,7 +22,7 @@ from aioseed.algos.impala.loss import (
     normalize,
     targets,
 )
-from aioseed.algos.impala.policy import PREVIOUS_ACTION, ImpalaPolicy, step_extras
+from aioseed.algos.impala.policy import PREVIOUS_ACTION, VALUE, ImpalaPolicy, step_extras
 from aioseed.algos.normalization import RewardScaler, RunningNormalizer
 from aioseed.algos.optimizer import LearningRateControl, make_optimizer, minimize
 from aioseed.algos.replicas import Replicas, replica_sum
@@ -79,7 +79,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
     One pass (the default) is IMPALA: one update per batch, the loss and its V-trace
     targets from the same forward pass. With sample reuse (``ImpalaConfig.reuses_samples``)
     the targets are computed once per batch by the network as it is then (the proximal
-    policy), followed by ``epochs`` x ``minibatches`` updates on shuffled groups of unrolls,
+    policy; or taken from the behaviour's stored logits and values, ``ImpalaConfig.proximal``), followed by ``epochs`` x ``minibatches`` updates on shuffled groups of unrolls,
     or of single transitions (``ImpalaConfig.minibatch``, feedforward networks).
     Each update is data-parallel over ``replicas``' training devices (``aioseed.algos.replicas``).
     """
@@ -124,6 +124,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         self._normalizer: RunningNormalizer | None = getattr(base, "normalizer", None)
         self._reward_scaler = RewardScaler(config.discount, config.scaled_reward_clip) if config.scale_rewards else None
         self._state_axes = {name: 0 for name in self.policy.state_names}
+        self._behaviour_columns = (VALUE,) if config.proximal == "behaviour" else ()
         compile_options = {"jit_compile": config.jit_compile, "reduce_retracing": True}
         self._train = tf.function(self.update, **compile_options)
         self._targets = tf.function(self._compute_targets, **compile_options)
@@ -152,7 +153,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
     def train_step(self, batch: Mapping[str, np.ndarray], on_update: Callable[[], None] = no_callback) -> dict[str, float]:
         """One pass: one update. Sample reuse: ``epochs`` x ``minibatches`` updates (metrics averaged;
         ``SKIPPED`` counts the updates not applied). ``on_update`` is called after each applied update."""
-        columns = {name: batch[name] for name in (*COLUMNS, *self.policy.state_names)}
+        columns = {name: batch[name] for name in (*COLUMNS, *self._behaviour_columns, *self.policy.state_names)}
         if self._reward_scaler is not None:
             columns["reward"] = self._reward_scaler.scale(columns["reward"], columns["done"], batch["slot"])
         metrics = self._train_columns(columns, on_update)
@@ -284,7 +285,10 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
     def _replica_targets(self, inputs: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
         c = self.config
         rewards = self._clip(inputs["reward"])
-        logits, values = self._unroll(inputs, rewards)
+        if c.proximal == "behaviour":  # what inference gave as the batch was acted: no pass over it
+            logits, values = inputs["logits"], inputs[VALUE]
+        else:
+            logits, values = self._unroll(inputs, rewards)
         actions = inputs["action"]
         result = targets(
             logits,

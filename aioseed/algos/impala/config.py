@@ -107,6 +107,13 @@ class ImpalaConfig:
     ppo_clip: float | None = None
     """Clip the probability ratio to the batch's starting policy at 1 +- this (PPO's epsilon, e.g. 0.1);
     None: the plain policy gradient. With sample reuse, set it."""
+    proximal: Literal["network", "behaviour"] = "network"
+    """With sample reuse, the batch's starting policy and values (the ratio's denominator, the targets' baseline):
+    network: one forward pass of the network over the batch when it arrives, before its updates; behaviour: the
+    logits and values inference gave as the batch was acted (stored with each step), so the train step makes no
+    such pass (about 1/7 of its work on the Atari presets). CleanRL's PPO takes the behaviour's; with synchronous
+    acting the two are the same policy. With bounded or async acting, behaviour also clips each update against the
+    acting policy, so a stale batch moves the network less."""
 
     # Network
     network: NetworkKind = "auto"
@@ -182,6 +189,8 @@ class ImpalaConfig:
             raise ValueError("observation_clip and scaled_reward_clip must be positive")
         if self.reward_clip <= 0:
             raise ValueError(f"reward_clip must be positive, got {self.reward_clip}")
+        if self.proximal == "behaviour" and not self.reuses_samples:
+            raise ValueError("proximal behaviour needs sample reuse (epochs, minibatches or ppo_clip): one pass has no proximal policy")
         if self.target_kl is not None and not (self.target_kl > 0 and self.reuses_samples):
             raise ValueError(f"target_kl must be positive and needs sample reuse (epochs, minibatches or ppo_clip), got {self.target_kl}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:

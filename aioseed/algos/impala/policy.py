@@ -19,6 +19,8 @@ from aioseed.algos.rewards import clip_rewards
 from aioseed.spec import EnvSpec
 from aioseed.types import ENV_ACTION
 
+VALUE = "value"
+"""Output column of the behaviour's value estimate (kept with ``ImpalaConfig.proximal`` behaviour)."""
 PREVIOUS_ACTION = "prev_action"
 """State column of the previous action (``Distribution.features``: one-hot for categoricals; zero at an
 episode's start) with ``previous_action_reward``."""
@@ -124,7 +126,12 @@ class ImpalaPolicy:
         self.policy = PolicyModule(self.network, spec, config)
 
     def output_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
-        return {"action": self.distribution.action_column(), "logits": ((self.distribution.params_size,), np.float32)}
+        """Each step keeps the action and its logits, and its value where training starts from the behaviour's
+        (``ImpalaConfig.proximal``)."""
+        columns = {"action": self.distribution.action_column(), "logits": ((self.distribution.params_size,), np.float32)}
+        if self.config.proximal == "behaviour":
+            columns[VALUE] = ((), np.float32)
+        return columns
 
     def state_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
         columns = {name: (shape, np.float32) for name, shape in self.network.state_shapes().items()}
@@ -146,7 +153,7 @@ class ImpalaPolicy:
             inputs.append(np.zeros(len(observations), np.float32) if rewards is None else np.asarray(rewards, np.float32))
         with tf.device(self._inference_device()):
             out = self.policy.act(observations, *inputs)
-        outputs = {name: out[name].numpy() for name in ("action", "logits", ENV_ACTION) if name in out}
+        outputs = {name: out[name].numpy() for name in (*self.output_columns(), ENV_ACTION) if name in out}
         return outputs, {name: out[name].numpy() for name in self.policy.state_names}
 
     def policy_variables(self) -> list[tf.Variable]:
