@@ -16,7 +16,7 @@ from typing import Any
 
 from aioseed.bench.acting import mean_of, order
 from aioseed.bench.atari import components, compute_bound, measure
-from aioseed.bench.recipe_config import PresetsBench
+from aioseed.bench.recipe_config import PresetsBench, arm_run
 from aioseed.commands.run import RunConfig
 
 
@@ -24,7 +24,11 @@ def preset_run(name: str, env: str | None) -> RunConfig:
     """``aioseed run --preset NAME`` (on ``env`` when given)."""
     from aioseed.presets import preset
 
-    run = preset(name)
+    return on_env(preset(name), env)
+
+
+def on_env(run: RunConfig, env: str | None) -> RunConfig:
+    """``run`` on ``env``, where given."""
     return run if env is None else dataclasses.replace(run, learner=dataclasses.replace(run.learner, env=env))
 
 
@@ -58,8 +62,10 @@ def describe(run: RunConfig) -> dict[str, Any]:
 
 def main(bench: PresetsBench) -> int:
     runs = {name: preset_run(name, bench.env) for name in bench.presets}
-    held: dict[str, list[dict[str, float]]] = {name: [] for name in bench.presets}
-    for name in order(bench.presets):
+    for label, arm in zip(bench.labels[len(bench.presets) :], bench.arms):
+        runs[label] = on_env(arm_run(arm), bench.env)
+    held: dict[str, list[dict[str, float]]] = {label: [] for label in runs}
+    for name in order(tuple(runs)):
         held[name].append(measure(runs[name], bench.warmup_s, bench.seconds))
     cores = os.cpu_count() or 1
     baseline = mean_of(held[bench.presets[0]], "frames_per_s")
@@ -68,6 +74,7 @@ def main(bench: PresetsBench) -> int:
         parts = components(runs[name], mean_of(holds, "mean_batch"), bench.component_s)
         bound = compute_bound(parts, cores)
         result = {
+            "arm": name,
             **describe(runs[name]),
             "frames_per_s": round(frames_per_s),
             "holds_frames_per_s": [round(h["frames_per_s"]) for h in holds],

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import shlex
+
+import tyro
 
 from aioseed.commands.run import PresetName, RunConfig
 
@@ -19,6 +22,10 @@ class PresetsBench:
 
     presets: tuple[PresetName, ...] = ("atari-ppo", "atari-fast")
     """Presets, in order; the first is the baseline of the ratios."""
+    arms: tuple[str, ...] = ()
+    """More arms, held after the presets: each a preset and ``aioseed run`` flags on it, one quoted string per arm,
+    e.g. 'atari-fast --num-actors 1 --envs-per-actor 32 --envs-per-message 32'. Each trains exactly as that
+    command would."""
     env: str | None = None
     """Gymnasium id every preset trains on (default: each preset's own)."""
     seconds: float = 60.0
@@ -33,6 +40,15 @@ class PresetsBench:
     def __post_init__(self) -> None:
         if not self.presets or "none" in self.presets:
             raise ValueError("name at least one preset (none is not one)")
+        if len(set(self.labels)) != len(self.labels):
+            raise ValueError(f"each preset and arm is held once: {', '.join(self.labels)}")
+        for arm in self.arms:
+            arm_run(arm)  # a mistake in an arm's flags is refused now, before the first hold
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The presets, then the arms, as the results name them."""
+        return (*self.presets, *(" ".join(arm.split()) for arm in self.arms))
         if self.seconds <= 0 or self.warmup_s < 0 or self.component_s <= 0:
             raise ValueError("seconds and component_s must be positive, warmup_s >= 0")
 
@@ -90,3 +106,16 @@ class TimeToScoreBench:
             return self.logdir
         slug = self.run.learner.env.replace("/", "-").replace(":", "-")
         return pathlib.Path("logs/time-to-score") / f"{slug}-{self.preset}"
+
+
+def arm_run(arm: str) -> RunConfig:
+    """``aioseed run --preset PRESET FLAGS`` for an arm ``PRESET FLAGS``."""
+    from aioseed.presets import PRESETS, preset_flags
+
+    name, *flags = shlex.split(arm) or [""]
+    if name not in PRESETS or name == "none":
+        raise ValueError(f"an arm starts with a preset's name, then aioseed run's flags; got {arm!r}")
+    try:
+        return tyro.cli(RunConfig, args=[*preset_flags(name), *flags], prog=f"arm {arm!r}")
+    except SystemExit as exc:  # tyro printed why
+        raise ValueError(f"arm {arm!r}: aioseed run refuses these flags") from exc

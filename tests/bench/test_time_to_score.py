@@ -88,14 +88,25 @@ def test_time_to_score_runs_each_seed_to_the_target_and_aggregates(tmp_path, cap
     assert summary["reached"] == "0 of 1" and "bound_frames_per_s" not in summary
 
 
-def test_presets_bench_holds_a_preset_and_times_its_parts(capsys) -> None:
-    bench = PresetsBench(presets=("catch",), seconds=3.0, warmup_s=4.0, component_s=0.2, json=True)
+def test_presets_bench_holds_a_preset_and_an_arm_on_it_and_times_their_parts(capsys) -> None:
+    arm = "catch --envs-per-actor 8  --envs-per-message 8"
+    bench = PresetsBench(presets=("catch",), arms=(arm,), seconds=3.0, warmup_s=4.0, component_s=0.2, json=True)
     assert presets_main(bench) == 0
-    (result,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    result, other = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert result["preset"] == "catch" and result["env"] == "aioseed/Catch-v0" and result["envs"] == 32
     assert len(result["holds_frames_per_s"]) == 2 and result["frames_per_s"] > 0 and result["ratio_vs_catch"] == 1.0
     assert result["env_core_ms_per_step"] > 0 and result["inference_core_ms_per_step"] > 0 and result["train_core_ms_per_step"] > 0
     assert result["ratio_vs_bound"] == pytest.approx(result["frames_per_s"] / result["bound_frames_per_s"], rel=0.01)
+    # The arm is the preset with its flags applied, held beside it and measured against it.
+    assert other["arm"] == "catch --envs-per-actor 8 --envs-per-message 8" and other["preset"] == "catch"
+    assert other["envs"] == 8 * result["envs"] // 16 and other["envs_per_message"] == 8 and len(other["holds_frames_per_s"]) == 2
+    assert other["ratio_vs_catch"] == pytest.approx(other["frames_per_s"] / result["frames_per_s"], rel=0.01)
+
+
+@pytest.mark.parametrize("arms", [("atari-fast --no-such-flag 1",), ("not-a-preset --num-actors 1",), ("catch", "catch")])
+def test_presets_bench_refuses_an_arm_it_cannot_run(arms: tuple[str, ...]) -> None:
+    with pytest.raises(ValueError, match="arm"):
+        PresetsBench(presets=("catch",), arms=arms)
 
 
 def test_the_tail_reads_only_new_events_and_agrees_with_a_whole_read(tmp_path) -> None:
