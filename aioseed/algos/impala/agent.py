@@ -79,8 +79,9 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
     One pass (the default) is IMPALA: one update per batch, the loss and its V-trace
     targets from the same forward pass. With sample reuse (``ImpalaConfig.reuses_samples``)
     the targets are computed once per batch by the network as it is then (the proximal
-    policy; or taken from the behaviour's stored logits and values, ``ImpalaConfig.proximal``), followed by ``epochs`` x ``minibatches`` updates on shuffled groups of unrolls,
-    or of single transitions (``ImpalaConfig.minibatch``, feedforward networks).
+    policy), or from the behaviour's stored logits and values (``ImpalaConfig.proximal``),
+    followed by ``epochs`` x ``minibatches`` updates on shuffled groups of unrolls, or of single
+    transitions (``ImpalaConfig.minibatch``, feedforward networks).
     Each update is data-parallel over ``replicas``' training devices (``aioseed.algos.replicas``).
     """
 
