@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from tests.processes import CARTPOLE_TO_195, run_to_end, run_to_return
 
 

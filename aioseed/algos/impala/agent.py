@@ -22,7 +22,12 @@ from aioseed.algos.impala.loss import (
     normalize,
     targets,
 )
-from aioseed.algos.impala.policy import PREVIOUS_ACTION, VALUE, ImpalaPolicy, step_extras
+from aioseed.algos.impala.policy import (
+    PREVIOUS_ACTION,
+    VALUE,
+    ImpalaPolicy,
+    step_extras,
+)
 from aioseed.algos.normalization import RewardScaler, RunningNormalizer
 from aioseed.algos.optimizer import LearningRateControl, make_optimizer, minimize
 from aioseed.algos.replicas import Replicas, replica_sum
