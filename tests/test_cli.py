@@ -142,6 +142,8 @@ def test_the_fast_preset_is_atari_ppo_at_the_machines_speed() -> None:
     """atari-fast keeps atari-ppo's protocol and loss and changes only what sets the speed (issue 56)."""
     ppo, fast = parse(["run", "--preset", "atari-ppo"]), parse(["run", "--preset", "atari-fast"])
     assert fast.learner.precision == "bfloat16" and fast.learner.training.acting == "bounded"
+    # CleanRL's PPO starts each batch from what acted it (atari-ppo's synchronous acting makes the two the same).
+    assert fast.learner.impala.proximal == "behaviour" and fast.num_actors == 1 and fast.envs_per_message == 32
     assert fast.learner.atari == ppo.learner.atari and fast.learner.env == ppo.learner.env
     same = ("init", "targets", "lambda_", "minibatch", "ppo_clip", "entropy_cost", "baseline_cost", "max_grad_norm", "normalize_advantages")
     assert all(getattr(fast.learner.impala, name) == getattr(ppo.learner.impala, name) for name in same)
