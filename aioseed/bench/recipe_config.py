@@ -42,6 +42,8 @@ class PresetsBench:
             raise ValueError("name at least one preset (none is not one)")
         if len(set(self.labels)) != len(self.labels):
             raise ValueError(f"each preset and arm is held once: {', '.join(self.labels)}")
+        if self.seconds <= 0 or self.warmup_s < 0 or self.component_s <= 0:
+            raise ValueError("seconds and component_s must be positive, warmup_s >= 0")
         for arm in self.arms:
             arm_run(arm)  # a mistake in an arm's flags is refused now, before the first hold
 
@@ -49,8 +51,6 @@ class PresetsBench:
     def labels(self) -> tuple[str, ...]:
         """The presets, then the arms, as the results name them."""
         return (*self.presets, *(" ".join(arm.split()) for arm in self.arms))
-        if self.seconds <= 0 or self.warmup_s < 0 or self.component_s <= 0:
-            raise ValueError("seconds and component_s must be positive, warmup_s >= 0")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -109,6 +109,12 @@ def test_presets_bench_refuses_an_arm_it_cannot_run(arms: tuple[str, ...]) -> No
         PresetsBench(presets=("catch",), arms=arms)
 
 
+def test_presets_bench_refuses_holds_that_cannot_measure() -> None:
+    for bad in ({"seconds": 0.0}, {"warmup_s": -1.0}, {"component_s": 0.0}):
+        with pytest.raises(ValueError, match="positive"):
+            PresetsBench(presets=("catch",), **bad)
+
+
 def test_the_tail_reads_only_new_events_and_agrees_with_a_whole_read(tmp_path) -> None:
     """The bench polls a growing event file; the tail's curve equals the whole file's at every point."""
     import numpy as np
