@@ -111,7 +111,7 @@ class ImpalaConfig:
     """With sample reuse, the batch's starting policy and values (the ratio's denominator, the targets' baseline):
     network: one forward pass of the network over the batch when it arrives, before its updates; behaviour: the
     logits and values inference gave as the batch was acted (stored with each step), so the train step makes no
-    such pass (about 1/7 of its work on the Atari presets). CleanRL's PPO takes the behaviour's; with synchronous
+    such pass (a sixth of atari-fast's train step here). CleanRL's PPO takes the behaviour's; with synchronous
     acting the two are the same policy. With bounded or async acting, behaviour also clips each update against the
     acting policy, so a stale batch moves the network less."""
 
