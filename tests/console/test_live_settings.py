@@ -172,7 +172,7 @@ async def test_a_run_replays_another_runs_changes_at_their_frames_and_a_resumed_
     async with console(running_learner, second, impala=PPO, settings_schedule=first / RECORD) as (learner, _):
         await until(lambda: len(record(second)) == 4, "the schedule's four changes")
         # The record is written between train steps in the train thread; the pacing switches on the event loop
-        # just after, so the mode is awaited rather than read at once (read at once, it failed 1 run in ~5).
+        # just after, so the mode is awaited rather than read at once (read at once, it failed once in a batch run).
         await until(lambda: learner._stages.pacing.mode == "bounded", "acting switched to bounded")
     replayed = record(second)
     assert [(e["setting"], e["old"], e["new"]) for e in replayed] == [(e["setting"], e["old"], e["new"]) for e in made]

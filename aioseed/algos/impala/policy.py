@@ -124,6 +124,8 @@ class ImpalaPolicy:
         core = {name: np.zeros((1, *shape), np.float32) for name, shape in self.network.state_shapes().items()}
         self.network.step(np.zeros((1, *spec.observation_shape), spec.observation_dtype), core, extras)
         self.policy = PolicyModule(self.network, spec, config)
+        self._outputs = (*self.output_columns(), ENV_ACTION)
+        """What ``infer`` returns of the policy's outputs (those it has)."""
 
     def output_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
         """Each step keeps the action and its logits, and its value where training starts from the behaviour's
@@ -153,7 +155,7 @@ class ImpalaPolicy:
             inputs.append(np.zeros(len(observations), np.float32) if rewards is None else np.asarray(rewards, np.float32))
         with tf.device(self._inference_device()):
             out = self.policy.act(observations, *inputs)
-        outputs = {name: out[name].numpy() for name in (*self.output_columns(), ENV_ACTION) if name in out}
+        outputs = {name: out[name].numpy() for name in self._outputs if name in out}
         return outputs, {name: out[name].numpy() for name in self.policy.state_names}
 
     def policy_variables(self) -> list[tf.Variable]:

@@ -1,8 +1,9 @@
 """What the replay-trained actor-critics (SAC, TD3) share: the Box and device checks, central inference with
 evaluation rows, the critics' step, the train step, and the learning rates.
 
-The train step: a train batch split into ``minibatches`` equal shares, each one update of the critics, and after every ``policy_frequency``-th critic update the
-policy's updates on the same share (TD3's delayed updates, CleanRL's rhythm), all in one compiled call.
+The train step: a train batch split into ``minibatches`` equal shares, each one update of the critics, and
+after every ``policy_frequency``-th critic update the policy's updates on the same share (TD3's delayed
+updates, CleanRL's rhythm), all in one compiled call.
 
 The rhythm counts critic updates tried, applied or skipped, from the critic optimizer's count at the first
 step, so a skipped update or a restart keeps it. The very first step always updates the policy, so that every
