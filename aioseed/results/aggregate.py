@@ -9,8 +9,10 @@ aggregated only over a single task (raw scores of different envs have no common 
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -30,6 +32,31 @@ class Interval:
 
     def overlaps(self, other: Interval) -> bool:
         return self.low <= other.high and other.low <= self.high
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """A published score, in the report's units, to set each setting's interval against: ``CleanRL=2340``."""
+
+    name: str
+    score: float
+
+    @classmethod
+    def parse(cls, text: str) -> Reference:
+        name, equals, value = text.partition("=")
+        try:
+            score = float(value)
+        except ValueError:
+            score = math.nan
+        if not equals or not name.strip() or not math.isfinite(score):
+            raise InvalidInput(f"--reference {text!r}: give NAME=SCORE, e.g. CleanRL=2340")
+        return cls(name.strip(), score)
+
+    def verdict(self, interval: Interval) -> Literal["above", "level", "below"]:
+        """above: ``interval`` lies wholly above the score; below: wholly below; level: it holds the score."""
+        if interval.low > self.score:
+            return "above"
+        return "below" if interval.high < self.score else "level"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,21 +80,28 @@ def scores(groups: Mapping[str, Sequence[Run]]) -> Scores:
         )
     matrices, dropped = {}, {}
     for label, runs in groups.items():
-        per_task = {task: sorted((r for r in runs if r.env == task), key=lambda r: (r.seed is None, r.seed or 0, str(r.logdir))) for task in tasks}
-        missing = [task for task, found in per_task.items() if not found]
-        if missing:
-            raise InvalidInput(f"setting {label!r} has no run of {', '.join(missing)}: every setting needs every task")
-        count = min(len(found) for found in per_task.values())
-        dropped[label] = sum(len(found) - count for found in per_task.values())
-        columns = [[_normalized(r) if normalized else r.score for r in per_task[task][:count]] for task in tasks]
+        per_task, dropped[label] = matched(label, runs, tasks)
+        columns = [[normalize(r, r.score) if normalized else r.score for r in per_task[task]] for task in tasks]
         matrices[label] = np.asarray(columns, np.float64).T
     return Scores(matrices=matrices, tasks=tasks, normalized=normalized, dropped=dropped)
 
 
-def _normalized(run: Run) -> float:
+def matched(label: str, runs: Sequence[Run], tasks: Sequence[str]) -> tuple[dict[str, list[Run]], int]:
+    """A setting's runs of each task, by seed, as many of each task as of its fewest (rliable's ``[runs, tasks]``),
+    and how many were left out."""
+    per_task = {task: sorted((r for r in runs if r.env == task), key=lambda r: (r.seed is None, r.seed or 0, str(r.logdir))) for task in tasks}
+    missing = [task for task, found in per_task.items() if not found]
+    if missing:
+        raise InvalidInput(f"setting {label!r} has no run of {', '.join(missing)}: every setting needs every task")
+    count = min(len(found) for found in per_task.values())
+    return {task: found[:count] for task, found in per_task.items()}, sum(len(found) - count for found in per_task.values())
+
+
+def normalize(run: Run, value: float) -> float:
+    """``value``, a return of ``run``'s game, human-normalised."""
     found = reference(run.env)
     assert found is not None
-    return found.normalize(run.score)
+    return found.normalize(value)
 
 
 def metric_names(normalized: bool) -> tuple[str, ...]:

@@ -1,6 +1,7 @@
 """``aioseed report RUNS...``: a table of every setting's aggregate scores with 95% confidence
 intervals, over tasks and seeds, and the usual plots (aggregate intervals; performance profiles where
-there are enough runs), from runs' logdirs."""
+there are enough runs; sample-efficiency curves where the runs have curves), from runs' logdirs, each setting
+set against published scores where they are given."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from aioseed.results.aggregate import Interval, Scores, intervals, metric_names, profiles, scores
+from aioseed.results.aggregate import Interval, Reference, Scores, intervals, metric_names, profiles, scores
 from aioseed.results.atari_scores import reference
+from aioseed.results.efficiency import REFERENCE_COLORS, efficiency, plot
 from aioseed.results.runs import Run, ScoreSource, group, logdirs, read_run
 
 
@@ -31,12 +33,15 @@ class ReportConfig:
     return at the end of its curve; auto: eval where one is kept, else curve."""
     protocol: str | None = None
     """Only evaluations of this protocol count (seed, machado, none)."""
+    reference: tuple[str, ...] = ()
+    """Published scores, NAME=SCORE in the report's units (CleanRL=2340), to set each setting's mean against: the
+    report says whether its 95% interval lies above the score, holds it (level) or lies below, and draws it."""
     reps: int = 2000
     """Bootstrap resamples per interval."""
     seed: int = 0
     """Seed of the bootstrap."""
     out: pathlib.Path | None = pathlib.Path("report")
-    """Directory for report.json, aggregates.png and profiles.png (None: print only)."""
+    """Directory for report.json, aggregates.png, profiles.png and curves.png (None: print only)."""
     format: Literal["table", "json"] = "table"
     """How the result prints."""
 
@@ -45,6 +50,12 @@ class ReportConfig:
             raise ValueError("name at least one logdir (or a directory of them)")
         if self.reps < 10:
             raise ValueError(f"reps must be >= 10, got {self.reps}")
+        for text in self.reference:
+            Reference.parse(text)  # a bad one is refused as the command line is read
+
+    @property
+    def references(self) -> list[Reference]:
+        return [Reference.parse(text) for text in self.reference]
 
 
 def report(config: ReportConfig) -> dict[str, Any]:
@@ -62,6 +73,7 @@ def report(config: ReportConfig) -> dict[str, Any]:
                 "runs_per_task": int(data.matrices[label].shape[0]),
                 "dropped_runs": data.dropped[label],
                 **{name: dataclasses.asdict(interval) for name, interval in estimates[label].items()},
+                "references": {ref.name: {"score": ref.score, "mean": ref.verdict(estimates[label]["Mean"])} for ref in config.references},
             }
             for label in groups
         },
@@ -71,6 +83,10 @@ def report(config: ReportConfig) -> dict[str, Any]:
     if config.out is not None:
         config.out.mkdir(parents=True, exist_ok=True)
         result["files"] = _plots(data, estimates, config)
+        curves = efficiency(groups, data, config.reps, config.seed)
+        if curves:
+            plot(curves, data, config.references, str(config.out / "curves.png"))
+            result["files"].append(str(config.out / "curves.png"))
         (config.out / "report.json").write_text(json.dumps(result, indent=1) + "\n")
         result["files"].append(str(config.out / "report.json"))
     return result
@@ -101,6 +117,9 @@ def _plots(data: Scores, estimates: dict[str, dict[str, Interval]], config: Repo
         points, ranges, metric_names=list(names), algorithms=list(estimates), xlabel=xlabel,
         xlabel_y_coordinate=-max(0.1, 1.2 / len(estimates)),  # rliable's -0.1 overlaps the ticks below a few rows
     )
+    for axes, name in zip(figure.axes, names):
+        for index, published in enumerate(config.references if name != "Optimality Gap" else ()):  # the gap is not in the scores' units
+            axes.axvline(published.score, color=REFERENCE_COLORS[index % len(REFERENCE_COLORS)], linestyle=":", linewidth=2)
     written = [config.out / "aggregates.png"]
     figure.savefig(written[0], bbox_inches="tight")
     plt.close(figure)
@@ -119,7 +138,7 @@ def _plots(data: Scores, estimates: dict[str, dict[str, Interval]], config: Repo
 def table(result: dict[str, Any]) -> str:
     """The report for a terminal: the settings' intervals, then each run."""
     first = next(iter(result["settings"].values()))
-    names = [name for name in first if name not in ("runs_per_task", "dropped_runs")]
+    names = [name for name in first if name not in ("runs_per_task", "dropped_runs", "references")]
     lines = [
         f"{len(result['runs'])} runs on {', '.join(result['tasks'])}: {result['scores']}, "
         f"point estimate [95% stratified-bootstrap interval, {result['reps']} resamples]",
@@ -128,11 +147,15 @@ def table(result: dict[str, Any]) -> str:
     if len(result.get("sources", [])) > 1:  # an evaluation and a training curve measure different things
         lines[-1:] = [f"warning: the scores come from {len(result['sources'])} sources: {'; '.join(result['sources'])}", ""]
     width = max(len("setting"), *(len(label) for label in result["settings"]))
-    lines.append(f"{'setting':<{width}}  runs  " + "  ".join(f"{name:<24}" for name in names).rstrip())
+    columns = {name: max(len(name), *(len(_interval(setting[name])) for setting in result["settings"].values())) for name in names}
+    lines.append(f"{'setting':<{width}}  runs  " + "  ".join(f"{name:<{columns[name]}}" for name in names).rstrip())
     for label, setting in result["settings"].items():
-        cells = "  ".join(f"{_interval(setting[name]):<24}" for name in names).rstrip()
+        cells = "  ".join(f"{_interval(setting[name]):<{columns[name]}}" for name in names).rstrip()
         dropped = f"  ({setting['dropped_runs']} runs left out to match tasks)" if setting["dropped_runs"] else ""
         lines.append(f"{label:<{width}}  {setting['runs_per_task']:>4}  {cells}{dropped}")
+    for label, setting in result["settings"].items():
+        for name, compared in setting["references"].items():
+            lines.append(f"{label}: the mean is {compared['mean']}{' with' if compared['mean'] == 'level' else ''} {name}'s {compared['score']:g}")
     lines += ["", "runs:"]
     for run in result["runs"]:
         hns = "" if run["hns"] is None else f"  HNS {run['hns']:.3f}"

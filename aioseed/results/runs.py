@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from aioseed.compose import config_file
 from aioseed.errors import InvalidInput, MissingFile
-from aioseed.results.curves import episode_returns, over_episodes, read_curve
+from aioseed.results.curves import Point, episode_returns, over_episodes, read_curve
 from aioseed.results.kept import CURVE, PARTIAL, kept_curve
 from aioseed.tables import flatten
 
@@ -35,6 +35,8 @@ class Run:
     """Where the score came from, e.g. ``eval seed (30 episodes)`` or ``curve (last 100 episodes)``."""
     settings: Mapping[str, Any]
     """The run's config as dotted keys (``learner.impala.learning_rate``), less ``NOT_SETTINGS``."""
+    curve: tuple[Point, ...] = ()
+    """Its mean return against frames (each over its last return window of episodes); empty where it has none."""
 
 
 def logdirs(paths: Iterable[pathlib.Path]) -> list[pathlib.Path]:
@@ -62,26 +64,26 @@ def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str |
     seed = learner.get("seed")
     settings = {k: v for k, v in flat.items() if k.rpartition(".")[2] not in NOT_SETTINGS}
     evaluation = _newest_evaluation(logdir, protocol) if source != "curve" else None
-    if evaluation is not None:
-        described = f"eval {evaluation['protocol']['name']} ({evaluation['episodes']} episodes, {evaluation['policy']})"
-        return Run(
-            logdir=logdir, env=evaluation["env"], seed=_seed(seed), score=evaluation["mean_return"], frames=evaluation["frames"],
-            source=described, settings=settings,
-        )
-    if source == "eval":
+    if evaluation is None and source == "eval":
         which = f"--protocol {protocol} " if protocol else ""
         raise MissingFile(f"{logdir} has no kept evaluation: run aioseed eval {which}--logdir {logdir}")
     window = int(learner.get("return_window", 100))
     kept = None if (logdir / "tensorboard").is_dir() else kept_curve(logdir)
     # The run's last `window` episodes, across resumed sessions (the learner's own mean starts over at each).
     points = kept or over_episodes(read_curve(logdir / "tensorboard"), episode_returns(logdir / "tensorboard"), window)
+    if evaluation is not None:
+        described = f"eval {evaluation['protocol']['name']} ({evaluation['episodes']} episodes, {evaluation['policy']})"
+        return Run(
+            logdir=logdir, env=evaluation["env"], seed=_seed(seed), score=evaluation["mean_return"], frames=evaluation["frames"],
+            source=described, settings=settings, curve=tuple(points),
+        )
     if not points:
         raise MissingFile(f"{logdir} has neither a kept evaluation nor a curve (no charts/return in tensorboard/, no {CURVE})")
     last = points[-1]
     described = f"{'kept ' if kept else ''}curve (last {window if last.episodes is None else last.episodes} episodes)"
     return Run(
         logdir=logdir, env=str(learner["env"]), seed=_seed(seed), score=last.mean_return, frames=last.frames, source=described,
-        settings=settings,
+        settings=settings, curve=tuple(points),
     )
 
 

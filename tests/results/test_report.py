@@ -151,3 +151,53 @@ def test_group_by_takes_keys_as_the_flags_spell_them(tmp_path) -> None:
     runs = [read_run(a_run(tmp_path, f"r{i}", "aioseed/Catch-v0", i, rate, [0.5])) for i, rate in enumerate([1e-3, 1e-3, 3e-4])]
     for name in ("impala.learning-rate", "learner.impala.learning-rate", "learner.impala.learning_rate"):
         assert sorted(len(members) for members in group(runs, [name]).values()) == [1, 2], name
+
+
+def a_kept_run(root: pathlib.Path, name: str, seed: int, learning_rate: float, curve: list[tuple[int, float]]) -> pathlib.Path:
+    """A kept run (``aioseed sweep``'s keep): its config.toml and its curve.csv of (frames, mean return)."""
+    from aioseed.results.curves import Point, write_csv
+
+    logdir = a_run(root, name, "Hopper-v5", seed, learning_rate, [curve[-1][1]])
+    for evaluation in (logdir / "evaluations").iterdir():
+        evaluation.unlink()
+    write_csv([Point(frames, frames / 100, value) for frames, value in curve], logdir / "curve.csv")
+    return logdir
+
+
+def test_curves_are_drawn_over_the_frames_every_run_reached_with_a_band_and_references_get_a_verdict(tmp_path) -> None:
+    """Three seeds whose curves rise to 2,000-2,400 and end at different frames: the mean curve spans 10K-90K
+    frames (the latest start to the earliest end); against CleanRL=2340 the mean's interval holds it (level)."""
+    from aioseed.results.aggregate import scores
+    from aioseed.results.efficiency import efficiency
+    from aioseed.results.runs import group, read_run
+
+    ends = [(90_000, 2000.0), (100_000, 2400.0), (120_000, 2300.0)]
+    for seed, (end, final) in enumerate(ends):
+        a_kept_run(tmp_path / "sweep", f"seed-{seed}", seed, 1e-3, [(10_000 if seed else 5_000, 0.0), (end, final)])
+    result = report(ReportConfig(runs=(tmp_path / "sweep",), out=tmp_path / "report", reps=200, reference=("CleanRL=2340", "far=9000", "low=100")))
+    (setting,) = result["settings"].values()
+    assert setting["Mean"]["point"] == pytest.approx(2233.33, abs=0.01)
+    assert setting["references"] == {
+        "CleanRL": {"score": 2340.0, "mean": "level"}, "far": {"score": 9000.0, "mean": "below"}, "low": {"score": 100.0, "mean": "above"},
+    }
+    printed = table(result)
+    assert "the mean is level with CleanRL's 2340" in printed and "the mean is below far's 9000" in printed
+    assert (tmp_path / "report" / "curves.png").stat().st_size > 1000 and str(tmp_path / "report" / "curves.png") in result["files"]
+
+    runs = [read_run(logdir) for logdir in sorted((tmp_path / "sweep").iterdir())]
+    groups = group(runs)
+    (curves,) = efficiency(groups, scores(groups), reps=200, seed=0).values()
+    assert (curves.frames[0], curves.frames[-1]) == (10_000, 90_000) and curves.runs.shape == (3, 1, 100)
+    at_end = [2000.0, 2400.0 * 80 / 90, 2300.0 * 80 / 110]  # each run's line between its own points, at 90K
+    assert curves.runs[:, 0, -1] == pytest.approx(at_end) and curves.point[-1] == pytest.approx(sum(at_end) / 3)
+    assert (curves.low <= curves.point + 1e-9).all() and (curves.point <= curves.high + 1e-9).all() and curves.high[-1] > curves.low[-1]
+
+
+def test_a_reference_that_is_not_name_equals_score_is_refused_in_one_line(capsys) -> None:
+    from aioseed.cli import main
+
+    with pytest.raises(ValueError, match="give NAME=SCORE"):
+        ReportConfig(runs=(pathlib.Path("x"),), reference=("CleanRL",))
+    with pytest.raises(SystemExit) as exited:
+        main(["report", "somewhere", "--reference", "CleanRL=lots"])
+    assert exited.value.code == 2 and "--reference 'CleanRL=lots': give NAME=SCORE" in " ".join(capsys.readouterr().err.replace("│", " ").split())
