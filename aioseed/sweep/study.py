@@ -16,9 +16,13 @@ is done: a sweep can be carried on elsewhere with only those results, and its re
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import re
+import signal
+import threading
 import tomllib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -29,7 +33,7 @@ from aioseed.errors import InvalidInput, UserError
 from aioseed.results.curves import Point
 from aioseed.results.kept import TRIAL, keep, kept_curve
 from aioseed.sweep.config import Sweep, SweepConfig, read_sweep
-from aioseed.sweep.trial import Pruned, TrialFailed, command, run_trial, write_config
+from aioseed.sweep.trial import Pruned, Stopped, TrialFailed, command, run_trial, write_config
 from aioseed.tables import merged, nested
 
 if TYPE_CHECKING:
@@ -71,8 +75,10 @@ def check(sweep: Sweep) -> int:
     return tyro.cli(RunConfig, args=flags, prog=f"aioseed run (a trial of {sweep.source})").learner.return_window
 
 
-def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial, window: int = 100) -> float:
-    """``window``: the trials' return window."""
+def objective(
+    sweep: Sweep, study: optuna.Study, trial: optuna.Trial, window: int = 100, stopping: threading.Event | None = None
+) -> float:
+    """``window``: the trials' return window; ``stopping``: set once the sweep is told to stop."""
     import optuna
 
     params = _suggest(sweep, trial)
@@ -82,16 +88,16 @@ def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial, window: in
     seed = trial.suggest_categorical("seed", list(sweep.seeds)) if sweep.sampler == "grid" else (sweep.seeds[0] if fresh else seed)
     trial.set_user_attr("seed", seed)
     trial.set_user_attr("setting", slug)
-    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
-    if any(t.user_attrs.get("setting") == slug and t.user_attrs.get("seed") == seed for t in done):
-        trial.set_user_attr("duplicate", True)  # a sampler came back to a finished pair: its logdir is not run again
-        raise optuna.TrialPruned(f"{slug} at seed {seed} is already done")
+    done = _not_duplicates(study, (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
+    _prune_a_duplicate(sweep, study, trial, slug, seed, done)
     if fresh:
         for other in sweep.seeds[1:]:
             study.enqueue_trial(params, user_attrs={"seed": other})
     pruned = [t for t in done if t.state == optuna.trial.TrialState.PRUNED and t.user_attrs.get("setting") == slug]
     if pruned:
         raise optuna.TrialPruned(f"{slug} was pruned at seed {pruned[0].user_attrs.get('seed')}")
+    if stopping is not None and stopping.is_set():  # a trial handed out after the signal starts no run; it fails,
+        raise Stopped("the sweep stopped before this trial ran")  # named, so the next invocation queues it again
     logdir = sweep.directory / slug / f"seed-{seed}"
     table = trial_table(sweep, params, seed, logdir)
     kept = None if sweep.keep is None else sweep.keep / slug / f"seed-{seed}"
@@ -109,7 +115,7 @@ def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial, window: in
         return trial.should_prune()
 
     try:
-        value = run_trial(command(sweep.preset, config), logdir, sweep.report_every_frames, report, window)
+        value = run_trial(command(sweep.preset, config), logdir, sweep.report_every_frames, report, window, stopping)
     except Pruned as stopped:
         log.info("trial_pruned", trial=trial.number, setting=slug, seed=seed, frames=stopped.frames)
         raise optuna.TrialPruned(str(stopped)) from None
@@ -121,6 +127,26 @@ def objective(sweep: Sweep, study: optuna.Study, trial: optuna.Trial, window: in
         except (OSError, UserError) as exc:  # the trial stands; its logdir holds the run
             log.error("trial_not_kept", trial=trial.number, setting=slug, seed=seed, kept=str(kept), error=str(exc))
     return value
+
+
+def _prune_a_duplicate(
+    sweep: Sweep, study: optuna.Study, trial: optuna.Trial, slug: str, seed: int, done: list[optuna.trial.FrozenTrial]
+) -> None:
+    """Prunes ``trial``, marked a duplicate, where its pair is ``done`` or another trial trains it now (in its logdir)."""
+    import optuna
+
+    def same(t: optuna.trial.FrozenTrial) -> bool:
+        return t.number != trial.number and t.user_attrs.get("setting") == slug and t.user_attrs.get("seed") == seed
+
+    if any(same(t) for t in done):
+        trial.set_user_attr("duplicate", True)  # a sampler came back to a finished pair: its logdir is not run again
+        raise optuna.TrialPruned(f"{slug} at seed {seed} is already done")
+    running = [t for t in _not_duplicates(study, (optuna.trial.TrialState.RUNNING,)) if same(t)]
+    if running:  # another worker (a thread here, or another sweep) trains it
+        trial.set_user_attr("duplicate", True)
+        if sweep.sampler == "grid":  # the grid comes back to a running pair only when none is left unstarted
+            study.stop()
+        raise optuna.TrialPruned(f"{slug} at seed {seed} is running in trial {running[0].number}")
 
 
 def kept_result(kept: pathlib.Path, table: dict[str, Any]) -> list[Point] | None:
@@ -234,8 +260,13 @@ def finished_pairs(study: optuna.Study) -> set[tuple[str, int]]:
     """(setting, seed) of every trial complete or pruned, duplicates counted once."""
     from optuna.trial import TrialState
 
-    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+    done = _not_duplicates(study, (TrialState.COMPLETE, TrialState.PRUNED))
     return {(t.user_attrs["setting"], t.user_attrs["seed"]) for t in done if "setting" in t.user_attrs}
+
+
+def _not_duplicates(study: optuna.Study, states: tuple[optuna.trial.TrialState, ...]) -> list[optuna.trial.FrozenTrial]:
+    """The trials in ``states``, less those pruned as another's duplicate (they say nothing of their pair)."""
+    return [t for t in study.get_trials(deepcopy=False, states=states) if not t.user_attrs.get("duplicate")]
 
 
 def failed_pairs(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
@@ -250,10 +281,10 @@ def failed_pairs(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     return list(found.values())
 
 
-def run(sweep: Sweep) -> optuna.Study:
-    """Runs the study's remaining trials here, one at a time, until every (setting, seed) is complete or
+def run(sweep: Sweep, workers: int = 1, stopping: threading.Event | None = None) -> optuna.Study:
+    """Runs the study's remaining trials here, ``workers`` at a time, until every (setting, seed) is complete or
     pruned (counting those other machines ran). Trials that failed in an earlier invocation are queued
-    once more."""
+    once more. Raises ``Stopped`` once ``stopping`` is set, after the running trials' runs have stopped in order."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -270,12 +301,29 @@ def run(sweep: Sweep) -> optuna.Study:
 
     if len(finished_pairs(study)) < total:
         study.optimize(
-            lambda trial: objective(sweep, study, trial, window),
+            lambda trial: objective(sweep, study, trial, window, stopping),
             n_trials=total * (RETRIES + 2),  # a bound: failed and repeated trials do not count towards total
+            n_jobs=workers,  # threads, each waiting on its trial's run process
             callbacks=[stop_when_done],
             catch=(TrialFailed,),
         )
     return study
+
+
+@contextlib.contextmanager
+def _stopping_on_signals(stopping: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stopping`` while the sweep runs: each worker stops its run in order (SIGTERM:
+    checkpoint, exit) and its trial fails, to be queued again by the next invocation."""
+    def stop(signum: int, _: object) -> None:
+        log.warning("sweep_stopping", signal=signal.Signals(signum).name, hint="each running trial's run checkpoints and exits")
+        stopping.set()
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def main(config: SweepConfig) -> int:
@@ -284,7 +332,13 @@ def main(config: SweepConfig) -> int:
     from optuna.trial import TrialState
 
     sweep = read_sweep(config.config)
-    study = run(sweep)
+    stopping = threading.Event()
+    try:
+        with _stopping_on_signals(stopping):
+            study = run(sweep, config.workers, stopping)
+    except Stopped:
+        log.warning("sweep_stopped", study=sweep.name, hint="the running trials' runs checkpointed; run the sweep again to resume them")
+        return 130
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state == TrialState.COMPLETE]
     failed = failed_pairs(study)

@@ -9,7 +9,7 @@ import pathlib
 import signal
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Callable, Sequence
 
 import structlog
@@ -28,6 +28,11 @@ STOP_WAIT_S = 120.0
 
 class TrialFailed(RuntimeError):
     """The run exited with an error or left no curve."""
+
+
+class Stopped(Exception):
+    """The sweep was told to stop (SIGINT, SIGTERM): the trial's run stopped in order (checkpointed, exited); the
+    trial fails, and the sweep's next invocation queues it again and the run resumes."""
 
 
 class Pruned(Exception):
@@ -57,11 +62,14 @@ def value_at(points: Sequence[Point], frames: int) -> float:
 
 
 def run_trial(
-    argv: list[str], logdir: pathlib.Path, every: int, should_stop: Callable[[float, int], bool], window: int = 100
+    argv: list[str], logdir: pathlib.Path, every: int, should_stop: Callable[[float, int], bool], window: int = 100,
+    stopping: threading.Event | None = None,
 ) -> float:
     """Runs ``argv`` (an ``aioseed run``), reporting the curve's mean return (over ``window`` episodes, the run's
     return window) at each multiple of ``every`` frames to ``should_stop(value, frames)``; raises ``Pruned`` once
-    it says stop. Returns the mean return at the curve's end. The run's output goes to LOGDIR/trial.log."""
+    it says stop, and ``Stopped`` once ``stopping`` is set. Returns the mean return at the curve's end. The run's
+    output goes to LOGDIR/trial.log."""
+    stopping = stopping or threading.Event()
     with open(logdir / "trial.log", "ab") as output:
         parent = os.getpid()
         # A session of its own: a Ctrl-C at the terminal reaches the sweep only, which stops the run with one
@@ -83,7 +91,9 @@ def run_trial(
                     step += every
                 if finished:
                     break
-                time.sleep(POLL_S)
+                if stopping.wait(POLL_S):
+                    stop_run(process)
+                    raise Stopped(f"the sweep stopped; the run in {logdir} checkpointed and exited")
         finally:
             if process.poll() is None:
                 stop_run(process)

@@ -9,6 +9,7 @@ import json
 import pathlib
 import re
 import shutil
+import signal
 
 import optuna
 import pytest
@@ -35,9 +36,11 @@ def moved(tmp_path: pathlib.Path, text: str) -> pathlib.Path:
     return path
 
 
-@pytest.mark.timeout(900)  # six Catch runs one after another: ~3.5 min here
+@pytest.mark.timeout(900)  # six Catch runs, two at a time: ~3.5 min here
 async def test_the_catch_sweep_reports_intervals_that_separate_learning_from_a_learning_rate_of_0(tmp_path) -> None:
-    sweep = await Process(["sweep", "--config", str(moved(tmp_path, CATCH.read_text()))]).start()
+    """Two workers: two runs train at once, and each (setting, seed) runs once (the grid hands a finished worker
+    the pair still running at the end, which it must not run again in the same logdir)."""
+    sweep = await Process(["sweep", "--config", str(moved(tmp_path, CATCH.read_text())), "--workers", "2"]).start()
     try:
         assert await sweep.wait(timeout_s=900) == 0, sweep.log
     finally:
@@ -54,7 +57,31 @@ async def test_the_catch_sweep_reports_intervals_that_separate_learning_from_a_l
     assert sorted((t.params["learner.impala.learning_rate"], t.params["seed"]) for t in trials) == [
         (lr, seed) for lr in (0.0, 0.001) for seed in (0, 1, 2)
     ]
+    spans = sorted((t.datetime_start, t.datetime_complete) for t in trials)
+    assert any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:])), spans  # two trained at once
     assert sweep.errors() == [], sweep.log
+
+
+async def test_a_signalled_sweep_stops_each_running_trial_in_order_and_exits_130(tmp_path) -> None:
+    """SIGINT with two workers: both runs checkpoint and exit (SIGTERM to each), both trials fail, named for the
+    next invocation to queue again, and no run is left training."""
+    path = moved(tmp_path, RESUMABLE.replace("seeds = [7]", "seeds = [7, 8]").replace("after_frames = 12000", "after_frames = 10000000"))
+    logdirs = [tmp_path / "trials" / "learning_rate-0.001" / f"seed-{seed}" for seed in (7, 8)]
+    sweep = await Process(["sweep", "--config", str(path), "--workers", "2"]).start()
+    try:
+        await until(lambda: all(any((d / "checkpoints").glob("ckpt-*.index")) for d in logdirs), "both runs' first checkpoints", attempts=12000)
+        sweep.signal(signal.SIGINT)
+        assert await sweep.wait(timeout_s=180) == 130, sweep.log
+    finally:
+        sweep.kill()
+    for logdir in logdirs:
+        log = (logdir / "trial.log").read_text()
+        assert "learner_stopping" in log and "learner_stopped" in log, log[-2000:]
+    assert not any(str(d / "trial.toml") in cmdline for d in logdirs for cmdline in command_lines())
+    assert "sweep_stopped" in sweep.log
+    study = optuna.load_study(study_name="resume", storage=f"sqlite:///{tmp_path / 'trials' / 'study.db'}")
+    failed = study.get_trials(states=(optuna.trial.TrialState.FAIL,))
+    assert sorted(t.user_attrs["seed"] for t in failed) == [7, 8] and len(study.get_trials()) == 2
 
 
 RESUMABLE = """

@@ -70,14 +70,14 @@ def test_trials_that_failed_are_all_run_again_by_the_next_invocation(tmp_path, m
     )
     sweep, ran = read_sweep(path), []
 
-    def failing(command, logdir, every, report, window) -> float:
+    def failing(command, logdir, every, report, window, stopping=None) -> float:
         ran.append(logdir.parent.name)
         raise TrialFailed("the run exited 1")
 
     monkeypatch.setattr(studies, "run_trial", failing)
     assert studies.failed_pairs(studies.run(sweep)) and len(ran) == 3
 
-    def succeeding(command, logdir, every, report, window) -> float:
+    def succeeding(command, logdir, every, report, window, stopping=None) -> float:
         ran.append(logdir.parent.name)
         return 0.5
 
@@ -103,7 +103,7 @@ def test_a_grid_edited_between_invocations_is_refused_naming_the_change(tmp_path
         )
         return read_sweep(path)
 
-    monkeypatch.setattr(studies, "run_trial", lambda command, logdir, every, report, window: 0.5)
+    monkeypatch.setattr(studies, "run_trial", lambda command, logdir, *args: 0.5)
     studies.run(grid(0.001, 0.002))
     with pytest.raises(InvalidInput, match=r"learner.impala.learning_rate was \[0.001, 0.002\], now \[0.001, 0.003\]"):
         studies.run(grid(0.001, 0.003))
@@ -128,3 +128,90 @@ def test_a_kept_result_counts_only_for_the_trial_it_ran_and_an_unreadable_one_ru
     (kept / "curve.csv").write_text("<<<<<<< HEAD\n")
     assert kept_result(kept, table) is None
     assert kept_result(tmp_path / "nothing", table) is None
+
+
+def a_grid(tmp_path, seeds: int = 4):
+    path = tmp_path / "sweep.toml"
+    path.write_text(
+        f"[sweep]\ndirectory = '{tmp_path / 'trials'}'\nseeds = {list(range(seeds))}\n"
+        "[grid]\n'learner.impala.learning_rate' = [0.001]\n[run.learner.stop]\nafter_frames = 100\n"
+    )
+    return read_sweep(path)
+
+
+def test_two_workers_run_two_trials_at_once_and_each_pair_once(tmp_path, monkeypatch) -> None:
+    """The last pair is still running when the other worker finishes: the grid hands that worker the running
+    pair, which it must not run a second time in the same logdir (it is pruned as a duplicate, and the worker stops)."""
+    import threading
+    import time
+
+    from aioseed.sweep import study as studies
+
+    sweep, lock, ran, running, most = a_grid(tmp_path), threading.Lock(), [], set(), [0]
+
+    def training(command, logdir, every, report, window, stopping=None) -> float:
+        with lock:
+            assert logdir not in running, f"{logdir} run twice at once"
+            running.add(logdir)
+            most[0] = max(most[0], len(running))
+        time.sleep(0.3 if logdir.name != "seed-3" else 1.5)
+        with lock:
+            running.discard(logdir)
+            ran.append(logdir.name)
+        return 0.5
+
+    monkeypatch.setattr(studies, "run_trial", training)
+    study = studies.run(sweep, workers=2)
+    assert most[0] == 2 and sorted(ran) == [f"seed-{seed}" for seed in range(4)]
+    assert len(studies.finished_pairs(study)) == 4 and not studies.failed_pairs(study)
+
+
+def test_a_running_pair_handed_out_again_is_pruned_as_a_duplicate_and_not_counted_done(tmp_path) -> None:
+    sweep = a_sweep(tmp_path)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    first = study.ask()
+    first.set_user_attr("setting", "learning_rate-0.001")
+    first.set_user_attr("seed", 4)
+    trial = study.ask()
+    with pytest.raises(optuna.TrialPruned, match="learning_rate-0.001 at seed 4 is running in trial 0"):
+        objective(sweep, study, trial)
+    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    from aioseed.sweep.study import finished_pairs
+
+    assert trial.user_attrs["duplicate"] and finished_pairs(study) == set()  # the pair is not done while trial 0 runs
+    assert not (tmp_path / "trials").exists()
+
+
+def test_a_stopped_sweep_stops_every_running_trial_and_the_next_runs_them_again(tmp_path, monkeypatch) -> None:
+    import threading
+
+    from aioseed.sweep import study as studies
+    from aioseed.sweep.trial import Stopped
+
+    sweep, stopping, started = a_grid(tmp_path), threading.Event(), threading.Semaphore(0)
+
+    def until_stopped(command, logdir, every, report, window, stopping=None) -> float:
+        started.release()
+        assert stopping is not None and stopping.wait(30)
+        raise Stopped("stopped")
+
+    def stop_once_both_run() -> None:
+        for _ in range(2):
+            assert started.acquire(timeout=30)
+        stopping.set()
+
+    monkeypatch.setattr(studies, "run_trial", until_stopped)
+    stopper = threading.Thread(target=stop_once_both_run)
+    stopper.start()
+    with pytest.raises(Stopped):
+        studies.run(sweep, workers=2, stopping=stopping)
+    stopper.join()
+    study = studies.study_of(sweep)
+    stopped = study.get_trials(states=(optuna.trial.TrialState.FAIL,))
+    assert len(stopped) == 2 and len(studies.failed_pairs(study)) == 2  # named: the next invocation queues them
+    assert not study.get_trials(states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.RUNNING))
+
+    ran = []
+    monkeypatch.setattr(studies, "run_trial", lambda command, logdir, *args, **kwargs: ran.append(logdir.name) or 0.5)
+    study = studies.run(sweep)
+    assert sorted(ran) == [f"seed-{seed}" for seed in range(4)] and len(studies.finished_pairs(study)) == 4
