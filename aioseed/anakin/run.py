@@ -88,18 +88,22 @@ def train(config: LearnerConfig, envs: int, run: object | None = None) -> dict[s
     started = last_log = time.perf_counter()
     logged_frames, reason = frames, None
     history: list[tuple[float, int]] = []
+    first_frames: float | None = None
     while reason is None:
         anakin.agent.set_progress(frames)  # the learning-rate and entropy schedules, as the learner's trainer moves them
         metrics = anakin.iterate()
         frames += anakin.frames_per_iteration
         updates += anakin.updates_per_iteration
         now = time.perf_counter()
+        first_frames = now if first_frames is None else first_frames  # after the first iteration (and its compile)
         mean_return = anakin.mean_return()
         if stop.at_return is not None and anakin.episodes >= config.return_window and mean_return >= stop.at_return:
             reason = "return"
         elif stop.after_frames is not None and frames >= stop.after_frames:
             reason = "frames"
         elif stop.after_seconds is not None and now - started >= stop.after_seconds:
+            reason = "time"
+        elif stop.after_training_seconds is not None and now - first_frames >= stop.after_training_seconds:
             reason = "time"
         report = reason is not None or now - last_log >= config.log_every_s
         if summaries is not None:  # every iteration: a seed's curve is the same points on every run

@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from aioseed.bench.atari import components, compute_bound, measure
+from aioseed.bench.atari import components, compute_bound
 from aioseed.bench.children import ended, reported
 from aioseed.bench.config import ArchitecturesBench, atari_run, cartpole_run
 from aioseed.commands.run import RunConfig

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from aioseed.algos.agent import Agent, zero_state
+from aioseed.bench.children import ChildFailed
 from aioseed.bench.config import AtariBench
 from aioseed.bench.spawned import run_in_process, timed_history
 from aioseed.commands.run import RunConfig
@@ -44,12 +45,16 @@ def measure(run: RunConfig, warmup_s: float, seconds: float) -> dict[str, float]
     """Trains ``run`` in a spawned process for ``warmup_s + seconds``; frames/s and the rest over the last
     ``seconds``. Nothing is written (no logdir: a measured run neither resumes nor leaves a run behind) and
     no console is served."""
-    stop = StopConfig(after_seconds=warmup_s + seconds)
+    stop = StopConfig(after_training_seconds=warmup_s + seconds)  # the warm-up counts from the first frames
     learner = dataclasses.replace(run.learner, stop=stop, logdir=None, console=ConsoleConfig(enabled=False))
     points = timed_history(run_in_process(dataclasses.replace(run, learner=learner), warmup_s + seconds))
     start_at = points[-1]["time"] - seconds
     window = [p for p in points if p["time"] >= start_at]
     first, last = window[0], window[-1]
+    if last["charts/frames"] <= first["charts/frames"]:
+        raise ChildFailed(
+            f"the run trained no frames in its {seconds:g} s hold after a {warmup_s:g} s warm-up from its first frames"
+        )
     frames_per_s = (last["charts/frames"] - first["charts/frames"]) / (last["time"] - first["time"])
     batches = [p["batcher/batch_size"] for p in window if p["batcher/batches"] > 0]
     result = {
@@ -91,9 +96,9 @@ def synthetic_batch(agent: Agent, spec: EnvSpec, unroll_length: int, batch_size:
 
 def components(run: RunConfig, mean_batch: float, seconds: float) -> dict[str, float]:
     """Each part of ``run`` alone in this process, in core-ms per agent step: its envs stepped together
-    (random actions), inference at ``mean_batch`` rows and the train step at its ``[burn_in + T + 1, B]``
-    shape, in the run's precision; each timed for ``seconds``. A replay's train step counts ``replay_ratio``
-    times per stored step (each is sampled that often)."""
+    (random actions), inference at ``mean_batch`` rows (NaN, where none was seen, as in IMPALA mode: an actor's
+    envs) and the train step at its ``[burn_in + T + 1, B]`` shape, in the run's precision; each timed for
+    ``seconds``. A replay's train step counts ``replay_ratio`` times per stored step (each is sampled that often)."""
     from aioseed.algos.replicas import Replicas
     from aioseed.compose.learner import build_agent, learner_specs
     from aioseed.compose.sources import replay_settings
@@ -115,7 +120,7 @@ def components(run: RunConfig, mean_batch: float, seconds: float) -> dict[str, f
     envs.close()
 
     agent = build_agent(config, spec, Replicas())
-    batch = max(1, round(mean_batch))
+    batch = max(1, round(mean_batch)) if math.isfinite(mean_batch) else run.envs_per_actor  # NaN: IMPALA mode's actors infer their own envs
     observations = rng.integers(0, 255, (batch, *spec.observation_shape), dtype=np.uint8)
     state = zero_state(agent.state_columns(), batch)
     infer_cost, _ = core_seconds(lambda: (agent.infer(observations, state), batch)[1], seconds)
@@ -129,6 +134,7 @@ def components(run: RunConfig, mean_batch: float, seconds: float) -> dict[str, f
         "env_core_ms_per_step": env_cost * 1e3,
         "env_steps_per_s_alone": env_rate,
         "inference_core_ms_per_step": infer_cost * 1e3,
+        "inference_batch": batch,
         "train_core_ms_per_step": train_cost * 1e3 * sampled,
     }
 

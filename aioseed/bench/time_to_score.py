@@ -25,12 +25,11 @@ import structlog
 from aioseed.bench.atari import components, compute_bound
 from aioseed.bench.children import ChildFailed
 from aioseed.bench.learning_curve import run_title, write_png
-from aioseed.results.curves import write_csv
 from aioseed.bench.recipe_config import TimeToScoreBench
 from aioseed.commands.run import RunConfig
 from aioseed.compose import config_file
 from aioseed.errors import InvalidInput
-from aioseed.results.curves import CurveTail, Point, reached_and_held
+from aioseed.results.curves import CurveTail, Point, reached_and_held, write_csv
 from aioseed.server.config import ConsoleConfig, StopConfig
 from aioseed.sweep.trial import stop_run
 

@@ -205,7 +205,10 @@ def assemble(
         raise ValueError(f"learner_frame_stack={stack}: the agent sees {agent.spec.observation_shape}, actors send {spec.observation_shape}")
     stats = Stats(config.return_window, config.logdir is not None and config.tensorboard, spec.rows_per_env)
     stop = config.stop
-    stopping = Stopping(stats, at_return=stop.at_return, after_frames=stop.after_frames, after_seconds=stop.after_seconds)
+    stopping = Stopping(
+        stats, at_return=stop.at_return, after_frames=stop.after_frames, after_seconds=stop.after_seconds,
+        after_training_seconds=stop.after_training_seconds,
+    )
     batcher = Batcher(config.batcher)
     unrolls: asyncio.Queue[Unroll] = asyncio.Queue(config.training.queue_capacity)
     running = asyncio.Event()  # cleared while training is paused

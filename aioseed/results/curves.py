@@ -16,6 +16,10 @@ RETURN_TAG = "charts/return"
 EVAL_RETURN_TAG = "charts/eval_return"
 EPISODES_TAG = "charts/episode_returns"
 """The training episodes that ended between two summaries: float64[N, 2] tensors of (frames, return)."""
+CURVE_TAGS = (RETURN_TAG, EVAL_RETURN_TAG, EPISODES_TAG)
+
+Session = dict[str, list[tuple[float, int, Any]]]
+"""One session's event file: (wall_time, step, value) of each tag read."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,17 +34,17 @@ class Point:
     None: the learner's own mean, whose window starts over at each resumed session."""
 
 
-def _session_values(event_file: pathlib.Path, tags: tuple[str, ...]) -> dict[str, list[tuple[float, int, Any]]]:
+def _session_values(event_file: pathlib.Path, tags: tuple[str, ...]) -> Session:
     """(wall_time, step, value) of each of ``tags`` in one event file (one learner session); a tensor
     summary's value is its array, an old-style scalar's a float."""
     from tensorboard.backend.event_processing import event_file_loader
 
-    found: dict[str, list[tuple[float, int, Any]]] = {tag: [] for tag in tags}
+    found: Session = {tag: [] for tag in tags}
     _collect(event_file_loader.EventFileLoader(str(event_file)).Load(), found)
     return found
 
 
-def _collect(events: Iterable[Any], found: dict[str, list[tuple[float, int, Any]]]) -> None:
+def _collect(events: Iterable[Any], found: Session) -> None:
     """Appends (wall_time, step, value) of each of ``found``'s tags in ``events`` to it."""
     from tensorboard.util import tensor_util
 
@@ -54,48 +58,47 @@ def _collect(events: Iterable[Any], found: dict[str, list[tuple[float, int, Any]
 def run_curve(logdir: pathlib.Path, window: int) -> list[Point]:
     """The run's curve, each mean taken over the last ``window`` episodes of the whole run (its sessions'
     included: the learner's own mean starts over at each session)."""
-    tensorboard = logdir / "tensorboard"
-    return over_episodes(read_curve(tensorboard), episode_returns(tensorboard), window)
+    files = sorted((logdir / "tensorboard").glob("events.out.tfevents.*"))
+    return sessions_curve([_session_values(f, CURVE_TAGS) for f in files], window)
+
+
+def sessions_curve(sessions: list[Session], window: int) -> list[Point]:
+    """``run_curve`` of the sessions' values (in session order): ``over_episodes`` of their points and episodes."""
+    return over_episodes(_points(sessions), _episodes(sessions), window)
 
 
 class CurveTail:
-    """The curve of a run's first session, read as it is written: each ``points`` call reads only the
-    events added since the last (a whole read of a long run's file costs about a CPU-second here).
-    ``tags``: scalars kept besides the curve's (``values``)."""
+    """A run's curve, as ``run_curve`` reads it, read as it is written: each ``points`` call reads only the
+    events added since the last, in every session's event file (a whole read of a long run's files costs
+    about a CPU-second here, and grows with the run). ``tags``: scalars kept besides the curve's (``values``)."""
 
     def __init__(self, tensorboard_dir: pathlib.Path, window: int, tags: tuple[str, ...] = ()) -> None:
-        self._directory, self._window = tensorboard_dir, window
-        self._loader: Any = None
-        self._found: dict[str, list[tuple[float, int, Any]]] = {tag: [] for tag in (RETURN_TAG, EPISODES_TAG, *tags)}
+        self._directory, self._window, self._tags = tensorboard_dir, window, (*CURVE_TAGS, *tags)
+        self._loaders: dict[pathlib.Path, Any] = {}
+        self._sessions: dict[pathlib.Path, Session] = {}
 
     @property
     def start(self) -> float | None:
-        """Wall-clock time (seconds since the epoch) of the first row, from which a point's ``seconds``
-        count; None before one is read."""
-        returns = self._found[RETURN_TAG]
+        """Wall-clock time (seconds since the epoch) of the first session's first row, from which a point's
+        ``seconds`` count; None before one is read."""
+        returns = next(iter(self._sessions.values()), {}).get(RETURN_TAG)
         return float(returns[0][0]) if returns else None
 
     def values(self, tag: str) -> list[float]:
-        """The values of one of ``tags`` read so far."""
-        return [float(value) for _, _, value in self._found[tag]]
+        """The values of one of ``tags`` read so far, in session order."""
+        return [float(value) for session in self._sessions.values() for _, _, value in session[tag]]
 
     def points(self) -> list[Point]:
-        """As ``run_curve`` of a one-session run."""
-        if self._loader is None:
-            files = sorted(self._directory.glob("events.out.tfevents.*")) if self._directory.is_dir() else []
-            if not files:
-                return []
-            from tensorboard.backend.event_processing import event_file_loader
+        """As ``run_curve``."""
+        from tensorboard.backend.event_processing import event_file_loader
 
-            self._loader = event_file_loader.EventFileLoader(str(files[0]))
-        _collect(self._loader.Load(), self._found)
-        returns = self._found[RETURN_TAG]
-        if not returns:
-            return []
-        start = returns[0][0]
-        points = [Point(frames, wall_time - start, float(value)) for wall_time, frames, value in returns]
-        episodes = [(int(f), float(r)) for _, _, ended in self._found[EPISODES_TAG] for f, r in ended]
-        return [p for p in over_episodes(points, episodes, self._window) if not math.isnan(p.mean_return)]
+        files = sorted(self._directory.glob("events.out.tfevents.*")) if self._directory.is_dir() else []
+        for path in files:
+            if path not in self._loaders:
+                self._loaders[path] = event_file_loader.EventFileLoader(str(path))
+                self._sessions[path] = {tag: [] for tag in self._tags}
+            _collect(self._loaders[path].Load(), self._sessions[path])
+        return sessions_curve([self._sessions[path] for path in files], self._window)
 
 
 def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:
@@ -104,12 +107,14 @@ def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:
     Where sessions overlap (a resumed session replays the frames after the last
     checkpoint), the later session's points win.
     """
-    if not tensorboard_dir.is_dir():
-        return []
+    files = sorted(tensorboard_dir.glob("events.out.tfevents.*")) if tensorboard_dir.is_dir() else []
+    return _points([_session_values(f, (RETURN_TAG, EVAL_RETURN_TAG)) for f in files])
+
+
+def _points(sessions: list[Session]) -> list[Point]:
     points: list[tuple[float, Point]] = []
     elapsed = 0.0
-    for event_file in sorted(tensorboard_dir.glob("events.out.tfevents.*")):
-        scalars = _session_values(event_file, (RETURN_TAG, EVAL_RETURN_TAG))
+    for scalars in sessions:
         returns = scalars[RETURN_TAG]
         if not returns:
             continue
@@ -145,10 +150,14 @@ def episode_returns(tensorboard_dir: pathlib.Path) -> list[tuple[int, float]]:
     """(frames when it ended, return) of every training episode over all sessions, in the order they
     ended. A resumed session's episodes replace those logged before from the frames of its first episode
     on (the old session's episodes between its last checkpoint and that point stay)."""
+    files = sorted(tensorboard_dir.glob("events.out.tfevents.*"))
+    return _episodes([_session_values(f, (EPISODES_TAG,)) for f in files])
+
+
+def _episodes(sessions: list[Session]) -> list[tuple[int, float]]:
     episodes: list[tuple[int, float]] = []
-    for event_file in sorted(tensorboard_dir.glob("events.out.tfevents.*")):
-        written = _session_values(event_file, (EPISODES_TAG,))[EPISODES_TAG]
-        session = [(int(f), float(r)) for _, _, ended in written for f, r in ended]
+    for written in sessions:
+        session = [(int(f), float(r)) for _, _, ended in written[EPISODES_TAG] for f, r in ended]
         if session:
             episodes = [e for e in episodes if e[0] < session[0][0]] + session
     return episodes

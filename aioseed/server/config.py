@@ -146,12 +146,17 @@ class StopConfig:
     """After this many env frames."""
     after_seconds: float | None = None
     """After this many seconds of serving."""
+    after_training_seconds: float | None = None
+    """After this many seconds from the first env frames: start-up (the actors' processes, TensorFlow's import,
+    their connections) left out, as a benchmark's timed hold wants."""
 
     def __post_init__(self) -> None:
         if self.after_frames is not None and self.after_frames < 1:
             raise ValueError(f"after_frames must be >= 1, got {self.after_frames}")
-        if self.after_seconds is not None and not self.after_seconds > 0:
-            raise ValueError(f"after_seconds must be positive, got {self.after_seconds}")
+        for name in ("after_seconds", "after_training_seconds"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive, got {value}")
 
 
 @dataclasses.dataclass(frozen=True)

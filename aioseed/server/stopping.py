@@ -13,6 +13,9 @@ from aioseed.server.reporting.stats import Stats
 
 log = structlog.get_logger()
 
+TICK_S = 0.05
+"""How often the timer looks for the first frames and its deadline."""
+
 
 class Stopping:
     """Verbs: ``request`` a stop, ``check`` the conditions, ``timer`` (a task), ``wait``.
@@ -27,12 +30,15 @@ class Stopping:
         at_return: float | None = None,
         after_frames: int | None = None,
         after_seconds: float | None = None,
+        after_training_seconds: float | None = None,
     ) -> None:
-        """``at_return``: stop once the mean return over a full window of episodes reaches it."""
+        """``at_return``: stop once the mean return over a full window of episodes reaches it; ``after_seconds`` of
+        serving; ``after_training_seconds`` from the first frames."""
         self._stats = stats
         self._at_return = at_return
         self._after_frames = after_frames
         self._after_seconds = after_seconds
+        self._after_training_seconds = after_training_seconds
         self._event = asyncio.Event()
         self.reason: str | None = None
         """Why the learner stopped: "requested", "frames", "return" or "time"."""
@@ -81,9 +87,19 @@ class Stopping:
             self.request("return")
 
     async def timer(self) -> None:
-        """Stops after ``after_seconds`` of serving (returns at once without that condition)."""
-        if self._after_seconds is None:
+        """Stops after ``after_seconds`` of serving or ``after_training_seconds`` from the first frames, whichever
+        comes first (returns at once without either)."""
+        if self._after_seconds is None and self._after_training_seconds is None:
             return
-        await asyncio.sleep(self._after_seconds)
-        log.info("stop_condition", reason="time", frames=self._stats.frames)
-        self.request("time")
+        serving = time.monotonic()
+        due = math.inf if self._after_seconds is None else serving + self._after_seconds
+        training = self._after_training_seconds
+        while not self._event.is_set():
+            now = time.monotonic()
+            if training is not None and self._stats.frames > 0:  # the first frames, seen within TICK_S
+                due, training = min(due, now + training), None
+            if now >= due:
+                log.info("stop_condition", reason="time", frames=self._stats.frames, serving_s=round(now - serving, 2))
+                self.request("time")
+                return
+            await asyncio.sleep(min(TICK_S, max(due - now, 0.0)))

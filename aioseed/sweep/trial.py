@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import structlog
 import tomli_w
 
-from aioseed.results.curves import Point, run_curve
+from aioseed.results.curves import CurveTail, Point
 from aioseed.results.kept import TRIAL
 
 log = structlog.get_logger()
@@ -77,13 +77,12 @@ def run_trial(
         process = subprocess.Popen(
             argv, stdout=output, stderr=subprocess.STDOUT, preexec_fn=lambda: _die_with_parent(parent), start_new_session=True
         )
+        tail = CurveTail(logdir / "tensorboard", window)  # each poll parses only the events written since the last
         try:
-            step, read = every, -1
+            step = every
             while True:
                 finished = process.poll() is not None
-                written = sum(f.stat().st_size for f in (logdir / "tensorboard").glob("events.out.tfevents.*"))
-                points = run_curve(logdir, window) if written != read else []  # parsed again only once it grew
-                read = written
+                points = tail.points()
                 while points and points[-1].frames >= step:
                     if should_stop(value_at(points, step), step):
                         stop_run(process)
@@ -99,7 +98,7 @@ def run_trial(
                 stop_run(process)
     if process.returncode != 0:
         raise TrialFailed(f"aioseed run exited with status {process.returncode}: see {logdir / 'trial.log'}")
-    points = run_curve(logdir, window)
+    points = tail.points()
     if not points:
         raise TrialFailed(f"the run left no curve under {logdir / 'tensorboard'}: see {logdir / 'trial.log'}")
     return points[-1].mean_return

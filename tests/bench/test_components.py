@@ -35,3 +35,10 @@ def test_components_count_a_replay_step_as_often_as_it_is_sampled() -> None:
     parts = components(run, mean_batch=4, seconds=0.05)
     assert parts["env_core_ms_per_step"] > 0 and parts["inference_core_ms_per_step"] > 0
     assert parts["train_core_ms_per_step"] > 0 and parts["frames_per_step"] == 1
+
+
+def test_inference_is_timed_at_the_actors_envs_where_the_run_saw_no_inference_batch() -> None:
+    """IMPALA mode's learner infers nothing (its holds' mean batch is NaN); its actors infer their own envs."""
+    run = r2d2_cartpole(envs=6)
+    assert components(run, mean_batch=float("nan"), seconds=0.05)["inference_batch"] == 6
+    assert components(run, mean_batch=2.6, seconds=0.05)["inference_batch"] == 3

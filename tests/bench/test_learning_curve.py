@@ -14,9 +14,8 @@ from tensorboard.util import tensor_util
 
 from aioseed.bench.config import Bench, LearningCurveBench
 from aioseed.bench.learning_curve import curve_title, main, summarize, write_png
-from aioseed.results.curves import thinned, write_csv
 from aioseed.cli import parse
-from aioseed.results.curves import read_curve
+from aioseed.results.curves import read_curve, thinned, write_csv
 from aioseed.results.scoring import GOAL_RETURNS, scoring_bins
 
 

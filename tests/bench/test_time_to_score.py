@@ -90,7 +90,7 @@ def test_time_to_score_runs_each_seed_to_the_target_and_aggregates(tmp_path, cap
 
 def test_presets_bench_holds_a_preset_and_an_arm_on_it_and_times_their_parts(capsys) -> None:
     arm = "catch --envs-per-actor 8  --envs-per-message 8"
-    bench = PresetsBench(presets=("catch",), arms=(arm,), seconds=3.0, warmup_s=4.0, component_s=0.2, json=True)
+    bench = PresetsBench(presets=("catch",), arms=(arm,), seconds=3.0, warmup_s=6.0, component_s=0.2, json=True)
     assert presets_main(bench) == 0
     result, other = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert result["preset"] == "catch" and result["env"] == "aioseed/Catch-v0" and result["envs"] == 32

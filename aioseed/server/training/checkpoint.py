@@ -60,8 +60,6 @@ class WarmStart:
     """Which of the agent's checkpoint objects to load (the networks; the optimizer too if asked)."""
 
     def checkpoint_path(self) -> str:
-        import tensorflow as tf
-
         if not self.source.is_dir():
             if not pathlib.Path(f"{self.source}.index").exists():
                 raise MissingFile(f"init checkpoint: no checkpoint at {self.source} (and no directory)")
