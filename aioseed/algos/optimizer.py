@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import keras
@@ -111,6 +112,7 @@ class LearningRateControl:
     base_learning_rate: tf.Variable
     kl_factor: tf.Variable
     _fraction: float = 0.0
+    _current_rate: float = math.nan
 
     def init_learning_rate(
         self, base: float, schedule: ScheduleKind = "constant", frames: int = 0, final_fraction: float = 0.0, target_kl: float | None = None
@@ -149,7 +151,9 @@ class LearningRateControl:
 
     @property
     def current_learning_rate(self) -> float:
-        return float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
+        """The rate in effect, kept as a float where it is set (the learner reads it on its event loop, where a
+        read of the optimizer's variable could wait on the train thread)."""
+        return self._current_rate
 
     def set_learning_rate(self, value: float) -> None:
         if not value > 0:
@@ -165,4 +169,5 @@ class LearningRateControl:
 
     def _apply_learning_rate(self) -> None:
         factor = schedule_factor(self.schedule, self._fraction, self.final_fraction) * float(self.kl_factor.numpy())
-        self.optimizer.learning_rate = self.learning_rate * factor  # assigns the optimizer's variable
+        self._current_rate = self.learning_rate * factor
+        self.optimizer.learning_rate = self._current_rate  # assigns the optimizer's variable

@@ -286,6 +286,8 @@ class Learner:
             if progress is not None:
                 self._trainer.version = progress.train_steps
                 self._stats.restore(progress.frames, progress.train_steps)
+                # The restored rates in effect now (not from the first train step on): the console reads them.
+                await self._trainer.run_between_steps(lambda: self.agent.set_progress(progress.frames))
                 if self._stages.live is not None:  # the settings changed live up to the checkpoint
                     await self._stages.live.resume(progress.train_steps)
             pacing, source = self._stages.pacing, self._stages.source
