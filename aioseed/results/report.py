@@ -19,6 +19,10 @@ from aioseed.results.efficiency import REFERENCE_COLORS, efficiency, plot
 from aioseed.results.runs import Run, ScoreSource, group, logdirs, read_run
 
 
+FEW_RUNS = 5
+"""Runs per task under which a verdict against a reference says how few there were."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ReportConfig:
     """Aggregate scores of runs over tasks and seeds, with stratified-bootstrap confidence intervals."""
@@ -154,8 +158,10 @@ def table(result: dict[str, Any]) -> str:
         dropped = f"  ({setting['dropped_runs']} runs left out to match tasks)" if setting["dropped_runs"] else ""
         lines.append(f"{label:<{width}}  {setting['runs_per_task']:>4}  {cells}{dropped}")
     for label, setting in result["settings"].items():
+        runs = setting["runs_per_task"]
+        few = f" (over {runs} runs: a bootstrap of so few is little more than their spread)" if runs < FEW_RUNS else ""
         for name, compared in setting["references"].items():
-            lines.append(f"{label}: the mean is {compared['mean']}{' with' if compared['mean'] == 'level' else ''} {name}'s {compared['score']:g}")
+            lines.append(f"{label}: the mean is {compared['mean']}{' with' if compared['mean'] == 'level' else ''} {name}'s {compared['score']:g}{few}")
     lines += ["", "runs:"]
     for run in result["runs"]:
         hns = "" if run["hns"] is None else f"  HNS {run['hns']:.3f}"

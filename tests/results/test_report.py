@@ -181,7 +181,7 @@ def test_curves_are_drawn_over_the_frames_every_run_reached_with_a_band_and_refe
         "CleanRL": {"score": 2340.0, "mean": "level"}, "far": {"score": 9000.0, "mean": "below"}, "low": {"score": 100.0, "mean": "above"},
     }
     printed = table(result)
-    assert "the mean is level with CleanRL's 2340" in printed and "the mean is below far's 9000" in printed
+    assert "the mean is level with CleanRL's 2340 (over 3 runs: a bootstrap of so few" in printed and "the mean is below far's 9000" in printed
     assert (tmp_path / "report" / "curves.png").stat().st_size > 1000 and str(tmp_path / "report" / "curves.png") in result["files"]
 
     runs = [read_run(logdir) for logdir in sorted((tmp_path / "sweep").iterdir())]
