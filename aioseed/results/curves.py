@@ -76,13 +76,15 @@ class CurveTail:
         self._directory, self._window, self._tags = tensorboard_dir, window, (*CURVE_TAGS, *tags)
         self._loaders: dict[pathlib.Path, Any] = {}
         self._sessions: dict[pathlib.Path, Session] = {}
+        self._read = -1
+        self._points: list[Point] = []
 
     @property
     def start(self) -> float | None:
-        """Wall-clock time (seconds since the epoch) of the first session's first row, from which a point's
-        ``seconds`` count; None before one is read."""
-        returns = next(iter(self._sessions.values()), {}).get(RETURN_TAG)
-        return float(returns[0][0]) if returns else None
+        """Wall-clock time (seconds since the epoch) of the first row of the first session that wrote one, from
+        which a point's ``seconds`` count; None before one is read."""
+        first = next((returns for session in self._sessions.values() if (returns := session[RETURN_TAG])), None)
+        return float(first[0][0]) if first else None
 
     def values(self, tag: str) -> list[float]:
         """The values of one of ``tags`` read so far, in session order."""
@@ -98,7 +100,10 @@ class CurveTail:
                 self._loaders[path] = event_file_loader.EventFileLoader(str(path))
                 self._sessions[path] = {tag: [] for tag in self._tags}
             _collect(self._loaders[path].Load(), self._sessions[path])
-        return sessions_curve([self._sessions[path] for path in files], self._window)
+        read = sum(len(rows) for session in self._sessions.values() for rows in session.values())
+        if read != self._read:  # the curve again only where events came
+            self._read, self._points = read, sessions_curve([self._sessions[path] for path in files], self._window)
+        return self._points
 
 
 def read_curve(tensorboard_dir: pathlib.Path) -> list[Point]:

@@ -18,7 +18,6 @@ from aioseed.results.atari_scores import reference
 from aioseed.results.efficiency import REFERENCE_COLORS, efficiency, plot
 from aioseed.results.runs import Run, ScoreSource, group, logdirs, read_run
 
-
 FEW_RUNS = 5
 """Runs per task under which a verdict against a reference says how few there were."""
 

@@ -11,11 +11,15 @@ import pathlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+import structlog
+
 from aioseed.compose import config_file
 from aioseed.errors import InvalidInput, MissingFile
 from aioseed.results.curves import Point, episode_returns, over_episodes, read_curve
 from aioseed.results.kept import CURVE, PARTIAL, kept_curve
 from aioseed.tables import flatten
+
+log = structlog.get_logger()
 
 ScoreSource = Literal["auto", "eval", "curve"]
 
@@ -68,15 +72,18 @@ def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str |
         which = f"--protocol {protocol} " if protocol else ""
         raise MissingFile(f"{logdir} has no kept evaluation: run aioseed eval {which}--logdir {logdir}")
     window = int(learner.get("return_window", 100))
-    kept = None if (logdir / "tensorboard").is_dir() else kept_curve(logdir)
-    # The run's last `window` episodes, across resumed sessions (the learner's own mean starts over at each).
-    points = kept or over_episodes(read_curve(logdir / "tensorboard"), episode_returns(logdir / "tensorboard"), window)
     if evaluation is not None:
         described = f"eval {evaluation['protocol']['name']} ({evaluation['episodes']} episodes, {evaluation['policy']})"
+        try:  # for the curves plot only: a run scored by its evaluation needs no readable curve
+            curve, _ = _curve(logdir, window)
+        except (OSError, ValueError) as exc:
+            log.warning("curve_unreadable", logdir=str(logdir), error=str(exc))
+            curve = []
         return Run(
             logdir=logdir, env=evaluation["env"], seed=_seed(seed), score=evaluation["mean_return"], frames=evaluation["frames"],
-            source=described, settings=settings, curve=tuple(points),
+            source=described, settings=settings, curve=tuple(curve),
         )
+    points, kept = _curve(logdir, window)
     if not points:
         raise MissingFile(f"{logdir} has neither a kept evaluation nor a curve (no charts/return in tensorboard/, no {CURVE})")
     last = points[-1]
@@ -85,6 +92,13 @@ def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str |
         logdir=logdir, env=str(learner["env"]), seed=_seed(seed), score=last.mean_return, frames=last.frames, source=described,
         settings=settings, curve=tuple(points),
     )
+
+
+def _curve(logdir: pathlib.Path, window: int) -> tuple[list[Point], bool]:
+    """The run's curve and whether it is a kept one: each mean over the run's last ``window`` episodes, across
+    resumed sessions (the learner's own mean starts over at each)."""
+    kept = None if (logdir / "tensorboard").is_dir() else kept_curve(logdir)
+    return kept or over_episodes(read_curve(logdir / "tensorboard"), episode_returns(logdir / "tensorboard"), window), bool(kept)
 
 
 def _seed(value: Any) -> int | None:

@@ -91,15 +91,15 @@ class Stopping:
         comes first (returns at once without either)."""
         if self._after_seconds is None and self._after_training_seconds is None:
             return
-        serving = time.monotonic()
+        serving, restored = time.monotonic(), self._stats.frames  # a resumed run's frames count from its checkpoint's
         due = math.inf if self._after_seconds is None else serving + self._after_seconds
         training = self._after_training_seconds
         while not self._event.is_set():
             now = time.monotonic()
-            if training is not None and self._stats.frames > 0:  # the first frames, seen within TICK_S
+            if training is not None and self._stats.frames > restored:  # this session's first frames, seen within TICK_S
                 due, training = min(due, now + training), None
             if now >= due:
                 log.info("stop_condition", reason="time", frames=self._stats.frames, serving_s=round(now - serving, 2))
                 self.request("time")
                 return
-            await asyncio.sleep(min(TICK_S, max(due - now, 0.0)))
+            await asyncio.sleep(due - now if training is None else min(TICK_S, max(due - now, 0.0)))

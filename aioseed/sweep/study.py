@@ -22,7 +22,7 @@ import re
 import signal
 import threading
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -88,8 +88,7 @@ def objective(
     seed = trial.suggest_categorical("seed", list(sweep.seeds)) if sweep.sampler == "grid" else (sweep.seeds[0] if fresh else seed)
     trial.set_user_attr("seed", seed)
     trial.set_user_attr("setting", slug)
-    done = _not_duplicates(study, (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
-    _prune_a_duplicate(sweep, study, trial, slug, seed, done)
+    done = _prune_a_duplicate(study, trial, slug, seed)
     if fresh:
         for other in sweep.seeds[1:]:
             study.enqueue_trial(params, user_attrs={"seed": other})
@@ -129,24 +128,29 @@ def objective(
     return value
 
 
-def _prune_a_duplicate(
-    sweep: Sweep, study: optuna.Study, trial: optuna.Trial, slug: str, seed: int, done: list[optuna.trial.FrozenTrial]
-) -> None:
-    """Prunes ``trial``, marked a duplicate, where its pair is ``done`` or another trial trains it now (in its logdir)."""
+def _prune_a_duplicate(study: optuna.Study, trial: optuna.Trial, slug: str, seed: int) -> list[optuna.trial.FrozenTrial]:
+    """Prunes ``trial``, marked a duplicate, where its pair is done or an earlier trial trains it now (in its logdir);
+    else returns the finished trials (duplicates left out). Two trials handed the same pair at once: the later
+    one is pruned, never both. The running trials are read first, so a pair that finishes between the reads is
+    seen as done."""
     import optuna
+    from optuna.trial import TrialState
 
     def same(t: optuna.trial.FrozenTrial) -> bool:
         return t.number != trial.number and t.user_attrs.get("setting") == slug and t.user_attrs.get("seed") == seed
 
+    running = [t for t in _not_duplicates(study, (TrialState.RUNNING,)) if same(t) and t.number < trial.number]
+    done = _not_duplicates(study, (TrialState.COMPLETE, TrialState.PRUNED))
     if any(same(t) for t in done):
         trial.set_user_attr("duplicate", True)  # a sampler came back to a finished pair: its logdir is not run again
         raise optuna.TrialPruned(f"{slug} at seed {seed} is already done")
-    running = [t for t in _not_duplicates(study, (optuna.trial.TrialState.RUNNING,)) if same(t)]
     if running:  # another worker (a thread here, or another sweep) trains it
         trial.set_user_attr("duplicate", True)
-        if sweep.sampler == "grid":  # the grid comes back to a running pair only when none is left unstarted
-            study.stop()
+        sampler = study.sampler
+        if isinstance(sampler, optuna.samplers.GridSampler) and not sampler._get_unvisited_grid_ids(study):
+            study.stop()  # every pair is finished or running: this worker has none left to run
         raise optuna.TrialPruned(f"{slug} at seed {seed} is running in trial {running[0].number}")
+    return done
 
 
 def kept_result(kept: pathlib.Path, table: dict[str, Any]) -> list[Point] | None:
@@ -194,6 +198,8 @@ def study_of(sweep: Sweep) -> optuna.Study:
     RetriesFirst = _grid_sampler()
     storage = RDBStorage(
         sweep.storage, heartbeat_interval=sweep.heartbeat_s, grace_period=2 * sweep.heartbeat_s,
+        # Workers (threads, or sweeps on one machine) write to one SQLite file: wait for its lock, do not fail.
+        engine_kwargs={"connect_args": {"timeout": 60}} if sweep.storage.startswith("sqlite") else None,
         heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=RETRIES, inherit_intermediate_values=True),
     )
     samplers = {
@@ -301,7 +307,7 @@ def run(sweep: Sweep, workers: int = 1, stopping: threading.Event | None = None)
 
     if len(finished_pairs(study)) < total:
         study.optimize(
-            lambda trial: objective(sweep, study, trial, window, stopping),
+            lambda trial: _stopping_all_on_error(objective, stopping)(sweep, study, trial, window, stopping),
             n_trials=total * (RETRIES + 2),  # a bound: failed and repeated trials do not count towards total
             n_jobs=workers,  # threads, each waiting on its trial's run process
             callbacks=[stop_when_done],
@@ -310,13 +316,36 @@ def run(sweep: Sweep, workers: int = 1, stopping: threading.Event | None = None)
     return study
 
 
+def _stopping_all_on_error(objective: Callable[..., float], stopping: threading.Event | None) -> Callable[..., float]:
+    """``objective``, setting ``stopping`` when it raises what ends the optimisation (not a pruned or failed trial):
+    Optuna then waits for the other workers' trials, whose runs must stop rather than train on."""
+    import optuna
+
+    def guarded(*args: Any) -> float:
+        try:
+            return objective(*args)
+        except (optuna.TrialPruned, TrialFailed):
+            raise
+        except BaseException:
+            if stopping is not None:
+                stopping.set()
+            raise
+
+    return guarded
+
+
 @contextlib.contextmanager
-def _stopping_on_signals(stopping: threading.Event) -> Iterator[None]:
-    """SIGINT and SIGTERM set ``stopping`` while the sweep runs: each worker stops its run in order (SIGTERM:
-    checkpoint, exit) and its trial fails, to be queued again by the next invocation."""
+def _stopping_on_signals(stopping: threading.Event, received: list[int]) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stopping`` while the sweep runs (its number goes to ``received``): each worker
+    stops its run in order (SIGTERM: checkpoint, exit) and its trial fails, to be queued again by the next
+    invocation. A second signal ends the sweep at once (the default action), and the runs with it."""
     def stop(signum: int, _: object) -> None:
-        log.warning("sweep_stopping", signal=signal.Signals(signum).name, hint="each running trial's run checkpoints and exits")
-        stopping.set()
+        log.warning("sweep_stopping", signal=signal.Signals(signum).name, hint="each running trial's run checkpoints and exits; a second signal ends them at once")
+        received.append(signum)
+        for each in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(each, signal.SIG_DFL)
+        # Not here: Event.set takes a lock that the interrupted main thread may hold (inside Event.wait).
+        threading.Thread(target=stopping.set, name="sweep-stopping").start()
 
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -332,19 +361,20 @@ def main(config: SweepConfig) -> int:
     from optuna.trial import TrialState
 
     sweep = read_sweep(config.config)
-    stopping = threading.Event()
+    stopping, received = threading.Event(), []
     try:
-        with _stopping_on_signals(stopping):
+        with _stopping_on_signals(stopping, received):
             study = run(sweep, config.workers, stopping)
     except Stopped:
         log.warning("sweep_stopped", study=sweep.name, hint="the running trials' runs checkpointed; run the sweep again to resume them")
-        return 130
+        return 128 + (received[0] if received else signal.SIGINT)
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state == TrialState.COMPLETE]
     failed = failed_pairs(study)
     log.info(
         "sweep_done", study=sweep.name, storage=sweep.storage, complete=len(done),
         pruned=sum(t.state == TrialState.PRUNED and not t.user_attrs.get("duplicate") for t in trials), failed=len(failed),
+        unfinished=total_trials(sweep) - len(finished_pairs(study)),  # failed, or running in another sweep
     )
     for trial in failed:
         log.error("trial_failed", setting=trial.user_attrs["setting"], seed=trial.user_attrs["seed"], logdir=trial.user_attrs.get("logdir"))

@@ -144,3 +144,11 @@ def test_the_tail_reads_only_new_events_and_agrees_with_a_whole_read(tmp_path) -
     writer.close()
     assert [(p.frames, p.mean_return, p.episodes) for p in tail.points()] == [(20, 1.0, 1), (30, 2.0, 2), (40, 6.0, 2)]
     assert tail.points() == run_curve(logdir, 2)
+    # A resumed session (a sweep's retried trial): its own file, replaying frames 30-40 from the checkpoint at 30.
+    resumed = EventFileWriter(str(logdir / "tensorboard"), filename_suffix=".resumed")
+    for event in (row(200.0, 35, 4.0, [[34, 4.0]]), row(203.0, 50, 9.0, [[45, 9.0]])):
+        resumed.add_event(event)
+    resumed.close()
+    assert len(list((logdir / "tensorboard").glob("events.out.tfevents.*"))) == 2
+    assert tail.points() == run_curve(logdir, 2) and tail.start == 100.0
+    assert [(p.frames, p.seconds, p.mean_return) for p in tail.points()][-2:] == [(35, 6.0, 4.5), (50, 9.0, 6.5)]  # episodes 33, 34; 34, 45

@@ -36,3 +36,16 @@ async def test_serving_time_still_stops_first_when_it_comes_first() -> None:
 def test_a_training_time_that_is_not_positive_is_refused() -> None:
     with pytest.raises(ValueError, match="after_training_seconds must be positive, got 0"):
         StopConfig(after_training_seconds=0)
+
+
+async def test_a_resumed_runs_training_time_counts_from_this_sessions_first_frames() -> None:
+    stats = Stats()
+    stats.frames = 5_000  # restored from its checkpoint before the timer starts
+    stopping = Stopping(stats, after_training_seconds=0.1)
+    async with asyncio.TaskGroup() as group:
+        group.create_task(stopping.timer())
+        await asyncio.sleep(0.3)
+        assert not stopping.requested  # no frame of this session yet
+        stats.frames += 8
+        await asyncio.wait_for(stopping.wait(), 5)
+    assert stopping.frames == 5_008
