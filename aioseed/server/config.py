@@ -147,8 +147,9 @@ class StopConfig:
     after_seconds: float | None = None
     """After this many seconds of serving."""
     after_training_seconds: float | None = None
-    """After this many seconds from the first env frames: start-up (the actors' processes, TensorFlow's import,
-    their connections) left out, as a benchmark's timed hold wants."""
+    """After this many seconds from the session's first env frames: start-up (the actors' processes, TensorFlow's
+    import, their connections) left out, as a benchmark's timed hold wants. Anakin counts from the end of its first
+    iteration (its compile left out too)."""
 
     def __post_init__(self) -> None:
         if self.after_frames is not None and self.after_frames < 1:

@@ -23,6 +23,7 @@ async def test_restart_restores_step_counter_and_parameters(running_learner, tmp
         await until(lambda: learner.train_steps >= 20, "20 updates", 3000)
         await until(lambda: list((tmp_path / "checkpoints").glob("ckpt-*.index")), "a periodic checkpoint", 3000)
         task.cancel()
+        await learner.set_learning_rate(1.5e-4)  # as the console sets it
     # the block's end stopped the learner, which wrote a final checkpoint
     steps, frames, mean_return = learner.train_steps, learner.frames, learner.mean_return
     assert np.isfinite(mean_return)  # CartPole's episodes ended
@@ -38,6 +39,7 @@ async def test_restart_restores_step_counter_and_parameters(running_learner, tmp
         for before, after in zip(weights, restored):
             np.testing.assert_array_equal(before, after)
         assert restarted.agent.optimizer.iterations.numpy() == steps
+        assert restarted.agent.current_learning_rate == pytest.approx(1.5e-4)  # in effect before a train step: the console's figure
 
 
 @pytest.mark.parametrize("agent", ["impala", "r2d2"])
