@@ -129,7 +129,12 @@ def group(runs: Sequence[Run], by: Sequence[str] = ()) -> dict[str, list[Run]]:
 
 def _differing(runs: Sequence[Run]) -> list[str]:
     keys = sorted({k for run in runs for k in run.settings})
-    return [k for k in keys if len({json.dumps(run.settings.get(k), sort_keys=True) for run in runs}) > 1]
+    # A key missing from older runs' configs (a field added since) and unset ("None") in newer ones is no setting.
+    return [k for k in keys if len({json.dumps(_unset(run.settings.get(k)), sort_keys=True) for run in runs}) > 1]
+
+
+def _unset(value: Any) -> Any:
+    return None if value == "None" else value
 
 
 def _key(runs: Sequence[Run], name: str) -> str:

@@ -201,3 +201,15 @@ def test_a_reference_that_is_not_name_equals_score_is_refused_in_one_line(capsys
     with pytest.raises(SystemExit) as exited:
         main(["report", "somewhere", "--reference", "CleanRL=lots"])
     assert exited.value.code == 2 and "--reference 'CleanRL=lots': give NAME=SCORE" in " ".join(capsys.readouterr().err.replace("│", " ").split())
+
+
+def test_a_config_key_added_since_older_runs_and_unset_in_newer_ones_names_no_setting(tmp_path) -> None:
+    import tomli_w
+
+    from aioseed.results.runs import group, read_run
+
+    older, newer = (a_run(tmp_path, name, "aioseed/Catch-v0", seed, 1e-3, [0.5]) for seed, name in enumerate(("older", "newer")))
+    table = config_file.read(older / "config.toml")
+    del table["learner"]["stop"]["after_training_seconds"]  # written before the field existed
+    (older / "config.toml").write_text(tomli_w.dumps(table))
+    assert list(group([read_run(older), read_run(newer)])) == ["all runs"]
