@@ -84,7 +84,7 @@ def _interpolated(run: Run, frames: np.ndarray, normalized: bool) -> np.ndarray:
 
 def plot(curves: Mapping[str, Curves], data: Scores, references: Sequence[Reference], path: str) -> None:
     """Writes the settings' curves to ``path``: each aggregate with its band, over its runs' own curves (one
-    task) or alone (several), and each reference as a dashed line."""
+    task) or alone (several), and each reference as a dotted line."""
     import matplotlib
 
     matplotlib.use("Agg")

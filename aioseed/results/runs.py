@@ -15,7 +15,7 @@ import structlog
 
 from aioseed.compose import config_file
 from aioseed.errors import InvalidInput, MissingFile
-from aioseed.results.curves import Point, episode_returns, over_episodes, read_curve
+from aioseed.results.curves import Point, run_curve
 from aioseed.results.kept import CURVE, PARTIAL, kept_curve
 from aioseed.tables import flatten
 
@@ -98,7 +98,7 @@ def _curve(logdir: pathlib.Path, window: int) -> tuple[list[Point], bool]:
     """The run's curve and whether it is a kept one: each mean over the run's last ``window`` episodes, across
     resumed sessions (the learner's own mean starts over at each)."""
     kept = None if (logdir / "tensorboard").is_dir() else kept_curve(logdir)
-    return kept or over_episodes(read_curve(logdir / "tensorboard"), episode_returns(logdir / "tensorboard"), window), bool(kept)
+    return kept or run_curve(logdir, window), bool(kept)  # run_curve reads each event file once
 
 
 def _seed(value: Any) -> int | None:
