@@ -31,18 +31,24 @@ def _drop_hidden(logger: Any, method: str, event: MutableMapping[str, Any]) -> M
     return event
 
 
+_PROCESSORS: list[Any] = [
+    _drop_hidden,
+    structlog.contextvars.merge_contextvars,
+    structlog.processors.add_log_level,
+    structlog.processors.TimeStamper(fmt="%H:%M:%S"),
+    structlog.processors.format_exc_info,
+    structlog.dev.ConsoleRenderer(colors=False, pad_event_to=0, pad_level=False),
+]
+"""One list for every ``configure``: a logger cached on first use keeps the list it was built with, so a
+second ``configure`` (a command run in-process) must not hand newer loggers another one. structlog's
+``capture_logs`` edits the configured list in place and relies on that."""
+
+
 def configure(level: str = "info") -> None:
     """Routes structlog events to stderr as ``time level event key=value``."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     structlog.configure(
-        processors=[
-            _drop_hidden,
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="%H:%M:%S"),
-            structlog.processors.format_exc_info,
-            structlog.dev.ConsoleRenderer(colors=False, pad_event_to=0, pad_level=False),
-        ],
+        processors=_PROCESSORS,
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelNamesMapping()[level.upper()]),
         logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),
         cache_logger_on_first_use=True,
