@@ -22,6 +22,7 @@ import re
 import signal
 import threading
 import tomllib
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -196,12 +197,14 @@ def study_of(sweep: Sweep) -> optuna.Study:
 
     sweep.directory.mkdir(parents=True, exist_ok=True)
     RetriesFirst = _grid_sampler()
-    storage = RDBStorage(
-        sweep.storage, heartbeat_interval=sweep.heartbeat_s, grace_period=2 * sweep.heartbeat_s,
-        # Workers (threads, or sweeps on one machine) write to one SQLite file: wait for its lock, do not fail.
-        engine_kwargs={"connect_args": {"timeout": 60}} if sweep.storage.startswith("sqlite") else None,
-        heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=RETRIES, inherit_intermediate_values=True),
-    )
+    with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna 4; the sweep relies on them knowingly
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        storage = RDBStorage(
+            sweep.storage, heartbeat_interval=sweep.heartbeat_s, grace_period=2 * sweep.heartbeat_s,
+            # Workers (threads, or sweeps on one machine) write to one SQLite file: wait for its lock, do not fail.
+            engine_kwargs={"connect_args": {"timeout": 60}} if sweep.storage.startswith("sqlite") else None,
+            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=RETRIES, inherit_intermediate_values=True),
+        )
     samplers = {
         "grid": lambda: RetriesFirst({**{k: list(v) for k, v in sweep.grid.items()}, "seed": list(sweep.seeds)}, seed=0),
         "random": lambda: optuna.samplers.RandomSampler(seed=0),
