@@ -34,7 +34,8 @@ from aioseed.errors import InvalidInput, UserError
 from aioseed.results.curves import Point
 from aioseed.results.kept import TRIAL, keep, kept_curve
 from aioseed.sweep.config import Sweep, SweepConfig, read_sweep
-from aioseed.sweep.trial import Pruned, Stopped, TrialFailed, command, run_trial, write_config
+from aioseed.sweep.pairs import duplicate, failed_pairs, finished_pairs, prune_a_duplicate
+from aioseed.sweep.trial import Pruned, Stopped, TrialFailed, claim, command, run_trial, write_config
 from aioseed.tables import merged, nested
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def objective(
     seed = trial.suggest_categorical("seed", list(sweep.seeds)) if sweep.sampler == "grid" else (sweep.seeds[0] if fresh else seed)
     trial.set_user_attr("seed", seed)
     trial.set_user_attr("setting", slug)
-    done = _prune_a_duplicate(study, trial, slug, seed)
+    done = prune_a_duplicate(study, trial, slug, seed)
     if fresh:
         for other in sweep.seeds[1:]:
             study.enqueue_trial(params, user_attrs={"seed": other})
@@ -106,19 +107,22 @@ def objective(
         trial.set_user_attr("logdir", str(kept))
         log.info("trial_kept", trial=trial.number, setting=slug, seed=seed, kept=str(kept), mean_return=round(points[-1].mean_return, 4))
         return points[-1].mean_return
-    trial.set_user_attr("logdir", str(logdir))
-    config = write_config(logdir, table)
-    log.info("trial_started", trial=trial.number, setting=slug, seed=seed, logdir=str(logdir))
+    with claim(logdir) as mine:
+        if not mine:  # a worker on this machine (a thread, or another sweep) trains it: the records missed it
+            duplicate(study, trial, f"{slug} at seed {seed} is running in {logdir} (claimed by another worker)")
+        trial.set_user_attr("logdir", str(logdir))
+        config = write_config(logdir, table)
+        log.info("trial_started", trial=trial.number, setting=slug, seed=seed, logdir=str(logdir))
 
-    def report(value: float, frames: int) -> bool:
-        trial.report(value, frames)
-        return trial.should_prune()
+        def report(value: float, frames: int) -> bool:
+            trial.report(value, frames)
+            return trial.should_prune()
 
-    try:
-        value = run_trial(command(sweep.preset, config), logdir, sweep.report_every_frames, report, window, stopping)
-    except Pruned as stopped:
-        log.info("trial_pruned", trial=trial.number, setting=slug, seed=seed, frames=stopped.frames)
-        raise optuna.TrialPruned(str(stopped)) from None
+        try:
+            value = run_trial(command(sweep.preset, config), logdir, sweep.report_every_frames, report, window, stopping)
+        except Pruned as stopped:
+            log.info("trial_pruned", trial=trial.number, setting=slug, seed=seed, frames=stopped.frames)
+            raise optuna.TrialPruned(str(stopped)) from None
     log.info("trial_finished", trial=trial.number, setting=slug, seed=seed, mean_return=round(value, 4))
     if kept is not None:
         try:
@@ -127,31 +131,6 @@ def objective(
         except (OSError, UserError) as exc:  # the trial stands; its logdir holds the run
             log.error("trial_not_kept", trial=trial.number, setting=slug, seed=seed, kept=str(kept), error=str(exc))
     return value
-
-
-def _prune_a_duplicate(study: optuna.Study, trial: optuna.Trial, slug: str, seed: int) -> list[optuna.trial.FrozenTrial]:
-    """Prunes ``trial``, marked a duplicate, where its pair is done or an earlier trial trains it now (in its logdir);
-    else returns the finished trials (duplicates left out). Two trials handed the same pair at once: the later
-    one is pruned, never both. The running trials are read first, so a pair that finishes between the reads is
-    seen as done."""
-    import optuna
-    from optuna.trial import TrialState
-
-    def same(t: optuna.trial.FrozenTrial) -> bool:
-        return t.number != trial.number and t.user_attrs.get("setting") == slug and t.user_attrs.get("seed") == seed
-
-    running = [t for t in _not_duplicates(study, (TrialState.RUNNING,)) if same(t) and t.number < trial.number]
-    done = _not_duplicates(study, (TrialState.COMPLETE, TrialState.PRUNED))
-    if any(same(t) for t in done):
-        trial.set_user_attr("duplicate", True)  # a sampler came back to a finished pair: its logdir is not run again
-        raise optuna.TrialPruned(f"{slug} at seed {seed} is already done")
-    if running:  # another worker (a thread here, or another sweep) trains it
-        trial.set_user_attr("duplicate", True)
-        sampler = study.sampler
-        if isinstance(sampler, optuna.samplers.GridSampler) and not sampler._get_unvisited_grid_ids(study):
-            study.stop()  # every pair is finished or running: this worker has none left to run
-        raise optuna.TrialPruned(f"{slug} at seed {seed} is running in trial {running[0].number}")
-    return done
 
 
 def kept_result(kept: pathlib.Path, table: dict[str, Any]) -> list[Point] | None:
@@ -265,31 +244,6 @@ def total_trials(sweep: Sweep) -> int:
     return (settings if sweep.grid else sweep.trials) * len(sweep.seeds)
 
 
-def finished_pairs(study: optuna.Study) -> set[tuple[str, int]]:
-    """(setting, seed) of every trial complete or pruned, duplicates counted once."""
-    from optuna.trial import TrialState
-
-    done = _not_duplicates(study, (TrialState.COMPLETE, TrialState.PRUNED))
-    return {(t.user_attrs["setting"], t.user_attrs["seed"]) for t in done if "setting" in t.user_attrs}
-
-
-def _not_duplicates(study: optuna.Study, states: tuple[optuna.trial.TrialState, ...]) -> list[optuna.trial.FrozenTrial]:
-    """The trials in ``states``, less those pruned as another's duplicate (they say nothing of their pair)."""
-    return [t for t in study.get_trials(deepcopy=False, states=states) if not t.user_attrs.get("duplicate")]
-
-
-def failed_pairs(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    """One failed trial per (setting, seed) that has no finished twin."""
-    from optuna.trial import TrialState
-
-    finished, found = finished_pairs(study), {}
-    for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
-        pair = (t.user_attrs.get("setting"), t.user_attrs.get("seed"))
-        if "setting" in t.user_attrs and pair not in finished:
-            found[pair] = t
-    return list(found.values())
-
-
 def run(sweep: Sweep, workers: int = 1, stopping: threading.Event | None = None) -> optuna.Study:
     """Runs the study's remaining trials here, ``workers`` at a time, until every (setting, seed) is complete or
     pruned (counting those other machines ran). Trials that failed in an earlier invocation are queued
@@ -308,20 +262,26 @@ def run(sweep: Sweep, workers: int = 1, stopping: threading.Event | None = None)
         if len(finished_pairs(study)) >= total:
             study.stop()
 
+    errors: list[BaseException] = []
     if len(finished_pairs(study)) < total:
         study.optimize(
-            lambda trial: _stopping_all_on_error(objective, stopping)(sweep, study, trial, window, stopping),
+            lambda trial: _stopping_all_on_error(objective, stopping, errors)(sweep, study, trial, window, stopping),
             n_trials=total * (RETRIES + 2),  # a bound: failed and repeated trials do not count towards total
             n_jobs=workers,  # threads, each waiting on its trial's run process
             callbacks=[stop_when_done],
             catch=(TrialFailed,),
         )
+    if errors:  # Optuna drops a trial's error once it has stopped handing out trials (the study stopped): not here
+        raise errors[0]
     return study
 
 
-def _stopping_all_on_error(objective: Callable[..., float], stopping: threading.Event | None) -> Callable[..., float]:
-    """``objective``, setting ``stopping`` when it raises what ends the optimisation (not a pruned or failed trial):
-    Optuna then waits for the other workers' trials, whose runs must stop rather than train on."""
+def _stopping_all_on_error(
+    objective: Callable[..., float], stopping: threading.Event | None, errors: list[BaseException]
+) -> Callable[..., float]:
+    """``objective``, setting ``stopping`` when it raises what ends the optimisation (not a pruned or failed trial),
+    and adding the error to ``errors``: Optuna then waits for the other workers' trials, whose runs must stop
+    rather than train on."""
     import optuna
 
     def guarded(*args: Any) -> float:
@@ -329,7 +289,8 @@ def _stopping_all_on_error(objective: Callable[..., float], stopping: threading.
             return objective(*args)
         except (optuna.TrialPruned, TrialFailed):
             raise
-        except BaseException:
+        except BaseException as exc:
+            errors.append(exc)
             if stopping is not None:
                 stopping.set()
             raise
@@ -342,13 +303,17 @@ def _stopping_on_signals(stopping: threading.Event, received: list[int]) -> Iter
     """SIGINT and SIGTERM set ``stopping`` while the sweep runs (its number goes to ``received``): each worker
     stops its run in order (SIGTERM: checkpoint, exit) and its trial fails, to be queued again by the next
     invocation. A second signal ends the sweep at once (the default action), and the runs with it."""
-    def stop(signum: int, _: object) -> None:
+    def stopped(signum: int) -> None:
         log.warning("sweep_stopping", signal=signal.Signals(signum).name, hint="each running trial's run checkpoints and exits; a second signal ends them at once")
+        stopping.set()
+
+    def stop(signum: int, _: object) -> None:
         received.append(signum)
         for each in (signal.SIGINT, signal.SIGTERM):
             signal.signal(each, signal.SIG_DFL)
-        # Not here: Event.set takes a lock that the interrupted main thread may hold (inside Event.wait).
-        threading.Thread(target=stopping.set, name="sweep-stopping").start()
+        # Not here: Event.set takes a lock that the interrupted main thread may hold (inside Event.wait), and a
+        # log line writes to stderr, which the main thread may be writing to.
+        threading.Thread(target=stopped, args=(signum,), name="sweep-stopping").start()
 
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -374,11 +339,17 @@ def main(config: SweepConfig) -> int:
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state == TrialState.COMPLETE]
     failed = failed_pairs(study)
+    unfinished = total_trials(sweep) - len(finished_pairs(study))  # failed, or running in another sweep
     log.info(
         "sweep_done", study=sweep.name, storage=sweep.storage, complete=len(done),
         pruned=sum(t.state == TrialState.PRUNED and not t.user_attrs.get("duplicate") for t in trials), failed=len(failed),
-        unfinished=total_trials(sweep) - len(finished_pairs(study)),  # failed, or running in another sweep
+        unfinished=unfinished,
     )
+    if unfinished > len(failed):
+        log.warning(
+            "sweep_unfinished", running_elsewhere=unfinished - len(failed),
+            hint="their trials run in another sweep, or ran in one killed under a minute ago (their heartbeat not yet stale): run the sweep again",
+        )
     for trial in failed:
         log.error("trial_failed", setting=trial.user_attrs["setting"], seed=trial.user_attrs["seed"], logdir=trial.user_attrs.get("logdir"))
     if config.report and done:
@@ -387,5 +358,5 @@ def main(config: SweepConfig) -> int:
         keys = tuple(sweep.keys)
         result = report(ReportConfig(runs=tuple(pathlib.Path(t.user_attrs["logdir"]) for t in done), group_by=keys, out=sweep.directory / "report"))
         sys.stdout.write(table(result))
-    return 1 if failed else 0
+    return 1 if unfinished else 0
 

@@ -3,14 +3,16 @@ and handed to the pruner, stopped in order (SIGTERM: checkpoint, then exit) when
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import os
 import pathlib
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import structlog
 import tomli_w
@@ -53,6 +55,21 @@ def write_config(logdir: pathlib.Path, table: dict) -> pathlib.Path:
     path = logdir / TRIAL
     path.write_text(tomli_w.dumps({"command": "run", **table}))
     return path
+
+
+@contextlib.contextmanager
+def claim(logdir: pathlib.Path) -> Iterator[bool]:
+    """Whether this worker holds LOGDIR, for as long as the block runs: an exclusive ``flock`` on LOGDIR/.claim, so
+    that two workers on one machine (threads, or sweeps) never train one logdir at once. The kernel lets go when
+    the file is closed or the process dies; the run's process does not inherit it."""
+    logdir.mkdir(parents=True, exist_ok=True)
+    with open(logdir / ".claim", "ab") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
 
 
 def value_at(points: Sequence[Point], frames: int) -> float:

@@ -233,3 +233,83 @@ def test_a_stopped_sweep_stops_every_running_trial_and_the_next_runs_them_again(
     monkeypatch.setattr(studies, "run_trial", lambda command, logdir, *args, **kwargs: ran.append(logdir.name) or 0.5)
     study = studies.run(sweep)
     assert sorted(ran) == [f"seed-{seed}" for seed in range(4)] and len(studies.finished_pairs(study)) == 4
+
+
+def test_a_logdir_claimed_by_another_worker_is_not_run_and_the_trial_is_a_duplicate(tmp_path, monkeypatch) -> None:
+    """The records can miss a twin (the later trial wrote its pair before the earlier one did, and the earlier one
+    ignores later trials): the claim on the logdir is what keeps one pair from training twice at once."""
+    from aioseed.sweep import study as studies
+    from aioseed.sweep.trial import claim
+
+    sweep = a_sweep(tmp_path)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    trial = study.ask()
+    trial.set_user_attr("setting", "learning_rate-0.001")
+    trial.set_user_attr("seed", 4)
+    ran = []
+    monkeypatch.setattr(studies, "run_trial", lambda command, logdir, *args: ran.append(logdir.name) or 0.5)
+    logdir = tmp_path / "trials" / "learning_rate-0.001" / "seed-4"
+    with claim(logdir) as mine:
+        assert mine
+        with claim(logdir) as also_mine:
+            assert not also_mine  # another open of the file: another thread's, or another process's
+        with pytest.raises(optuna.TrialPruned, match="claimed by another worker"):
+            studies.objective(sweep, study, trial)
+    assert ran == [] and trial.user_attrs["duplicate"]
+    with claim(logdir) as mine:
+        assert mine  # let go when the block ended
+    retry = study.ask()
+    for key, value in (("setting", "learning_rate-0.001"), ("seed", 4)):
+        retry.set_user_attr(key, value)
+    assert studies.objective(sweep, study, retry) == 0.5 and ran == ["seed-4"]
+
+
+def test_an_error_raised_after_the_study_stopped_handing_out_trials_still_ends_the_sweep(tmp_path, monkeypatch) -> None:
+    """Once a worker finds every pair finished or running it stops the study, and Optuna no longer reads the
+    results of the trials still running: a trial stopped by a signal then must still stop the sweep (exit 130),
+    not end it as if done."""
+    import threading
+    import time
+
+    from aioseed.sweep import study as studies
+    from aioseed.sweep.trial import Stopped
+
+    sweep, stopping = a_grid(tmp_path, seeds=2), threading.Event()
+
+    def training(command, logdir, every, report, window, stopping=None) -> float:
+        if logdir.name == "seed-0":
+            return 0.5
+        study = studies.study_of(sweep)
+        while not any(t.user_attrs.get("duplicate") for t in study.get_trials(states=(optuna.trial.TrialState.PRUNED,))):
+            time.sleep(0.05)  # the other worker, handed this running pair, stops the study
+        time.sleep(0.5)  # and its loop ends
+        raise Stopped("stopped")
+
+    monkeypatch.setattr(studies, "run_trial", training)
+    with pytest.raises(Stopped):
+        studies.run(sweep, workers=2, stopping=stopping)
+    assert stopping.is_set()
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage:UserWarning")  # the other sweep's trial, asked by hand
+def test_a_sweep_that_leaves_a_pair_running_in_another_sweep_says_so_and_exits_1(tmp_path, monkeypatch) -> None:
+    """A pair whose trial is recorded running (another sweep's, or a killed one's whose heartbeat is not yet stale)
+    is not run here: the sweep does the rest and exits 1, naming what is left, not 0 as if all were done."""
+    from structlog.testing import capture_logs
+
+    from aioseed.sweep import study as studies
+    from aioseed.sweep.config import SweepConfig
+
+    sweep = a_grid(tmp_path, seeds=2)
+    elsewhere = studies.study_of(sweep).ask()
+    elsewhere.suggest_categorical("learner.impala.learning_rate", [0.001])
+    seed = elsewhere.suggest_categorical("seed", [0, 1])
+    elsewhere.set_user_attr("setting", "learning_rate-0.001")
+    elsewhere.set_user_attr("seed", seed)
+    ran = []
+    monkeypatch.setattr(studies, "run_trial", lambda command, logdir, *args, **kwargs: ran.append(logdir.name) or 0.5)
+    with capture_logs() as logs:
+        assert studies.main(SweepConfig(config=tmp_path / "sweep.toml", report=False)) == 1
+    assert ran == [f"seed-{1 - seed}"]
+    [unfinished] = [entry for entry in logs if entry["event"] == "sweep_unfinished"]
+    assert unfinished["running_elsewhere"] == 1
