@@ -62,7 +62,8 @@ class ReportConfig:
 
 
 def report(config: ReportConfig) -> dict[str, Any]:
-    runs = [read_run(logdir, config.source, config.protocol) for logdir in logdirs(config.runs)]
+    # The curves are drawn only where the report is written.
+    runs = [read_run(logdir, config.source, config.protocol, curve=config.out is not None) for logdir in logdirs(config.runs)]
     groups = group(runs, config.group_by)
     data = scores(groups)
     estimates = intervals(data, config.reps, config.seed)

@@ -57,9 +57,10 @@ def logdirs(paths: Iterable[pathlib.Path]) -> list[pathlib.Path]:
     return sorted(set(found))
 
 
-def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str | None = None) -> Run:
+def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str | None = None, curve: bool = True) -> Run:
     """The run in ``logdir``, scored by its newest kept evaluation (of ``protocol``, if given) or, where
-    ``source`` allows or none is kept, by the last point of its curve."""
+    ``source`` allows or none is kept, by the last point of its curve. ``curve=False``: a run scored by its
+    evaluation is read without its curve (parsing its event files takes seconds on a long run)."""
     table = config_file.read(logdir / "config.toml")
     table.pop(config_file.PROVENANCE, None)
     table.pop("command", None)
@@ -74,14 +75,14 @@ def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str |
     window = int(learner.get("return_window", 100))
     if evaluation is not None:
         described = f"eval {evaluation['protocol']['name']} ({evaluation['episodes']} episodes, {evaluation['policy']})"
+        points: list[Point] = []
         try:  # for the curves plot only: a run scored by its evaluation needs no readable curve
-            curve, _ = _curve(logdir, window)
+            points = _curve(logdir, window)[0] if curve else []
         except (OSError, ValueError) as exc:
             log.warning("curve_unreadable", logdir=str(logdir), error=str(exc))
-            curve = []
         return Run(
             logdir=logdir, env=evaluation["env"], seed=_seed(seed), score=evaluation["mean_return"], frames=evaluation["frames"],
-            source=described, settings=settings, curve=tuple(curve),
+            source=described, settings=settings, curve=tuple(points),
         )
     points, kept = _curve(logdir, window)
     if not points:

@@ -213,3 +213,15 @@ def test_a_config_key_added_since_older_runs_and_unset_in_newer_ones_names_no_se
     del table["learner"]["stop"]["after_training_seconds"]  # written before the field existed
     (older / "config.toml").write_text(tomli_w.dumps(table))
     assert list(group([read_run(older), read_run(newer)])) == ["all runs"]
+
+
+def test_a_run_scored_by_its_evaluation_has_its_curve_read_only_where_the_report_draws_curves(tmp_path) -> None:
+    from structlog.testing import capture_logs
+
+    logdir = a_run(tmp_path / "runs", "evaluated", "aioseed/Catch-v0", 0, 1e-3, [0.5])
+    (logdir / "curve.csv").write_text("frames,seconds,mean_return,eval_return\n40,1.0,half,\n")  # unreadable
+    for out in (None, tmp_path / "report"):
+        with capture_logs() as logs:
+            result = report(ReportConfig(runs=(tmp_path / "runs",), out=out))
+        assert [run["score"] for run in result["runs"]] == [0.5]
+        assert [e["event"] for e in logs if e["event"] == "curve_unreadable"] == ([] if out is None else ["curve_unreadable"])
