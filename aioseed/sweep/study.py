@@ -17,6 +17,7 @@ is done: a sweep can be carried on elsewhere with only those results, and its re
 from __future__ import annotations
 
 import contextlib
+import logging
 import pathlib
 import re
 import signal
@@ -251,6 +252,8 @@ def run(sweep: Sweep, workers: int = 1, stopping: threading.Event | None = None)
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    for handler in logging.getLogger("optuna").handlers:
+        handler.addFilter(_without_own_traceback)
     window = check(sweep)
     study = study_of(sweep)
     check_unchanged(sweep, study)
@@ -274,6 +277,14 @@ def run(sweep: Sweep, workers: int = 1, stopping: threading.Event | None = None)
     if errors:  # Optuna drops a trial's error once it has stopped handing out trials (the study stopped): not here
         raise errors[0]
     return study
+
+
+def _without_own_traceback(record: logging.LogRecord) -> bool:
+    """Optuna logs a failed trial with its traceback. For the sweep's own exceptions (a run stopped in order, or one
+    that failed, whose message names its trial.log) the line says it all: a traceback reads as a crash."""
+    if record.exc_info and isinstance(record.exc_info[1], (Stopped, TrialFailed)):
+        record.exc_info, record.exc_text = None, None
+    return True
 
 
 def _stopping_all_on_error(

@@ -313,3 +313,29 @@ def test_a_sweep_that_leaves_a_pair_running_in_another_sweep_says_so_and_exits_1
     assert ran == [f"seed-{1 - seed}"]
     [unfinished] = [entry for entry in logs if entry["event"] == "sweep_unfinished"]
     assert unfinished["running_elsewhere"] == 1
+
+
+def test_a_failed_or_stopped_trial_is_one_line_from_optuna_not_a_traceback(tmp_path, monkeypatch) -> None:
+    import logging
+
+    from aioseed.sweep import study as studies
+    from aioseed.sweep.trial import TrialFailed
+
+    records: list[logging.LogRecord] = []
+
+    class Kept(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    def failing(command, logdir, every, report, window, stopping=None) -> float:
+        raise TrialFailed(f"aioseed run exited with status 1: see {logdir / 'trial.log'}")
+
+    monkeypatch.setattr(studies, "run_trial", failing)
+    handler = Kept()
+    logging.getLogger("optuna").addHandler(handler)
+    try:
+        studies.run(a_grid(tmp_path, seeds=1))
+    finally:
+        logging.getLogger("optuna").removeHandler(handler)
+    [failed] = [r for r in records if "because of the following error" in r.getMessage()]
+    assert "trial.log" in failed.getMessage() and failed.exc_info is None
