@@ -312,7 +312,10 @@ class SacBench:
     env: str = "HalfCheetah-v5"
     """Any env with a bounded Box action space."""
     seconds: float = 60.0
-    """Seconds of each timed run (after start-up)."""
+    """Seconds of each timed hold, after its warm-up."""
+    warmup_s: float = 15.0
+    """Seconds from each run's first env frames before its hold: the replay fills and the update is traced and
+    compiled (XLA took ~10 s on a slow day)."""
     min_replay_size: int = 1_000
     """Transitions in replay before training starts (the preset's 5,000 would spend most of a short run filling it)."""
     replay_ratio: float = 256.0
@@ -325,6 +328,10 @@ class SacBench:
     """What the fused path's hidden layers compute in (today's path: float32)."""
     json: bool = False
     """Print one JSON object."""
+
+    def __post_init__(self) -> None:
+        if not self.seconds > 0 or self.warmup_s < 0:
+            raise ValueError(f"seconds must be positive and warmup_s not negative, got {self.seconds} and {self.warmup_s}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -127,16 +127,19 @@ def part_timer(run: RunConfig, rows: int) -> Callable[[], dict[str, float]]:
     }
 
 
-def run_rates(run: RunConfig, seconds: float) -> dict[str, float]:
-    """Env steps/s and updates/s of a real run, between the first snapshot with training and the last."""
+def run_rates(run: RunConfig, seconds: float, warmup_s: float = 0.0) -> dict[str, float]:
+    """Env steps/s and updates/s of a real run over its last ``seconds``, held after ``warmup_s`` from its first env
+    frames (start-up left out: on a slow day the actors' start and the update's compile took most of a short run),
+    between the first snapshot there with training and the last."""
     learner = dataclasses.replace(
         run.learner, logdir=None, tensorboard=False, metrics_every_s=1.0,
-        stop=StopConfig(after_seconds=seconds), console=dataclasses.replace(run.learner.console, enabled=False),
+        stop=StopConfig(after_training_seconds=warmup_s + seconds), console=dataclasses.replace(run.learner.console, enabled=False),
     )
-    history = timed_history(run_in_process(dataclasses.replace(run, learner=learner), seconds + 120))
-    training = [s for s in history if s.get("learner/train_steps", 0) > 0]
+    history = timed_history(run_in_process(dataclasses.replace(run, learner=learner), warmup_s + seconds))
+    start_at = history[-1]["time"] - seconds
+    training = [s for s in history if s["time"] >= start_at and s.get("learner/train_steps", 0) > 0]
     if len(training) < 2:
-        raise RuntimeError(f"training ran for fewer than two snapshots in {seconds:g} s; give it more --seconds")
+        raise RuntimeError(f"training ran for fewer than two snapshots in the {seconds:g} s hold; give it more --warmup-s or --seconds")
     first, last = training[0], training[-1]
     elapsed = last["time"] - first["time"]
     return {
@@ -189,7 +192,7 @@ def main(bench: SacBench) -> int:
     before = {name: {"env_s": env_step_seconds(bench.env), **timer()} for name, timer in timers.items()}
     holds: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
     for name in order(tuple(runs)):
-        holds[name].append(run_rates(runs[name], bench.seconds))
+        holds[name].append(run_rates(runs[name], bench.seconds, bench.warmup_s))
     after = {name: {"env_s": env_step_seconds(bench.env), **timer()} for name, timer in timers.items()}
     figures = {
         name: path_figures(runs[name], bench, holds[name], {key: (before[name][key] + after[name][key]) / 2 for key in before[name]})

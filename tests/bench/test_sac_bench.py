@@ -13,7 +13,7 @@ from aioseed.bench.sac import main
 
 
 def test_the_sac_bench_reports_both_paths_rates_beside_the_bound_of_the_same_run(capsys) -> None:
-    bench = SacBench(env="Pendulum-v1", seconds=12.0, min_replay_size=64, replay_ratio=64.0, minibatches=2, json=True)
+    bench = SacBench(env="Pendulum-v1", seconds=12.0, warmup_s=10.0, min_replay_size=64, replay_ratio=64.0, minibatches=2, json=True)
     assert main(bench) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["env"] == "Pendulum-v1" and result["updates_per_env_step"] == 0.25
