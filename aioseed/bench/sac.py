@@ -127,7 +127,7 @@ def part_timer(run: RunConfig, rows: int) -> Callable[[], dict[str, float]]:
     }
 
 
-def run_rates(run: RunConfig, seconds: float, warmup_s: float = 0.0) -> dict[str, float]:
+def run_rates(run: RunConfig, seconds: float, warmup_s: float) -> dict[str, float]:
     """Env steps/s and updates/s of a real run over its last ``seconds``, held after ``warmup_s`` from its first env
     frames (start-up left out: on a slow day the actors' start and the update's compile took most of a short run),
     between the first snapshot there with training and the last."""

@@ -76,10 +76,11 @@ def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str |
     if evaluation is not None:
         described = f"eval {evaluation['protocol']['name']} ({evaluation['episodes']} episodes, {evaluation['policy']})"
         points: list[Point] = []
-        try:  # for the curves plot only: a run scored by its evaluation needs no readable curve
-            points = _curve(logdir, window)[0] if curve else []
-        except (OSError, ValueError) as exc:
-            log.warning("curve_unreadable", logdir=str(logdir), error=str(exc))
+        if curve:  # for the curves plot only: a run scored by its evaluation needs no readable curve
+            try:
+                points = _curve(logdir, window)[0]
+            except (OSError, ValueError) as exc:
+                log.warning("curve_unreadable", logdir=str(logdir), error=str(exc))
         return Run(
             logdir=logdir, env=evaluation["env"], seed=_seed(seed), score=evaluation["mean_return"], frames=evaluation["frames"],
             source=described, settings=settings, curve=tuple(points),
