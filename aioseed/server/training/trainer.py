@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import time
 from collections.abc import Callable
 
 import structlog
@@ -121,15 +122,22 @@ class Trainer:
 
     async def train(self) -> None:
         loop = asyncio.get_running_loop()
+        first = True
         while True:
             batch = await self._batches.get()
             while not self._running.is_set():  # re-checked: a pause may land between wake-up and resumption
                 await self._running.wait()
+            if first:  # said, so that acting's pause while it traces (and may compile) reads as what it is
+                log.info("first_train_step", version=self.version, hint="the update is traced (and compiled with XLA) first")
+                started = time.perf_counter()
             self.stepping = True
             try:
                 metrics, lag = await loop.run_in_executor(self.executor, self._step, batch)
             finally:
                 self.stepping = False
+            if first:
+                log.info("first_train_step_done", seconds=round(time.perf_counter() - started, 1), version=self.version)
+                first = False
             if self._pacing is not None:
                 self._pacing.trained(self.version)
             self._on_step(metrics, lag)

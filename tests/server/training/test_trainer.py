@@ -6,6 +6,7 @@ import asyncio
 import threading
 
 import numpy as np
+import structlog.testing
 from tests.waiting import until
 
 from aioseed.server.training.trainer import Trainer, TrainingConfig
@@ -53,3 +54,22 @@ async def test_a_replays_priorities_are_written_back_in_the_train_thread_not_on_
             task.cancel()
     assert source.updated_in and source.updated_in[0].startswith("train")
     assert "priorities" not in steps[0]  # popped before the step's metrics are reported
+
+
+async def test_the_first_train_step_is_announced_and_timed_once() -> None:
+    """Acting stops while the first step traces (and may compile) the update: the log says why, and how long."""
+    source = RecordingSource()
+    steps: list[dict] = []
+    trainer = Trainer(TrainingConfig(), OneUpdateAgent(), source, lambda metrics, lag: steps.append(metrics))
+    with structlog.testing.capture_logs() as logs:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(trainer.prefetch()), group.create_task(trainer.train())]
+            for _ in range(3):
+                await source.batches.put({"version": np.zeros((3, 2), np.int64)})
+            await until(lambda: len(steps) == 3, "three train steps")
+            for task in tasks:
+                task.cancel()
+    events = [entry["event"] for entry in logs if entry["event"].startswith("first_train_step")]
+    assert events == ["first_train_step", "first_train_step_done"]
+    done = next(entry for entry in logs if entry["event"] == "first_train_step_done")
+    assert done["seconds"] >= 0 and done["version"] == 1
