@@ -30,9 +30,6 @@ class Interval:
     low: float
     high: float
 
-    def overlaps(self, other: Interval) -> bool:
-        return self.low <= other.high and other.low <= self.high
-
 
 @dataclasses.dataclass(frozen=True)
 class Reference:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import structlog
 
 from aioseed.compose import config_file
-from aioseed.errors import InvalidInput, MissingFile
+from aioseed.errors import InvalidInput, MissingFile, UserError
 from aioseed.results.curves import Point, run_curve
 from aioseed.results.kept import CURVE, PARTIAL, kept_curve
 from aioseed.tables import flatten
@@ -60,7 +60,17 @@ def logdirs(paths: Iterable[pathlib.Path]) -> list[pathlib.Path]:
 def read_run(logdir: pathlib.Path, source: ScoreSource = "auto", protocol: str | None = None, curve: bool = True) -> Run:
     """The run in ``logdir``, scored by its newest kept evaluation (of ``protocol``, if given) or, where
     ``source`` allows or none is kept, by the last point of its curve. ``curve=False``: a run scored by its
-    evaluation is read without its curve (parsing its event files takes seconds on a long run)."""
+    evaluation is read without its curve (parsing its event files takes seconds on a long run). A damaged run
+    (a config without its env, a kept curve or evaluation that does not parse) is InvalidInput, naming it."""
+    try:
+        return _read_run(logdir, source, protocol, curve)
+    except UserError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidInput(f"{logdir}: a damaged run ({type(exc).__name__}: {exc}); remove it from the runs or mend it") from exc
+
+
+def _read_run(logdir: pathlib.Path, source: ScoreSource, protocol: str | None, curve: bool) -> Run:
     table = config_file.read(logdir / "config.toml")
     table.pop(config_file.PROVENANCE, None)
     table.pop("command", None)

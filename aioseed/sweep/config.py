@@ -1,11 +1,12 @@
 """A sweep file: the study (name, storage, sampler, pruner), the seeds, the base ``aioseed run`` config
-and the keys searched. ``docs/sweeps.md`` shows one; every mistake names the file and the key."""
+and the keys searched. docs/reproducibility.md shows one; every mistake names the file and the key."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from aioseed.compose import config_file
@@ -99,6 +100,7 @@ def read_sweep(path: pathlib.Path) -> Sweep:
     _check(path, "sweep.sampler", sampler in ("grid", "random", "tpe"), "grid, random or tpe")
     _check(path, "sweep.pruner", pruner in ("none", "median", "asha"), "none, median or asha")
     name = str(table.get("name", path.stem))
+    _check(path, "sweep.directory", isinstance(table.get("directory", ""), str), "a directory (a string)")
     directory = pathlib.Path(table.get("directory", pathlib.Path("sweeps") / name))
     seeds = table.get("seeds", [0])
     _check(path, "sweep.seeds", isinstance(seeds, list) and seeds and all(isinstance(s, int) for s in seeds), "a list of integers")
@@ -114,14 +116,20 @@ def read_sweep(path: pathlib.Path) -> Sweep:
         _check(path, "space", bool(space) and not grid, f"a [space] table and no [grid] for sampler {sampler}")
     trials = table.get("trials", 8)
     _check(path, "sweep.trials", isinstance(trials, int) and trials >= 1, "an integer >= 1")
+    if sampler != "grid":
+        settings = _settings_in(space.values())
+        _check(path, "sweep.trials", trials <= settings, f"at most the {settings:.0f} settings its [space] holds")
     every = table.get("report_every_frames", 10_000)
     _check(path, "sweep.report_every_frames", isinstance(every, int) and every >= 1, "an integer >= 1")
     run = dict(data.get("run", {}))
+    _check(path, "run.learner", isinstance(run.get("learner", {}), dict), "a table")
+    _check(path, "run.learner.stop", isinstance(run.get("learner", {}).get("stop", {}), dict), "a table")
     budget = run.get("learner", {}).get("stop", {}).get("after_frames")
     _check(path, "run.learner.stop.after_frames", isinstance(budget, int) and budget > 0, "every trial's budget in frames (an integer)")
     heartbeat = table.get("heartbeat_s", 30)
     _check(path, "sweep.heartbeat_s", isinstance(heartbeat, int) and heartbeat >= 1, "an integer >= 1")
     storage = table.get("storage", f"sqlite:///{(directory / 'study.db').resolve()}")
+    _check(path, "sweep.storage", isinstance(storage, str) and bool(storage), "an Optuna storage URL (a string)")
     keep = table.get("keep")
     _check(path, "sweep.keep", keep is None or (isinstance(keep, str) and bool(keep)), "a directory (a string)")
     preset = str(table.get("preset", run.pop("preset", "none")))
@@ -143,6 +151,19 @@ def _distribution(path: pathlib.Path, key: str, value: Any) -> Distribution:
     _check(path, where, isinstance(low, (int, float)) and isinstance(high, (int, float)) and low < high, "numbers with low < high")
     _check(path, where, not value.get("log") or low > 0, "low > 0 on a log scale")
     return Distribution(low=low, high=high, log=bool(value.get("log", False)), integer=bool(value.get("integer", False)))
+
+
+def _settings_in(space: Iterable[Distribution]) -> float:
+    """How many settings a [space] holds: the product of its choices and integer ranges (inf with a float range)."""
+    settings = 1.0
+    for distribution in space:
+        if distribution.choices:
+            settings *= len(distribution.choices)
+        elif distribution.integer:
+            settings *= int(distribution.high) - int(distribution.low) + 1
+        else:
+            return math.inf
+    return settings
 
 
 def _check(path: pathlib.Path, key: str, ok: bool, expected: str) -> None:

@@ -3,10 +3,22 @@ pair is run once, by one worker, however many trials the samplers hand out for i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     import optuna
+
+FRESH = "fresh"
+"""User attr of a random or TPE trial that chose its setting (at the first seed; the other seeds are queued)."""
+
+
+def setting_slug(params: dict[str, Any]) -> str:
+    """A directory name for a setting: ``learning_rate-0.001_entropy_cost-0.01``."""
+    parts = [f"{key.rpartition('.')[2]}-{value}" for key, value in sorted(params.items())]
+    return re.sub(r"[^A-Za-z0-9_.=-]", "_", "_".join(parts)) or "base"
 
 
 def prune_a_duplicate(study: optuna.Study, trial: optuna.Trial, slug: str, seed: int) -> list[optuna.trial.FrozenTrial]:
@@ -40,6 +52,44 @@ def duplicate(study: optuna.Study, trial: optuna.Trial, why: str) -> NoReturn:
     if isinstance(sampler, optuna.samplers.GridSampler) and not sampler._get_unvisited_grid_ids(study):
         study.stop()  # every pair is finished or running: this worker has none left to run
     raise optuna.TrialPruned(why)
+
+
+def chosen_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """The random or TPE trials that chose a setting, in order (duplicates left out)."""
+    from optuna.trial import TrialState
+
+    every = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+    return sorted((t for t in not_duplicates(study, every) if t.user_attrs.get(FRESH)), key=lambda t: t.number)
+
+
+def chosen_settings(study: optuna.Study) -> list[str]:
+    """The settings random or TPE trials chose, each once, in the order they were chosen."""
+    return list(dict.fromkeys(t.user_attrs["setting"] for t in chosen_trials(study)))
+
+
+def beyond_budget(study: optuna.Study, trial: optuna.Trial, slug: str, trials: int) -> None:
+    """Prunes ``trial``, a fresh one of another setting than ``slug``'s, marked a duplicate, where earlier trials
+    already chose the sweep's ``trials`` settings: the sweep then has only their seeds to run, and stops handing
+    out trials (one more setting would be run at one seed while the others finish, or counted towards a sweep
+    whose own settings failed)."""
+    import optuna
+
+    earlier = {t.user_attrs["setting"] for t in chosen_trials(study) if t.number < trial.number}
+    if slug not in earlier and len(earlier) >= trials:
+        trial.set_user_attr("duplicate", True)
+        study.stop()
+        raise optuna.TrialPruned(f"the sweep has its {trials} settings")
+
+
+def unfinished(study: optuna.Study, grid: Mapping[str, Sequence[Any]], trials: int, seeds: Sequence[int]) -> int:
+    """The (setting, seed) pairs the sweep still has to finish: a ``grid``'s every point at every seed, or else the
+    first ``trials`` settings the sampler chose (and those it has yet to choose), each at every seed."""
+    if grid:
+        settings = [setting_slug(dict(zip(grid, values))) for values in itertools.product(*grid.values())]
+    else:
+        settings = chosen_settings(study)[:trials]
+    wanted = {(setting, seed) for setting in settings for seed in seeds}
+    return len(wanted - finished_pairs(study)) + (0 if grid else (trials - len(settings)) * len(seeds))
 
 
 def finished_pairs(study: optuna.Study) -> set[tuple[str, int]]:

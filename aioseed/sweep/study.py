@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import pathlib
-import re
+import queue
 import signal
 import threading
 import tomllib
@@ -35,7 +35,7 @@ from aioseed.errors import InvalidInput, UserError
 from aioseed.results.curves import Point
 from aioseed.results.kept import TRIAL, keep, kept_curve
 from aioseed.sweep.config import Sweep, SweepConfig, read_sweep
-from aioseed.sweep.pairs import duplicate, failed_pairs, finished_pairs, prune_a_duplicate
+from aioseed.sweep.pairs import FRESH, beyond_budget, duplicate, failed_pairs, prune_a_duplicate, setting_slug, unfinished
 from aioseed.sweep.trial import Pruned, Stopped, TrialFailed, claim, command, run_trial, write_config
 from aioseed.tables import merged, nested
 
@@ -46,12 +46,6 @@ log = structlog.get_logger()
 
 RETRIES = 2
 """Times a trial whose sweep died is queued again."""
-
-
-def setting_slug(params: dict[str, Any]) -> str:
-    """A directory name for a setting: ``learning_rate-0.001_entropy_cost-0.01``."""
-    parts = [f"{key.rpartition('.')[2]}-{value}" for key, value in sorted(params.items())]
-    return re.sub(r"[^A-Za-z0-9_.=-]", "_", "_".join(parts)) or "base"
 
 
 def trial_table(sweep: Sweep, params: dict[str, Any], seed: int, logdir: pathlib.Path) -> dict[str, Any]:
@@ -91,8 +85,11 @@ def objective(
     seed = trial.suggest_categorical("seed", list(sweep.seeds)) if sweep.sampler == "grid" else (sweep.seeds[0] if fresh else seed)
     trial.set_user_attr("seed", seed)
     trial.set_user_attr("setting", slug)
+    if fresh:
+        trial.set_user_attr(FRESH, True)
     done = prune_a_duplicate(study, trial, slug, seed)
     if fresh:
+        beyond_budget(study, trial, slug, sweep.trials)
         for other in sweep.seeds[1:]:
             study.enqueue_trial(params, user_attrs={"seed": other})
     pruned = [t for t in done if t.state == optuna.trial.TrialState.PRUNED and t.user_attrs.get("setting") == slug]
@@ -103,7 +100,7 @@ def objective(
     logdir = sweep.directory / slug / f"seed-{seed}"
     table = trial_table(sweep, params, seed, logdir)
     kept = None if sweep.keep is None else sweep.keep / slug / f"seed-{seed}"
-    points = None if kept is None else kept_result(kept, table)
+    points = None if kept is None else kept_result(kept, table, sweep.preset)
     if points:  # kept by an earlier sweep, here or elsewhere: done
         trial.set_user_attr("logdir", str(kept))
         log.info("trial_kept", trial=trial.number, setting=slug, seed=seed, kept=str(kept), mean_return=round(points[-1].mean_return, 4))
@@ -134,21 +131,25 @@ def objective(
     return value
 
 
-def kept_result(kept: pathlib.Path, table: dict[str, Any]) -> list[Point] | None:
-    """The curve of the run kept in ``kept`` if it ran from ``table`` (its logdir aside), else None: a kept run of
-    other settings (a changed [run], budget or preset) is run again, and one that cannot be read is logged and run
-    again."""
+def kept_result(kept: pathlib.Path, table: dict[str, Any], preset: str) -> list[Point] | None:
+    """The curve of the run kept in ``kept`` if it ran from ``table`` (its logdir aside) on ``preset``, else None: a
+    kept run of other settings (a changed [run], budget or preset) is run again, and one that cannot be read is
+    logged and run again. (A preset's own contents edited since are not compared.)"""
     try:
         points = kept_curve(kept)
         if not points:
             return None
         ran = config_file.read(kept / TRIAL) if (kept / TRIAL).is_file() else None
+        ran_on = config_file.read(kept / "config.toml").get("preset", "none")
     except (OSError, ValueError) as exc:
         log.warning("kept_result_unreadable", kept=str(kept), error=str(exc))
         return None
     wanted = tomllib.loads(tomli_w.dumps({"command": "run", **table}))
-    if ran is None or _without_logdir(ran) != _without_logdir(wanted):
-        log.warning("kept_result_of_other_settings", kept=str(kept), hint="its trial.toml differs from this trial's: it runs again")
+    if ran is None or _without_logdir(ran) != _without_logdir(wanted) or ran_on != preset:
+        log.warning(
+            "kept_result_of_other_settings", kept=str(kept), preset=ran_on,
+            hint="its trial.toml or preset differs from this trial's: it runs again",
+        )
         return None
     return points
 
@@ -192,7 +193,8 @@ def study_of(sweep: Sweep) -> optuna.Study:
     }
     pruners = {
         "none": optuna.pruners.NopPruner,
-        "median": lambda: optuna.pruners.MedianPruner(n_startup_trials=len(sweep.seeds), n_warmup_steps=sweep.report_every_frames),
+        # From a trial's second report on (Optuna prunes at steps >= n_warmup_steps): its first says little.
+        "median": lambda: optuna.pruners.MedianPruner(n_startup_trials=len(sweep.seeds), n_warmup_steps=2 * sweep.report_every_frames),
         "asha": lambda: optuna.pruners.SuccessiveHalvingPruner(min_resource=sweep.report_every_frames, reduction_factor=3),
     }
     return optuna.create_study(
@@ -245,6 +247,11 @@ def total_trials(sweep: Sweep) -> int:
     return (settings if sweep.grid else sweep.trials) * len(sweep.seeds)
 
 
+def remaining(sweep: Sweep, study: optuna.Study) -> int:
+    """The (setting, seed) pairs not finished yet: failed, running, or still to run (``pairs.unfinished``)."""
+    return unfinished(study, sweep.grid, sweep.trials, sweep.seeds)
+
+
 def run(sweep: Sweep, workers: int = 1, stopping: threading.Event | None = None) -> optuna.Study:
     """Runs the study's remaining trials here, ``workers`` at a time, until every (setting, seed) is complete or
     pruned (counting those other machines ran). Trials that failed in an earlier invocation are queued
@@ -257,19 +264,18 @@ def run(sweep: Sweep, workers: int = 1, stopping: threading.Event | None = None)
     window = check(sweep)
     study = study_of(sweep)
     check_unchanged(sweep, study)
-    total = total_trials(sweep)
     for failed in failed_pairs(study):
         study.enqueue_trial(failed.params, user_attrs={"seed": failed.user_attrs["seed"]})
 
     def stop_when_done(study: optuna.Study, _: optuna.trial.FrozenTrial) -> None:
-        if len(finished_pairs(study)) >= total:
+        if not remaining(sweep, study):
             study.stop()
 
     errors: list[BaseException] = []
-    if len(finished_pairs(study)) < total:
+    if remaining(sweep, study):
         study.optimize(
             lambda trial: _stopping_all_on_error(objective, stopping, errors)(sweep, study, trial, window, stopping),
-            n_trials=total * (RETRIES + 2),  # a bound: failed and repeated trials do not count towards total
+            n_trials=total_trials(sweep) * (RETRIES + 2),  # a bound: failed and repeated trials count towards it
             n_jobs=workers,  # threads, each waiting on its trial's run process
             callbacks=[stop_when_done],
             catch=(TrialFailed,),
@@ -314,29 +320,35 @@ def _stopping_on_signals(stopping: threading.Event, received: list[int]) -> Iter
     """SIGINT and SIGTERM set ``stopping`` while the sweep runs (its number goes to ``received``): each worker
     stops its run in order (SIGTERM: checkpoint, exit) and its trial fails, to be queued again by the next
     invocation. A second signal ends the sweep at once (the default action), and the runs with it."""
-    def stopped(signum: int) -> None:
-        log.warning("sweep_stopping", signal=signal.Signals(signum).name, hint="each running trial's run checkpoints and exits; a second signal ends them at once")
-        stopping.set()
+    signals: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+
+    def watch() -> None:
+        signum = signals.get()
+        if signum is not None:
+            log.warning("sweep_stopping", signal=signal.Signals(signum).name, hint="each running trial's run checkpoints and exits; a second signal ends them at once")
+            stopping.set()
 
     def stop(signum: int, _: object) -> None:
         received.append(signum)
         for each in (signal.SIGINT, signal.SIGTERM):
             signal.signal(each, signal.SIG_DFL)
-        # Not here: Event.set takes a lock that the interrupted main thread may hold (inside Event.wait), and a
-        # log line writes to stderr, which the main thread may be writing to.
-        threading.Thread(target=stopped, args=(signum,), name="sweep-stopping").start()
+        # Only a put (SimpleQueue's is reentrant): Event.set, a log line or a thread's start take locks that the
+        # interrupted main thread may hold (inside Event.wait, a write to stderr, or starting Optuna's heartbeat).
+        signals.put(signum)
 
+    watcher = threading.Thread(target=watch, name="sweep-signals", daemon=True)
+    watcher.start()
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        signals.put(None)
+        watcher.join()
 
 
 def main(config: SweepConfig) -> int:
-    import sys
-
     from optuna.trial import TrialState
 
     sweep = read_sweep(config.config)
@@ -350,24 +362,33 @@ def main(config: SweepConfig) -> int:
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state == TrialState.COMPLETE]
     failed = failed_pairs(study)
-    unfinished = total_trials(sweep) - len(finished_pairs(study))  # failed, or running in another sweep
+    left = remaining(sweep, study)  # failed, or running in another sweep
     log.info(
         "sweep_done", study=sweep.name, storage=sweep.storage, complete=len(done),
         pruned=sum(t.state == TrialState.PRUNED and not t.user_attrs.get("duplicate") for t in trials), failed=len(failed),
-        unfinished=unfinished,
+        unfinished=left,
     )
-    if unfinished > len(failed):
+    if left > len(failed):
         log.warning(
-            "sweep_unfinished", running_elsewhere=unfinished - len(failed),
+            "sweep_unfinished", running_elsewhere=left - len(failed),
             hint="their trials run in another sweep, or ran in one killed under a minute ago (their heartbeat not yet stale): run the sweep again",
         )
     for trial in failed:
         log.error("trial_failed", setting=trial.user_attrs["setting"], seed=trial.user_attrs["seed"], logdir=trial.user_attrs.get("logdir"))
-    if config.report and done:
-        from aioseed.results.report import ReportConfig, report, table
+    if config.report:
+        _report(sweep, [pathlib.Path(t.user_attrs["logdir"]) for t in done])
+    return 1 if left else 0
 
-        keys = tuple(sweep.keys)
-        result = report(ReportConfig(runs=tuple(pathlib.Path(t.user_attrs["logdir"]) for t in done), group_by=keys, out=sweep.directory / "report"))
-        sys.stdout.write(table(result))
-    return 1 if unfinished else 0
+
+def _report(sweep: Sweep, logdirs: list[pathlib.Path]) -> None:
+    """``aioseed report``'s table over the trials' runs this machine holds (other machines' logdirs are named)."""
+    import sys
+
+    from aioseed.results.report import ReportConfig, report, table
+
+    here = [logdir for logdir in logdirs if logdir.is_dir()]
+    if len(here) < len(logdirs):
+        log.warning("report_leaves_out", trials=len(logdirs) - len(here), hint="other machines ran them: [sweep] keep = DIR carries results")
+    if here:
+        sys.stdout.write(table(report(ReportConfig(runs=tuple(here), group_by=tuple(sweep.keys), out=sweep.directory / "report"))))
 

@@ -72,10 +72,11 @@ def claim(logdir: pathlib.Path) -> Iterator[bool]:
         yield True
 
 
-def value_at(points: Sequence[Point], frames: int) -> float:
-    """The curve's mean return at ``frames``: its last point at or before them."""
+def value_at(points: Sequence[Point], frames: int) -> float | None:
+    """The curve's mean return at ``frames``: its last point at or before them (None before its first point: no
+    episode had ended, and a later point's value would be reported as the earlier step's)."""
     before = [p for p in points if p.frames <= frames]
-    return (before[-1] if before else points[0]).mean_return
+    return before[-1].mean_return if before else None
 
 
 def run_trial(
@@ -101,7 +102,8 @@ def run_trial(
                 finished = process.poll() is not None
                 points = tail.points()
                 while points and points[-1].frames >= step:
-                    if should_stop(value_at(points, step), step):
+                    value = value_at(points, step)
+                    if value is not None and should_stop(value, step):
                         stop_run(process)
                         raise Pruned(step)
                     step += every

@@ -145,6 +145,35 @@ def test_a_kept_run_scores_as_its_logdir_did_from_its_few_committable_files(tmp_
         read_run(kept)
 
 
+def a_config_without_env(logdir: pathlib.Path) -> None:
+    """A kept run (scored by its curve) whose config.toml lost its env."""
+    from aioseed.results.curves import Point, write_csv
+
+    for evaluation in (logdir / "evaluations").iterdir():
+        evaluation.unlink()
+    write_csv([Point(40, 1.0, 0.5)], logdir / "curve.csv")
+    (logdir / "config.toml").write_text('command = "run"\n[learner]\nseed = 1\n')
+
+
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        (lambda logdir: next((logdir / "evaluations").iterdir()).write_text("{"), "JSONDecodeError"),
+        (lambda logdir: next((logdir / "evaluations").iterdir()).write_text('{"frames": 10}'), "KeyError"),
+        (lambda logdir: a_config_without_env(logdir), "KeyError: 'env'"),
+    ],
+)
+def test_a_damaged_run_is_a_users_error_naming_it_not_a_crash(tmp_path, damage, message) -> None:
+    """aioseed report prints a UserError as one line with exit status 2; a KeyError or a JSON error was a traceback."""
+    from aioseed.errors import InvalidInput
+    from aioseed.results.runs import read_run
+
+    logdir = a_run(tmp_path, "damaged", "aioseed/Catch-v0", 0, 1e-3, [0.5])
+    damage(logdir)
+    with pytest.raises(InvalidInput, match=f"{logdir}: a damaged run \\({message}"):
+        read_run(logdir)
+
+
 def test_group_by_takes_keys_as_the_flags_spell_them(tmp_path) -> None:
     from aioseed.results.runs import group, read_run
 

@@ -66,6 +66,11 @@ def test_settings_get_readable_directory_names_and_tables_nest_and_merge() -> No
         ("[sweep]\nsampler = 'tpe'\n[grid]\nx = [1]\n", "space must be a \\[space\\] table and no \\[grid\\] for sampler tpe"),
         ("[sweep]\nsampler = 'random'\n[space]\nx = {low = 0, high = 1, log = true}\n", "space.x must be low > 0 on a log scale"),
         ("[grid]\nx = [1, 2]\n", "run.learner.stop.after_frames must be every trial's budget"),
+        ("[sweep]\nsampler = 'random'\ntrials = 7\n[space]\nx = {choices = [1, 2]}\ny = {low = 1, high = 3, integer = true}\n",
+         "sweep.trials must be at most the 6 settings its \\[space\\] holds"),
+        ("[sweep]\ndirectory = 3\n", "sweep.directory must be a directory"),
+        ("[sweep]\nstorage = ''\n[grid]\nx = [1]\n[run.learner.stop]\nafter_frames = 10\n", "sweep.storage must be an Optuna storage URL"),
+        ("[run]\nlearner = 1\n[grid]\nx = [1]\n", "run.learner must be a table"),
     ],
 )
 def test_mistakes_name_the_file_and_the_key(tmp_path, text: str, message: str) -> None:
@@ -79,3 +84,4 @@ def test_a_wrong_run_key_fails_before_any_trial_runs(tmp_path) -> None:
     path = write(tmp_path, f"[sweep]\ndirectory = '{tmp_path}'\n[grid]\n'learner.impala.learnig_rate' = [1]\n[run.learner.stop]\nafter_frames = 10\n")
     with pytest.raises(ConfigFileError, match="unknown key learner.impala.learnig_rate"):
         check(read_sweep(path))
+

@@ -7,13 +7,14 @@ import optuna
 import pytest
 
 from aioseed.sweep.config import read_sweep
+from aioseed.sweep.pairs import finished_pairs
 from aioseed.sweep.study import objective, setting_slug
 
 
 def a_sweep(tmp_path):
     path = tmp_path / "sweep.toml"
     path.write_text(
-        f"[sweep]\ndirectory = '{tmp_path / 'trials'}'\nsampler = 'random'\nseeds = [4, 5, 6]\n"
+        f"[sweep]\ndirectory = '{tmp_path / 'trials'}'\nsampler = 'random'\ntrials = 1\nseeds = [4, 5, 6]\n"
         "[space]\n'learner.impala.learning_rate' = {choices = [0.001]}\n[run.learner.stop]\nafter_frames = 100\n"
     )
     return read_sweep(path)
@@ -44,8 +45,6 @@ def test_a_setting_pruned_at_one_seed_is_not_run_at_the_others(tmp_path) -> None
 
 
 def test_a_sampler_that_comes_back_to_a_finished_setting_and_seed_does_not_run_it_again(tmp_path) -> None:
-    from aioseed.sweep.study import finished_pairs
-
     sweep = a_sweep(tmp_path)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
     study.add_trial(ended(optuna.trial.TrialState.COMPLETE, seed=4, value=0.9))
@@ -83,7 +82,7 @@ def test_trials_that_failed_are_all_run_again_by_the_next_invocation(tmp_path, m
 
     monkeypatch.setattr(studies, "run_trial", succeeding)
     study = studies.run(sweep)
-    assert len(studies.finished_pairs(study)) == 3 and not studies.failed_pairs(study)
+    assert len(finished_pairs(study)) == 3 and not studies.failed_pairs(study)
     assert sorted(ran[3:]) == ["learning_rate-0.001", "learning_rate-0.002", "learning_rate-0.003"]
 
 
@@ -122,12 +121,14 @@ def test_a_kept_result_counts_only_for_the_trial_it_ran_and_an_unreadable_one_ru
     table = trial_table(sweep, params, 4, tmp_path / "trials" / "a" / "seed-4")
     write_config(kept, trial_table(sweep, params, 4, tmp_path / "elsewhere"))  # run from another machine's logdir
     write_csv([Point(50, 1.0, 0.2), Point(100, 2.0, 0.5)], kept / "curve.csv")
-    assert [p.mean_return for p in kept_result(kept, table)] == [0.2, 0.5]
+    (kept / "config.toml").write_text('command = "run"\npreset = "none"\n')  # the run's resolved config
+    assert [p.mean_return for p in kept_result(kept, table, "none")] == [0.2, 0.5]
+    assert kept_result(kept, table, "mujoco-sac") is None  # the sweep's preset changed
     longer = dataclasses.replace(sweep, run={"learner": {"stop": {"after_frames": 200}}})  # a changed budget
-    assert kept_result(kept, trial_table(longer, params, 4, tmp_path / "trials" / "a" / "seed-4")) is None
+    assert kept_result(kept, trial_table(longer, params, 4, tmp_path / "trials" / "a" / "seed-4"), "none") is None
     (kept / "curve.csv").write_text("<<<<<<< HEAD\n")
-    assert kept_result(kept, table) is None
-    assert kept_result(tmp_path / "nothing", table) is None
+    assert kept_result(kept, table, "none") is None
+    assert kept_result(tmp_path / "nothing", table, "none") is None
 
 
 def a_grid(tmp_path, seeds: int = 4):
@@ -163,7 +164,7 @@ def test_two_workers_run_two_trials_at_once_and_each_pair_once(tmp_path, monkeyp
     monkeypatch.setattr(studies, "run_trial", training)
     study = studies.run(sweep, workers=2)
     assert most[0] == 2 and sorted(ran) == [f"seed-{seed}" for seed in range(4)]
-    assert len(studies.finished_pairs(study)) == 4 and not studies.failed_pairs(study)
+    assert len(finished_pairs(study)) == 4 and not studies.failed_pairs(study)
 
 
 def test_a_running_pair_handed_out_again_is_pruned_as_a_duplicate_and_not_counted_done(tmp_path) -> None:
@@ -176,8 +177,6 @@ def test_a_running_pair_handed_out_again_is_pruned_as_a_duplicate_and_not_counte
     with pytest.raises(optuna.TrialPruned, match="learning_rate-0.001 at seed 4 is running in trial 0"):
         objective(sweep, study, trial)
     study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-    from aioseed.sweep.study import finished_pairs
-
     assert trial.user_attrs["duplicate"] and finished_pairs(study) == set()  # the pair is not done while trial 0 runs
     assert not (tmp_path / "trials").exists()
 
@@ -232,7 +231,7 @@ def test_a_stopped_sweep_stops_every_running_trial_and_the_next_runs_them_again(
     ran = []
     monkeypatch.setattr(studies, "run_trial", lambda command, logdir, *args, **kwargs: ran.append(logdir.name) or 0.5)
     study = studies.run(sweep)
-    assert sorted(ran) == [f"seed-{seed}" for seed in range(4)] and len(studies.finished_pairs(study)) == 4
+    assert sorted(ran) == [f"seed-{seed}" for seed in range(4)] and len(finished_pairs(study)) == 4
 
 
 def test_a_logdir_claimed_by_another_worker_is_not_run_and_the_trial_is_a_duplicate(tmp_path, monkeypatch) -> None:
@@ -339,3 +338,42 @@ def test_a_failed_or_stopped_trial_is_one_line_from_optuna_not_a_traceback(tmp_p
         logging.getLogger("optuna").removeHandler(handler)
     [failed] = [r for r in records if "because of the following error" in r.getMessage()]
     assert "trial.log" in failed.getMessage() and failed.exc_info is None
+
+
+def test_a_random_sweep_runs_its_trials_settings_only_and_a_failed_one_is_run_again_not_replaced(tmp_path, monkeypatch) -> None:
+    """trials = 2, and the first setting's run at its first seed fails each time. The sweep does not choose a
+    third setting in its place (it ran one and exited 0, the failed pair left behind for good); it exits 1, and
+    the next invocation runs the failed pair and nothing else."""
+    from aioseed.sweep import study as studies
+    from aioseed.sweep.config import SweepConfig
+    from aioseed.sweep.pairs import chosen_settings
+    from aioseed.sweep.trial import TrialFailed
+
+    path = tmp_path / "sweep.toml"
+    path.write_text(
+        f"[sweep]\ndirectory = '{tmp_path / 'trials'}'\nsampler = 'random'\ntrials = 2\nseeds = [4, 5]\n"
+        "[space]\n'learner.impala.learning_rate' = {choices = [0.001, 0.002, 0.003, 0.004, 0.005, 0.006]}\n"
+        "[run.learner.stop]\nafter_frames = 100\n"
+    )
+    ran: list[tuple[str, str]] = []
+    failing = []
+
+    def fails_at_first(command, logdir, every, report, window, stopping=None) -> float:
+        ran.append((logdir.parent.name, logdir.name))
+        if ran[-1] == ran[0] and failing:
+            raise TrialFailed("the run exited 1")
+        return 0.5
+
+    monkeypatch.setattr(studies, "run_trial", fails_at_first)
+    failing.append(True)
+    assert studies.main(SweepConfig(config=path, report=False)) == 1
+    study = studies.study_of(read_sweep(path))
+    settings = chosen_settings(study)
+    assert len(settings) == 2 and {setting for setting, _ in ran} == set(settings)
+    assert len(finished_pairs(study)) == 3  # two settings x two seeds, less the failing pair
+
+    failing.clear()
+    first_run = len(ran)
+    assert studies.main(SweepConfig(config=path, report=False)) == 0
+    assert ran[first_run:] == [ran[0]] and chosen_settings(study) == settings  # the failed pair, and no other setting
+    assert len(finished_pairs(study)) == 4

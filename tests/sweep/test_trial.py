@@ -11,7 +11,8 @@ import threading
 
 from tests.waiting import until
 
-from aioseed.sweep.trial import TrialFailed, run_trial
+from aioseed.results.curves import Point
+from aioseed.sweep.trial import TrialFailed, run_trial, value_at
 
 CHILD = """
 import os, signal, sys, time
@@ -45,3 +46,11 @@ async def test_a_trials_run_is_in_a_session_and_process_group_of_its_own(tmp_pat
             os.kill(int(seen.read_text().split()[0]), signal.SIGTERM)
         thread.join(timeout=30)
     assert not thread.is_alive() and failures
+
+
+def test_the_pruner_hears_a_curves_value_at_a_step_only_from_points_at_or_before_it() -> None:
+    """No episode had ended by 10K frames: the 25K point's return is not the 10K step's (the pruner would compare it
+    with other trials' returns at 10K); at 20K it is the last point before."""
+    points = [Point(12_000, 1.0, 5.0), Point(18_000, 2.0, 7.0), Point(25_000, 3.0, 9.0)]
+    assert value_at(points, 10_000) is None
+    assert value_at(points, 20_000) == 7.0 and value_at(points, 25_000) == 9.0
