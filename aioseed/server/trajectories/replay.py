@@ -118,15 +118,18 @@ class Replay:
 
     def sample(self, batch_size: int) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
         """``batch_size`` unrolls drawn with replacement by priority: (ids, their columns ``[batch_size, ...]``,
-        importance weights)."""
+        importance weights). The rows come in random order, so any slice of the batch (a fused update's
+        minibatch) is a sample of the whole replay."""
         with self._lock:
             size = len(self)
             if size == 0:
                 raise LookupError("sample from an empty replay")
             total = self._tree.total
-            # Stratified: one draw from each of batch_size equal slices of the priority mass.
+            # Stratified: one draw from each of batch_size equal slices of the priority mass. The slices' draws
+            # come out in the tree's order (by position: by age under uniform priorities), hence the shuffle.
             masses = (np.arange(batch_size) + self._rng.random(batch_size)) * (total / batch_size)
             positions = self._tree.find(np.minimum(masses, np.nextafter(total, 0.0)))
+            positions = positions[self._rng.permutation(batch_size)]
             probabilities = self._tree.get(positions) / total
             weights = (size * probabilities) ** -self.importance_exponent
             weights = (weights / weights.max()).astype(np.float32)

@@ -63,6 +63,18 @@ def test_importance_weights_are_n_p_to_the_minus_beta_over_the_batch_max() -> No
     assert ids.tolist() == names.tolist()  # ids are insertion numbers
 
 
+def test_every_slice_of_a_sampled_batch_is_a_sample_of_the_whole_replay() -> None:
+    """SAC's fused update splits a batch of 1,024 into 4 minibatches of 256 in order. The stratified draws came in
+    the tree's order (by age, under uniform priorities), so each minibatch held one quarter of the replay, and the
+    policy, updated on every second one, never trained on the newest quarter."""
+    replay = Replay(capacity=100_000, seed=0)
+    replay.insert(unrolls(*range(10_000)))
+    _, items, _ = replay.sample(1024)
+    for share in np.split(items["name"], 4):
+        assert share.min() < 1_000 and share.max() > 9_000, (share.min(), share.max())
+        assert abs(share.mean() - 5_000) < 600, share.mean()  # a uniform sample's mean: 5,000 +- 2.9 sd (180 each)
+
+
 def test_the_oldest_unrolls_are_evicted_first() -> None:
     replay = Replay(capacity=3, seed=3)
     ids = replay.insert(unrolls(0, 1, 2, 3, 4))
