@@ -14,8 +14,12 @@ from aioseed.algos.impala.config import NetworkKind
 class R2D2Config:
     """Recurrent replay distributed DQN (Kapturowski et al. 2019).
 
-    The defaults are SEED RL's Atari settings: burn-in 40 + unroll 80 (``--training.unroll-length 80``),
-    n = 5, gamma 0.997, Adam 1e-4, target update every 2500 steps, LSTM 512, alpha 0.9, beta 0.6.
+    The defaults are SEED RL's Atari settings (``gcp/train_atari.sh``): burn-in 40 + unroll 80
+    (``--training.unroll-length 80``), n = 5, gamma 0.997, Adam 1e-4 with epsilon 1e-3, clip norm 80, LSTM 512,
+    alpha 0.9, beta 0.6; the target update every 2500 steps is the R2D2 paper's (SEED's flag default: 400).
+    Two differences from SEED: a sequence's loss is the mean of its steps' squared TD errors where SEED sums
+    them, so gradients are 1/T of SEED's and its epsilon and clip norm weigh T times more here; and the LSTM
+    sees no previous action and reward (SEED's torso concatenates them).
     ``--preset r2d2-cartpole`` (aioseed/presets/r2d2-cartpole.toml) learns CartPole-v1 here in about
     17 s; ``--preset atari-r2d2`` sizes R2D2 for Pong on 2 CPU cores.
     """
