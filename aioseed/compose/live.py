@@ -75,6 +75,7 @@ def live_settings(
         record=None if config.logdir is None else SettingsRecord(config.logdir / RECORD),
         after=after,
         refusal=refusal,
+        replicas=agent.replicas.count,
     )
     if config.settings_schedule is not None:
         live.load_schedule(config.settings_schedule)

@@ -289,7 +289,9 @@ class Learner:
                 # The restored rates in effect now (not from the first train step on): the console reads them.
                 await self._trainer.run_between_steps(lambda: self.agent.set_progress(progress.frames))
                 if self._stages.live is not None:  # the settings changed live up to the checkpoint
-                    await self._stages.live.resume(progress.train_steps)
+                    await self._stages.live.resume(progress.train_steps, progress.frames)
+            elif self._stages.live is not None:
+                await self._stages.live.start_afresh()
             pacing, source = self._stages.pacing, self._stages.source
             if pacing is not None and isinstance(source, ReplayFeed):  # a checkpointed replay keeps acting's count
                 pacing.resume(source.replay.inserted, source.batches_sampled)

@@ -52,10 +52,53 @@ class SettingsRecord:
                 f.writelines(json.dumps(entry) + "\n" for entry in entries)
 
     def entries(self) -> list[dict[str, Any]]:
-        """Every change recorded so far, oldest first (none without a file)."""
+        """Every change recorded so far, oldest first (none without a file). A last line cut short (the process was
+        killed while it appended) is left out, with a warning; any other line that is not a JSON object is a
+        ValueError naming it."""
         if not self.path.exists():
             return []
-        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        text = self.path.read_text()
+        lines = text.splitlines()
+        entries = []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError as exc:
+                if number == len(lines) and not text.endswith("\n"):
+                    log.warning("settings_record_torn_line", path=str(self.path), line=number, hint="left out: the run was killed while it wrote it")
+                    continue
+                raise ValueError(f"{self.path} line {number} is not JSON: {exc}") from None
+            if not isinstance(entry, dict):
+                raise ValueError(f"{self.path} line {number} is not a JSON object")
+            entries.append(entry)
+        return entries
+
+    def keep_until(self, train_steps: int) -> list[dict[str, Any]]:
+        """Keeps the changes made up to ``train_steps`` (a resumed checkpoint's), in order of their train steps, and
+        moves the rest to changes.discarded.jsonl: a run killed after its checkpoint made them on a timeline the
+        resumed run does not follow, and a later resume must not apply them. Returns the changes kept."""
+        with self._lock:
+            entries = self.entries()
+            kept = sorted((e for e in entries if _train_step(e) <= train_steps), key=_train_step)
+            discarded = [e for e in entries if _train_step(e) > train_steps]
+            if discarded:
+                with self.path.with_name("changes.discarded.jsonl").open("a") as f:
+                    f.writelines(json.dumps(entry) + "\n" for entry in discarded)
+                log.info("settings_record_discarded", changes=len(discarded), after_train_step=train_steps)
+            if discarded or kept != entries:
+                partial = self.path.with_name(self.path.name + ".partial")
+                partial.write_text("".join(json.dumps(entry) + "\n" for entry in kept))
+                partial.replace(self.path)
+            return kept
+
+
+def _train_step(entry: dict[str, Any]) -> int:
+    step = entry.get("train_step")
+    if not isinstance(step, int) or isinstance(step, bool):
+        raise ValueError(f"a settings record entry without an integer train_step: {entry}")
+    return step
 
 
 def acting_settings(modes: tuple[str, ...]) -> tuple[LiveSetting, ...]:
@@ -83,6 +126,11 @@ def read_schedule(path: pathlib.Path, live: tuple[LiveSetting, ...], trains: str
         missing = {"frames", "setting", "new"} - set(entry) if isinstance(entry, dict) else {"an object"}
         if missing:
             raise InvalidSetting("settings_schedule", f"{path} line {number} lacks {', '.join(sorted(missing))}")
+        frames = entry["frames"]
+        if not isinstance(frames, int | float) or isinstance(frames, bool) or not 0 <= frames < float("inf"):
+            raise InvalidSetting("settings_schedule", f"{path} line {number}: frames must be a number >= 0, got {frames!r}")
+        if not isinstance(entry["setting"], str):
+            raise InvalidSetting("settings_schedule", f"{path} line {number}: setting must be a name, got {entry['setting']!r}")
         if entry["setting"] not in settings:
             raise InvalidSetting(
                 "settings_schedule", f"{path} line {number}: {short(entry['setting'])} is not a live setting of {trains}"
@@ -109,13 +157,15 @@ class LiveSettings:
         record: SettingsRecord | None = None,
         after: Callable[[dict[str, Any]], None] | None = None,
         refusal: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None,
+        replicas: int = 1,
     ) -> None:
         """``live``: the settings that may change (each names its section); ``sections``: the learner config's sections
         they belong to, as the run started (``training``'s included); ``apply(settings)`` hands the algorithm's new
         settings to the agent (in the train thread); ``between_steps(fn)`` awaits ``fn`` run there after the step in
         progress; ``progress()``: (frames, train step) now; ``after(sections)``: then, on the event loop, to the
         replay and pacing; ``refusal(sections, proposed)``: why the running learner cannot go from one to the other
-        now (None: it can), beside the algorithm's own ``live_refusal``."""
+        now (None: it can), beside the algorithm's own ``live_refusal``; ``replicas``: the training devices each
+        minibatch splits across."""
         self.trains = trains
         self.sections = sections
         self._live = {setting.name: setting for setting in live}
@@ -125,11 +175,14 @@ class LiveSettings:
         self.record = record
         self._after = after
         self._refusal = refusal
+        self._replicas = replicas
         self.history: list[dict[str, Any]] = []
         """The latest changes (at most ``HISTORY``), as recorded: the console marks them on its charts."""
         self.scheduled: list[dict[str, Any]] = []
         """Changes to apply at their frames (``load_schedule``), from ``scheduled_from``."""
         self.scheduled_from = ""
+        self.resumed_frames: int | None = None
+        """The frames of the checkpoint this run resumed from (``resume``); None for a run that started afresh."""
         self.on_resumed: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None = None
         """Told the sections a resumed run took from its record, and those entries (config.toml is rewritten)."""
 
@@ -138,8 +191,15 @@ class LiveSettings:
         self.scheduled, self.scheduled_from = read_schedule(path, tuple(self._live.values()), self.trains.name), str(path)
 
     async def follow(self, frames: Callable[[], int], every_s: float = 0.2) -> None:
-        """Applies the loaded schedule in order of its frames, each group once the run has trained that many."""
+        """Applies the loaded schedule in order of its frames, each group once the run has trained that many. A resumed
+        run skips the groups at or before its checkpoint's frames: it applied them then, and its record restored
+        them (re-applied, they would undo a change made after them, from the console)."""
         ordered = sorted(self.scheduled, key=lambda entry: entry["frames"])
+        if self.resumed_frames is not None:
+            skipped = [entry for entry in ordered if entry["frames"] <= self.resumed_frames]
+            if skipped:
+                log.info("settings_schedule_skipped", changes=len(skipped), up_to_frames=self.resumed_frames, hint="applied before the checkpoint")
+            ordered = ordered[len(skipped):]
         for at, group in itertools.groupby(ordered, key=lambda entry: entry["frames"]):
             while frames() < at:
                 await asyncio.sleep(every_s)
@@ -149,11 +209,17 @@ class LiveSettings:
             except (InvalidSetting, CommandRefused) as exc:  # e.g. a clip the run never set: the run goes on without it
                 log.error("settings_schedule_refused", frames=at, changes=changes, error=str(exc))
 
-    async def resume(self, train_steps: int) -> list[dict[str, Any]]:
-        """A restored run takes the changes its record made up to the checkpoint's ``train_steps``; returns them."""
+    async def resume(self, train_steps: int, frames: int) -> list[dict[str, Any]]:
+        """A restored run takes the changes its record made up to the checkpoint's ``train_steps`` (those made after it
+        are moved out of the record: ``SettingsRecord.keep_until``); returns them. ``frames``: the checkpoint's."""
+        self.resumed_frames = frames
         if self.record is None:
             return []
-        entries = [entry for entry in self.record.entries() if entry["train_step"] <= train_steps and entry["setting"] in self._live]
+        try:
+            kept = await asyncio.to_thread(self.record.keep_until, train_steps)
+        except (OSError, ValueError) as exc:
+            raise InvalidSetting("settings_record", f"cannot resume the settings changed live: {exc}") from None
+        entries = [entry for entry in kept if entry.get("setting") in self._live]
         if not entries:
             return []
         sections = self.sections
@@ -167,6 +233,16 @@ class LiveSettings:
         if self.on_resumed is not None:
             await asyncio.to_thread(self.on_resumed, sections, entries)
         return entries
+
+    async def start_afresh(self) -> None:
+        """A run that starts without a checkpoint follows none of the changes in its logdir's record (a run killed
+        before its first checkpoint made them): they are moved out, so that a later resume does not apply them."""
+        if self.record is None or not self.record.path.exists():
+            return
+        try:
+            await asyncio.to_thread(self.record.keep_until, -1)
+        except (OSError, ValueError) as exc:
+            raise InvalidSetting("settings_record", f"cannot set aside the settings changed live: {exc}") from None
 
     def catalog(self) -> list[dict[str, Any]]:
         """Each live setting: name, section, the values it takes and when a change takes effect."""
@@ -203,8 +279,12 @@ class LiveSettings:
             return proposed
         training = proposed["training"]
         split = self.trains.split(proposed[algorithm], training.batch_size, training.unroll_length)
-        if split.rows % split.minibatches:
-            raise InvalidSetting("minibatches", f"{split.what} must split into minibatches = {split.minibatches} equal minibatches")
+        rows, parts = split.rows, split.minibatches
+        if rows % parts or (parts > 1 and (rows // parts) % self._replicas):
+            raise InvalidSetting(
+                "minibatches", f"{split.what} must split into minibatches = {parts} equal minibatches, each a multiple of the "
+                f"{self._replicas} training device(s)",
+            )
         reason = self.trains.live_refusal(current[algorithm], proposed[algorithm])
         if reason is not None:
             raise CommandRefused(reason)
