@@ -93,6 +93,16 @@ class ReplayFeed:
         self._replay_ratio = ratio
         self._inserted.set()  # a waiting next_batch looks again
 
+    def resume(self) -> None:
+        """A restored replay's samples count as earned, whatever ratios earned them (a live change to the ratio before
+        the checkpoint is not in the replay's save): it holds the current ratio from its restored counts on. Counted
+        at the launch ratio instead, a ratio raised live left a resumed learner short of millions of samples, and
+        acting, paced by the replay, waiting on it for good."""
+        replay = self.replay
+        self._earned_before = float(replay.sampled)
+        self._counted_from = max(replay.inserted, self._min_size)
+        self._inserted.set()
+
     async def next_batch(self) -> TrainBatch:
         """A sampled batch: time-major columns plus ``ids`` and ``weights`` (<float32>[B])."""
         while not self.ready():

@@ -357,3 +357,20 @@ def test_replay_pacing_credits_acting_at_the_new_rate() -> None:
     assert not pacing.completed(1) and pacing.completed(1)  # two unrolls per train batch now
     with pytest.raises(ValueError, match="replay mode"):
         Pacing("async", batch_size=4).set_credit(1.0)
+
+
+def test_a_restored_replay_holds_the_current_ratio_from_its_counts_whatever_ratio_earned_them() -> None:
+    """Ratio 0.25 over 1,000 inserts, then raised live to 8 and trained at it before the checkpoint: 4,500 samples
+    of 4 per batch. The resumed learner starts at its launch ratio 0.25, which would earn 250 of them: counted so,
+    it waited for ~17,000 more inserts that replay-paced acting would never send."""
+    replay = Replay(2048, priority_exponent=0.0, importance_exponent=0.0, seed=0)
+    replay.insert(unrolls(*range(1_000)))
+    replay.sampled = 4_500  # as the checkpoint restored it
+    feed = ReplayFeed(replay, asyncio.Queue(), batch_size=4, min_size=4, replay_ratio=0.25)
+    assert not feed.ready()  # counted from the launch ratio
+    feed.resume()
+    assert feed.ready()
+    replay.sample(4)
+    assert not feed.ready()  # the ratio holds from here: 16 more inserts for the next batch
+    replay.insert(unrolls(*range(1_000, 1_016)))
+    assert feed.ready()
