@@ -210,6 +210,11 @@ def _conflict(exc: Exception) -> web.HTTPConflict:
     return web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json")
 
 
+def _failed(exc: CommandFailed) -> web.HTTPInternalServerError:
+    """500 for what the learner could not do for a reason outside the request (a full disk); it carries on."""
+    return web.HTTPInternalServerError(text=_dumps({"error": str(exc)}), content_type="application/json")
+
+
 async def post_settings(request: web.Request) -> web.Response:
     changes, training = validate_settings(await read_json(request))
     control = request.app[CONTROL]
@@ -221,6 +226,8 @@ async def post_settings(request: web.Request) -> web.Response:
             raise BadRequest(str(exc), exc.field) from None
         except CommandRefused as exc:
             raise _conflict(exc) from None
+        except CommandFailed as exc:  # the record's disk, not the request: nothing changed
+            raise _failed(exc) from None
     if "max_batch_size" in changes or "deadline_ms" in changes:
         control.configure_batcher(changes.get("max_batch_size"), changes.get("deadline_ms"))  # auto goes off
     if "auto" in changes:  # after the settings: the tuner starts from them
@@ -249,8 +256,8 @@ async def post_checkpoint(request: web.Request) -> web.Response:
         path = await request.app[CONTROL].checkpoint_now()
     except CommandRefused as exc:
         raise _conflict(exc) from None
-    except CommandFailed as exc:  # the disk, not the request: the learner carries on
-        raise web.HTTPInternalServerError(text=_dumps({"error": str(exc)}), content_type="application/json") from None
+    except CommandFailed as exc:  # the disk, not the request
+        raise _failed(exc) from None
     if path is None:
         raise BadRequest("this learner has no logdir, so it keeps no checkpoints")
     return _json({"path": path})

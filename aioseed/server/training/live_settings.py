@@ -28,7 +28,7 @@ import structlog
 from aioseed.algos.builder import Algorithm
 from aioseed.algos.live import LiveSetting, in_section, short
 from aioseed.algos.registry import ALGORITHMS
-from aioseed.control import CommandRefused, InvalidSetting
+from aioseed.control import CommandFailed, CommandRefused, InvalidSetting
 
 log = structlog.get_logger()
 
@@ -206,7 +206,7 @@ class LiveSettings:
             changes = {entry["setting"]: entry["new"] for entry in group}  # in order: a later line for a setting wins
             try:
                 await self.change(changes, f"schedule {self.scheduled_from}")
-            except (InvalidSetting, CommandRefused) as exc:  # e.g. a clip the run never set: the run goes on without it
+            except (InvalidSetting, CommandRefused, CommandFailed) as exc:  # e.g. a clip the run never set: the run goes on
                 log.error("settings_schedule_refused", frames=at, changes=changes, error=str(exc))
 
     async def resume(self, train_steps: int, frames: int) -> list[dict[str, Any]]:
@@ -325,8 +325,6 @@ class LiveSettings:
         def between_steps() -> dict[str, Any]:
             old = self.sections
             new = self.check(changes, old)  # again: an earlier change may have landed meanwhile
-            self._apply_sections(old, new)
-            self.sections = new
             frames, step = self._progress()
             entries = []
             for name in changes:
@@ -334,8 +332,13 @@ class LiveSettings:
                 before, after = getattr(old[section], name), getattr(new[section], name)
                 if before != after:
                     entries.append({"time": time.time(), "frames": frames, "train_step": step, "who": who, "setting": name, "old": before, "new": after})
-            if entries and self.record is not None:
-                self.record.append(entries)
+            if entries and self.record is not None:  # recorded first: a change the record lacks would be lost on resume
+                try:
+                    self.record.append(entries)
+                except OSError as exc:
+                    raise CommandFailed(f"the change was not applied: its record {self.record.path} cannot be written: {exc}") from None
+            self._apply_sections(old, new)
+            self.sections = new
             self.history = [*self.history, *entries][-HISTORY:]
             for entry in entries:
                 log.info("setting_changed", setting=entry["setting"], old=entry["old"], new=entry["new"], train_step=step, who=who)

@@ -11,7 +11,7 @@ import pytest
 
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.registry import ALGORITHMS
-from aioseed.control import InvalidSetting
+from aioseed.control import CommandFailed, InvalidSetting
 from aioseed.server.training.live_settings import LiveSettings, SettingsRecord, read_schedule
 from aioseed.server.training.trainer import TrainingConfig
 
@@ -67,12 +67,27 @@ def test_each_schedule_line_is_checked_before_the_run_starts(tmp_path, line: dic
         read_schedule(path, IMPALA.live, "impala")
 
 
-def live_settings(minibatches: int = 1, replicas: int = 1) -> LiveSettings:
+def live_settings(minibatches: int = 1, replicas: int = 1, record: SettingsRecord | None = None, applied: list | None = None) -> LiveSettings:
     sections = {"training": TrainingConfig(batch_size=32, unroll_length=20), "impala": ImpalaConfig(minibatches=minibatches, epochs=2)}
+
+    async def between_steps(fn):
+        return fn()
+
     return LiveSettings(
-        trains=IMPALA, live=IMPALA.live, sections=sections, apply=lambda settings: None, between_steps=lambda fn: fn(),
-        progress=lambda: (0, 0), replicas=replicas,
+        trains=IMPALA, live=IMPALA.live, sections=sections, apply=(applied if applied is not None else []).append,
+        between_steps=between_steps, progress=lambda: (0, 0), replicas=replicas, record=record,
     )
+
+
+async def test_a_change_whose_record_cannot_be_written_is_not_applied(tmp_path) -> None:
+    """Applied first, it was in effect but missing from the record (a resume then lost it), and replay and pacing
+    never heard of it; now the console gets 500 (CommandFailed) and nothing moved."""
+    (tmp_path / "settings").write_text("a file where the record's directory should be")
+    applied: list = []
+    live = live_settings(record=SettingsRecord(tmp_path / "settings" / "changes.jsonl"), applied=applied)
+    with pytest.raises(CommandFailed, match="the change was not applied"):
+        await live.change({"entropy_cost": 0.02}, "test")
+    assert applied == [] and live.values()["entropy_cost"] == ImpalaConfig().entropy_cost
 
 
 async def test_a_resumed_run_skips_the_schedule_groups_its_checkpoint_had_applied(tmp_path) -> None:
