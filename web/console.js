@@ -100,7 +100,7 @@ document.getElementById("live").onsubmit = async (event) => {
     ack.textContent = "nothing changed";
     return;
   }
-  const body = Object.fromEntries(dirty.map((f) => [f.name, f.tagName === "SELECT" ? f.value : Number(f.value)]));
+  const body = Object.fromEntries(dirty.map((f) => [f.name, f.tagName === "SELECT" ? f.value : numeric(f)]));
   const reply = await control("/api/settings", body);
   if (!reply) return;
   for (const field of dirty) delete field.dataset.dirty;
@@ -160,11 +160,14 @@ async function control(path, body) {
 
 for (const input of document.querySelectorAll("input[type=number]")) input.oninput = () => (input.dataset.dirty = "1");
 
+// A cleared field is sent as null, which the learner refuses naming it (Number("") is 0, which it would take).
+const numeric = (field) => (field.value.trim() === "" ? null : Number(field.value));
+
 document.getElementById("batching").onsubmit = async (event) => {
   event.preventDefault();
   const ok = await control("/api/settings", {
-    max_batch_size: Number(document.getElementById("max_batch_size").value),
-    deadline_ms: Number(document.getElementById("deadline_ms").value),
+    max_batch_size: numeric(document.getElementById("max_batch_size")),
+    deadline_ms: numeric(document.getElementById("deadline_ms")),
   });
   if (ok) for (const id of ["max_batch_size", "deadline_ms"]) delete document.getElementById(id).dataset.dirty;
 };
@@ -174,7 +177,7 @@ document.getElementById("auto").onchange = async (event) => {
 };
 document.getElementById("optimiser").onsubmit = async (event) => {
   event.preventDefault();
-  if (await control("/api/settings", { learning_rate: Number(document.getElementById("learning_rate").value) })) {
+  if (await control("/api/settings", { learning_rate: numeric(document.getElementById("learning_rate")) })) {
     delete document.getElementById("learning_rate").dataset.dirty;
   }
 };

@@ -11,7 +11,7 @@ import pytest
 from aioseed.clients.actor import ActorConfig
 from aioseed.results.curves import _session_values
 from tests.conftest import small_config
-from tests.console.test_browser import SCREENSHOTS, _points_at_least, change_through_page, console_beside_actor, markers
+from tests.console.test_browser import SCREENSHOTS, _points_at_least, _text_contains, change_through_page, console_beside_actor, markers
 from tests.waiting import until
 
 PPO = {"epochs": 2, "minibatches": 2, "ppo_clip": 0.2}
@@ -39,6 +39,13 @@ async def test_every_ppo_setting_changes_through_the_page_and_the_next_train_ste
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             await page.goto(learner.console_url)
             await until(lambda: _points_at_least(page, "losses", 3), "losses plotted")
+            # A cleared field is refused naming it: Number("") sent 0, an entropy cost the learner would take.
+            await until(page.locator("#training-settings").is_visible, "the training settings panel")
+            await page.fill("#live-entropy_cost", "")
+            await page.click("#apply-live")
+            await until(_text_contains(page, "#message", "400"), "the page to show the refusal")
+            assert "entropy_cost" in await page.inner_text("#message")
+            assert learner.live.values()["entropy_cost"] == learner.config.impala.entropy_cost
             step = await change_through_page(page, CHANGES)
             assert learner.live.values() == CHANGES and learner.agent.config.minibatches == 4
             ack = await page.inner_text("#live-ack")
