@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import json
 import os
 import pathlib
 import re
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import structlog
+
+if TYPE_CHECKING:
+    from aioseed.server.reporting.tracking_mlflow import MlflowTracker
+    from aioseed.server.reporting.tracking_wandb import WandbTracker
 
 log = structlog.get_logger()
 
@@ -27,6 +32,8 @@ MAX_PENDING = 256
 CLOSE_TIMEOUT_S = 300.0
 """How long shutdown waits for the queued calls and the run's end."""
 CLIP = re.compile(r"eval-\d+-\d+-\d+\.mp4")
+RUN_IDS = "tracking.json"
+"""LOGDIR/tracking.json: the tracked run's id by backend, so that a run resumed from its checkpoint carries it on."""
 """A finished clip of the evaluation actor (``aioseed.clients.clips``: partial ones have another name)."""
 
 
@@ -74,23 +81,41 @@ def open_tracker(
 
 def _open(tracking: TrackingName, config: TrackerConfig, logdir: pathlib.Path, document: Mapping[str, Any]) -> Tracker:
     name = config.name or logdir.resolve().name
+    resumed = resumed_run_id(logdir, tracking)
+    tracker: WandbTracker | MlflowTracker
     if tracking == "wandb":
         from aioseed.server.reporting.tracking_wandb import WandbTracker
 
-        tracker: Tracker = WandbTracker(project=config.project, name=name, logdir=logdir, document=document)
+        tracker = WandbTracker(project=config.project, name=name, logdir=logdir, document=document, run_id=resumed)
     else:
         from aioseed.server.reporting.tracking_mlflow import MlflowTracker
 
         uri = config.uri or os.environ.get("MLFLOW_TRACKING_URI") or None
+        artifacts = None
         if uri is None:  # a store of this run's own, its artifacts beside it (not in the working directory)
             uri, artifacts = f"sqlite:///{(logdir / 'mlflow.db').resolve()}", (logdir / "mlartifacts").resolve().as_uri()
-            tracker = MlflowTracker(
-                experiment=config.project, name=name, uri=uri, logdir=logdir, document=document, artifacts=artifacts
-            )
-        else:
-            tracker = MlflowTracker(experiment=config.project, name=name, uri=uri, logdir=logdir, document=document)
-    log.info("tracking_started", backend=tracking, project=config.project, run=name)
+        tracker = MlflowTracker(
+            experiment=config.project, name=name, uri=uri, logdir=logdir, document=document, artifacts=artifacts, run_id=resumed
+        )
+    try:
+        (logdir / RUN_IDS).write_text(json.dumps({tracking: tracker.run_id}))
+    except OSError as exc:  # the run is tracked all the same; a resume opens a new tracked run
+        log.warning("tracking_id_not_kept", path=str(logdir / RUN_IDS), error=str(exc))
+    log.info("tracking_started", backend=tracking, project=config.project, run=name, run_id=tracker.run_id, resumed=tracker.run_id == resumed)
     return tracker
+
+
+def resumed_run_id(logdir: pathlib.Path, tracking: TrackingName) -> str | None:
+    """The tracked run a run resumed from a checkpoint carries on: the one LOGDIR/tracking.json names for this
+    backend. None where the logdir holds no checkpoint (a fresh start opens a new tracked run) or no such id."""
+    if not (logdir / "checkpoints" / "checkpoint").is_file():
+        return None
+    try:
+        ids = json.loads((logdir / RUN_IDS).read_text())
+    except (OSError, ValueError):
+        return None
+    run_id = ids.get(tracking) if isinstance(ids, dict) else None
+    return run_id if isinstance(run_id, str) else None
 
 
 def checkpoint_files(path: str) -> list[pathlib.Path]:

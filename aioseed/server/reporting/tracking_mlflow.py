@@ -24,20 +24,40 @@ def metric_key(name: str) -> str:
 
 class MlflowTracker:
     def __init__(
-        self, experiment: str, name: str, uri: str, logdir: pathlib.Path, document: Mapping[str, Any], artifacts: str | None = None
+        self, experiment: str, name: str, uri: str, logdir: pathlib.Path, document: Mapping[str, Any], artifacts: str | None = None,
+        run_id: str | None = None,
     ) -> None:
-        """``artifacts``: where a new experiment keeps its artifacts (None: the store's default)."""
+        """``artifacts``: where a new experiment keeps its artifacts (None: the store's default); ``run_id``: the run a
+        resumed run carries on (its parameters keep their first values: MLflow refuses to change one)."""
         from mlflow.entities import Param
         from mlflow.tracking import MlflowClient
 
         self._client = MlflowClient(tracking_uri=uri)
         found = self._client.get_experiment_by_name(experiment)
         experiment_id = found.experiment_id if found is not None else self._client.create_experiment(experiment, artifacts)
-        self.run_id = self._client.create_run(experiment_id, run_name=name, tags={"aioseed.logdir": str(logdir.resolve())}).info.run_id
-        params = [Param(key, str(value)[:PARAM_CHARS]) for key, value in flatten(document).items()]
+        resumed = self._resumable(run_id, experiment_id)
+        if resumed is not None:
+            self.run_id, logged = resumed.info.run_id, set(resumed.data.params)
+            self._client.update_run(self.run_id, status="RUNNING")
+        else:
+            tags = {"aioseed.logdir": str(logdir.resolve())}
+            self.run_id, logged = self._client.create_run(experiment_id, run_name=name, tags=tags).info.run_id, set()
+        params = [Param(key, str(value)[:PARAM_CHARS]) for key, value in flatten(document).items() if key not in logged]
         for start in range(0, len(params), BATCH):
             self._client.log_batch(self.run_id, params=params[start : start + BATCH])
         self._client.log_artifact(self.run_id, str(logdir / "config.toml"))
+
+    def _resumable(self, run_id: str | None, experiment_id: str) -> Any:
+        """The run ``run_id`` where this store holds it in ``experiment_id``, else None (a new one is opened)."""
+        from mlflow.exceptions import MlflowException
+
+        if run_id is None:
+            return None
+        try:
+            run = self._client.get_run(run_id)
+        except MlflowException:
+            return None
+        return run if run.info.experiment_id == experiment_id else None
 
     def scalars(self, snapshot: Mapping[str, float], frames: int) -> None:
         from mlflow.entities import Metric

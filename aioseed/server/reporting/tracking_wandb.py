@@ -9,12 +9,15 @@ from typing import Any
 
 
 class WandbTracker:
-    def __init__(self, project: str, name: str, logdir: pathlib.Path, document: Mapping[str, Any]) -> None:
+    def __init__(self, project: str, name: str, logdir: pathlib.Path, document: Mapping[str, Any], run_id: str | None = None) -> None:
+        """``run_id``: the run a resumed run carries on (W&B's ``resume="allow"``)."""
         import wandb
 
         self._wandb = wandb
         self._name = re.sub(r"[^A-Za-z0-9_.-]", "-", name)
-        self._run = wandb.init(project=project, name=name, dir=str(logdir), config=dict(document), job_type="train")
+        resume = {} if run_id is None else {"id": run_id, "resume": "allow"}
+        self._run = wandb.init(project=project, name=name, dir=str(logdir), config=dict(document), job_type="train", **resume)
+        self.run_id: str = self._run.id
         self._run.save(str(logdir / "config.toml"), base_path=str(logdir), policy="now")
 
     def scalars(self, snapshot: Mapping[str, float], frames: int) -> None:
