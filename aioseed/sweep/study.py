@@ -23,7 +23,6 @@ import queue
 import signal
 import threading
 import tomllib
-import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +30,11 @@ import structlog
 import tomli_w
 
 from aioseed.compose import config_file
-from aioseed.errors import InvalidInput, UserError
+from aioseed.errors import UserError
 from aioseed.results.curves import Point
 from aioseed.results.kept import TRIAL, keep, kept_curve
 from aioseed.sweep.config import Sweep, SweepConfig, read_sweep
+from aioseed.sweep.optuna_study import RETRIES, check_unchanged, one_pop_at_a_time, study_of
 from aioseed.sweep.pairs import FRESH, beyond_budget, duplicate, failed_pairs, prune_a_duplicate, setting_slug, unfinished
 from aioseed.sweep.trial import Pruned, Stopped, TrialFailed, claim, command, run_trial, write_config
 from aioseed.tables import merged, nested
@@ -43,10 +43,6 @@ if TYPE_CHECKING:
     import optuna
 
 log = structlog.get_logger()
-
-RETRIES = 2
-"""Times a trial whose sweep died is queued again."""
-
 
 def trial_table(sweep: Sweep, params: dict[str, Any], seed: int, logdir: pathlib.Path) -> dict[str, Any]:
     """The trial's ``aioseed run`` config: [run], the setting, its seed and logdir, and no console unless
@@ -172,74 +168,6 @@ def _suggest(sweep: Sweep, trial: optuna.Trial) -> dict[str, Any]:
     return params
 
 
-def study_of(sweep: Sweep) -> optuna.Study:
-    import optuna
-    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
-
-    sweep.directory.mkdir(parents=True, exist_ok=True)
-    RetriesFirst = _grid_sampler()
-    with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna 4; the sweep relies on them knowingly
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        storage = RDBStorage(
-            sweep.storage, heartbeat_interval=sweep.heartbeat_s, grace_period=2 * sweep.heartbeat_s,
-            # Workers (threads, or sweeps on one machine) write to one SQLite file: wait for its lock, do not fail.
-            engine_kwargs={"connect_args": {"timeout": 60}} if sweep.storage.startswith("sqlite") else None,
-            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=RETRIES, inherit_intermediate_values=True),
-        )
-    samplers = {
-        "grid": lambda: RetriesFirst({**{k: list(v) for k, v in sweep.grid.items()}, "seed": list(sweep.seeds)}, seed=0),
-        "random": lambda: optuna.samplers.RandomSampler(seed=0),
-        "tpe": lambda: optuna.samplers.TPESampler(seed=0),
-    }
-    pruners = {
-        "none": optuna.pruners.NopPruner,
-        # From a trial's second report on (Optuna prunes at steps >= n_warmup_steps): its first says little.
-        "median": lambda: optuna.pruners.MedianPruner(n_startup_trials=len(sweep.seeds), n_warmup_steps=2 * sweep.report_every_frames),
-        "asha": lambda: optuna.pruners.SuccessiveHalvingPruner(min_resource=sweep.report_every_frames, reduction_factor=3),
-    }
-    return optuna.create_study(
-        study_name=sweep.name, storage=storage, load_if_exists=True, direction="maximize",
-        sampler=samplers[sweep.sampler](), pruner=pruners[sweep.pruner](),
-    )
-
-
-def _grid_sampler() -> type:
-    import optuna
-    from optuna.trial import TrialState
-
-    class RetriesFirst(optuna.samplers.GridSampler):
-        """Optuna's grid, whose stop waits for the trials queued again (failed in an earlier invocation). Those
-        carry no grid point: its own stop ended the study after the first of them (every point was visited), or
-        raised KeyError with one point left. ``run``'s callback stops the study once every pair is finished."""
-
-        def after_trial(self, study: optuna.Study, trial: optuna.trial.FrozenTrial, state: TrialState, values: Any) -> None:
-            if study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
-                return
-            if "grid_id" in study._storage.get_trial_system_attrs(trial._trial_id):
-                super().after_trial(study, trial, state, values)
-            elif not self._get_unvisited_grid_ids(study):
-                study.stop()
-
-    return RetriesFirst
-
-
-def check_unchanged(sweep: Sweep, study: optuna.Study) -> None:
-    """Optuna keeps a study's choices: a grid, seed list or choice edited since the study began is refused now,
-    naming the change (Optuna's own error came from the first trial, as a traceback)."""
-    from optuna.distributions import CategoricalDistribution
-
-    wanted = {k: list(v) for k, v in sweep.grid.items()} | {k: list(d.choices) for k, d in sweep.space.items() if d.choices}
-    if sweep.sampler == "grid":
-        wanted["seed"] = list(sweep.seeds)
-    for trial in study.get_trials(deepcopy=False):
-        for name, distribution in trial.distributions.items():
-            if isinstance(distribution, CategoricalDistribution) and name in wanted and list(distribution.choices) != wanted[name]:
-                raise InvalidInput(
-                    f"{sweep.source}: {name} was {list(distribution.choices)}, now {wanted[name]}; a study keeps its "
-                    "choices: give the sweep another sweep.name to start a new study"
-                )
-
-
 def total_trials(sweep: Sweep) -> int:
     settings = 1
     for values in sweep.grid.values():
@@ -262,7 +190,7 @@ def run(sweep: Sweep, workers: int = 1, stopping: threading.Event | None = None)
     for handler in logging.getLogger("optuna").handlers:
         handler.addFilter(_without_own_traceback)
     window = check(sweep)
-    study = study_of(sweep)
+    study = one_pop_at_a_time(study_of(sweep))
     check_unchanged(sweep, study)
     for failed in failed_pairs(study):
         study.enqueue_trial(failed.params, user_attrs={"seed": failed.user_attrs["seed"]})

@@ -377,3 +377,32 @@ def test_a_random_sweep_runs_its_trials_settings_only_and_a_failed_one_is_run_ag
     assert studies.main(SweepConfig(config=path, report=False)) == 0
     assert ran[first_run:] == [ran[0]] and chosen_settings(study) == settings  # the failed pair, and no other setting
     assert len(finished_pairs(study)) == 4
+
+
+def test_worker_threads_take_the_studys_queued_trials_one_at_a_time(tmp_path) -> None:
+    """Optuna reads that a queued trial waits, then writes that it runs; on SQLite two worker threads both took one
+    trial (its second run found the logdir claimed and pruned the trial under the first, whose next report to the
+    pruned trial ended the sweep). The sweep serialises the take."""
+    import threading
+    import time
+
+    from aioseed.sweep.optuna_study import one_pop_at_a_time, study_of
+
+    study = study_of(a_grid(tmp_path, seeds=2))
+    inside, most = [0], [0]
+
+    def slow_pop():
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.05)  # between the read and the write
+        inside[0] -= 1
+        return None
+
+    study._pop_waiting_trial_id = slow_pop
+    one_pop_at_a_time(study)
+    threads = [threading.Thread(target=study._pop_waiting_trial_id) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 1
