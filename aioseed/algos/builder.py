@@ -50,6 +50,10 @@ class Split:
     rows: int
     what: str
 
+    def fits(self, devices: int) -> bool:
+        """Whether the rows split into equal minibatches, each (when there are several) a multiple of ``devices``."""
+        return not (self.rows % self.minibatches or (self.minibatches > 1 and (self.rows // self.minibatches) % devices))
+
 
 def one_update(settings: Any, batch_size: int, unroll_length: int) -> Split:
     """A whole batch per update."""

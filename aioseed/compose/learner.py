@@ -91,7 +91,7 @@ def check_batch_shares(config: LearnerConfig, replicas: Replicas) -> None:
     training = config.training
     replicas.check_divides(training.batch_size, "training.batch_size")
     split = algorithm(config.agent).split(settings(config), training.batch_size, training.unroll_length)
-    if split.minibatches > 1 and (split.rows % split.minibatches or (split.rows // split.minibatches) % replicas.count):
+    if not split.fits(replicas.count):
         raise ValueError(
             f"{split.what} must split into {config.agent}.minibatches = {split.minibatches} equal minibatches "
             f"that are multiples of the {replicas.count} training devices"

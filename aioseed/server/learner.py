@@ -293,10 +293,11 @@ class Learner:
             elif self._stages.live is not None:
                 await self._stages.live.start_afresh()
             pacing, source = self._stages.pacing, self._stages.source
-            if isinstance(source, ReplayFeed) and source.replay.inserted:  # a checkpointed replay was restored
-                source.resume()
-            if pacing is not None and isinstance(source, ReplayFeed):  # a checkpointed replay keeps acting's count
-                pacing.resume(source.replay.inserted, source.batches_sampled)
+            if isinstance(source, ReplayFeed):
+                if source.replay.inserted:  # a checkpointed replay was restored: its samples count as earned
+                    source.resume()
+                if pacing is not None:  # a checkpointed replay keeps acting's count
+                    pacing.resume(source.replay.inserted, source.batches_sampled)
         params = self._stages.params
         if params is not None:  # IMPALA actors pull the restored (or initial) weights first
             await self._trainer.run_between_steps(lambda: params.publish(self._trainer.version))

@@ -32,9 +32,9 @@ MAX_PENDING = 256
 CLOSE_TIMEOUT_S = 300.0
 """How long shutdown waits for the queued calls and the run's end."""
 CLIP = re.compile(r"eval-\d+-\d+-\d+\.mp4")
+"""A finished clip of the evaluation actor (``aioseed.clients.clips``: partial ones have another name)."""
 RUN_IDS = "tracking.json"
 """LOGDIR/tracking.json: the tracked run's id by backend, so that a run resumed from its checkpoint carries it on."""
-"""A finished clip of the evaluation actor (``aioseed.clients.clips``: partial ones have another name)."""
 
 
 @dataclasses.dataclass(frozen=True)

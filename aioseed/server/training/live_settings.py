@@ -215,10 +215,7 @@ class LiveSettings:
         self.resumed_frames = frames
         if self.record is None:
             return []
-        try:
-            kept = await asyncio.to_thread(self.record.keep_until, train_steps)
-        except (OSError, ValueError) as exc:
-            raise InvalidSetting("settings_record", f"cannot resume the settings changed live: {exc}") from None
+        kept = await self._keep_until(train_steps)
         entries = [entry for entry in kept if entry.get("setting") in self._live]
         if not entries:
             return []
@@ -237,12 +234,15 @@ class LiveSettings:
     async def start_afresh(self) -> None:
         """A run that starts without a checkpoint follows none of the changes in its logdir's record (a run killed
         before its first checkpoint made them): they are moved out, so that a later resume does not apply them."""
-        if self.record is None or not self.record.path.exists():
-            return
+        if self.record is not None and self.record.path.exists():
+            await self._keep_until(-1)
+
+    async def _keep_until(self, train_steps: int) -> list[dict[str, Any]]:
+        assert self.record is not None
         try:
-            await asyncio.to_thread(self.record.keep_until, -1)
+            return await asyncio.to_thread(self.record.keep_until, train_steps)
         except (OSError, ValueError) as exc:
-            raise InvalidSetting("settings_record", f"cannot set aside the settings changed live: {exc}") from None
+            raise InvalidSetting("settings_record", f"cannot read the settings changed live: {exc}") from None
 
     def catalog(self) -> list[dict[str, Any]]:
         """Each live setting: name, section, the values it takes and when a change takes effect."""
@@ -279,11 +279,10 @@ class LiveSettings:
             return proposed
         training = proposed["training"]
         split = self.trains.split(proposed[algorithm], training.batch_size, training.unroll_length)
-        rows, parts = split.rows, split.minibatches
-        if rows % parts or (parts > 1 and (rows // parts) % self._replicas):
+        if not split.fits(self._replicas):
             raise InvalidSetting(
-                "minibatches", f"{split.what} must split into minibatches = {parts} equal minibatches, each a multiple of the "
-                f"{self._replicas} training device(s)",
+                "minibatches", f"{split.what} must split into minibatches = {split.minibatches} equal minibatches, each a "
+                f"multiple of the {self._replicas} training device(s)",
             )
         reason = self.trains.live_refusal(current[algorithm], proposed[algorithm])
         if reason is not None:
