@@ -146,7 +146,7 @@ def build(config: LearnerConfig, run: object | None = None) -> Learner:
             config_file.check_same_env(logdir, config.env)
         tracker = tracking_sender(config, config_file.document(run or config))
     log.info("learner_built", env=config.env, devices=list(replicas.training), logdir=str(config.logdir))
-    learner = assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference), tracker=tracker, opponent=opponent)
+    learner = assemble(config, spec, agent, checkpointer, lanes=len(replicas.inference), replicas=replicas.count, tracker=tracker, opponent=opponent)
     if config.logdir is not None and learner.live is not None:
         learner.live.on_resumed = save_config
     return learner
@@ -193,12 +193,14 @@ def assemble(
     agent: Agent,
     checkpointer: Checkpointer | None = None,
     lanes: int = 1,
+    replicas: int = 1,
     tracker: Sender | None = None,
     opponent: FrozenOpponent | None = None,
     served: ServedPolicy | None = None,
 ) -> Learner:
     """The stages in data-path order around ``agent``, for actors that send ``spec``; ``lanes``: inference
-    batches that may run at once (one per inference device); ``opponent``: self-play's, for right-side rows;
+    batches that may run at once (one per inference device); ``replicas``: training devices (a live minibatches
+    change must split across them); ``opponent``: self-play's, for right-side rows;
     ``served``: aioseed serve's policy, which acts for every stream instead of ``agent`` and stores nothing."""
     stack = config.learner_frame_stack
     if stack > 1 and agent.spec.observation_shape != (stack, *spec.observation_shape[1:]):
@@ -262,7 +264,7 @@ def assemble(
         endpoint=endpoint, service=service, batcher=batcher, inference=inference, source=source, trainer=trainer, stats=stats,
         stopping=stopping, checkpointer=checkpointer, write_summaries=summary_writer(config, stats, tracker), params=params,
         tracker=tracker, pacing=pacing,
-        live=None if served is not None else live_settings(config, agent, trainer, source, pacing, stats, lambda: service.connected_envs),
+        live=None if served is not None else live_settings(config, agent, trainer, source, pacing, stats, lambda: service.connected_envs, replicas),
     )
 
     def run_info() -> dict[str, Any]:  # when the console asks: only a training agent has replicas

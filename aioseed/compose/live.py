@@ -32,12 +32,13 @@ def changes_note(entries: list[dict[str, Any]]) -> str:
 
 
 def live_settings(
-    config: LearnerConfig, agent: Agent, trainer: Trainer, source: Source, pacing: Pacing, stats: Stats, connected_envs: Callable[[], int]
+    config: LearnerConfig, agent: Agent, trainer: Trainer, source: Source, pacing: Pacing, stats: Stats, connected_envs: Callable[[], int],
+    replicas: int = 1,
 ) -> LiveSettings:
     """The learner's live settings: its agent takes the algorithm's between train steps; a new replay ratio then
     reaches the replay (what sampling may take per insert) and replay pacing's credit per train batch; a new
     acting mode or lag bound, the pacing. ``connected_envs()``: the envs acting now (synchronous acting needs a
-    train batch's worth)."""
+    train batch's worth); ``replicas``: the training devices."""
     trains = algorithm(config.agent)
 
     def refusal(sections: dict[str, Any], proposed: dict[str, Any]) -> str | None:
@@ -75,7 +76,7 @@ def live_settings(
         record=None if config.logdir is None else SettingsRecord(config.logdir / RECORD),
         after=after,
         refusal=refusal,
-        replicas=agent.replicas.count,
+        replicas=replicas,
     )
     if config.settings_schedule is not None:
         live.load_schedule(config.settings_schedule)
