@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -246,3 +248,38 @@ def test_the_separate_path_keeps_the_same_rhythm() -> None:
 def test_minibatches_need_the_fused_update() -> None:
     with pytest.raises(ValueError, match="above 1 only with update fused"):
         SacConfig(minibatches=2, update="separate")
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_the_fused_call_makes_the_updates_the_separate_path_makes_one_share_at_a_time(jit_compile: bool) -> None:
+    """4 minibatches in one fused call against the separate path's 4 calls on the same shares in order, from the
+    same weights: the same critics, policy, targets and temperature. Sampling takes the mean so both draw alike."""
+
+    def deterministic(agent: SacAgent) -> SacAgent:
+        def sample(observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            params = agent.network.actor(observations)
+            u = agent.distribution.mode(params)
+            return u, agent.distribution.log_prob(params, u)
+
+        agent._sample = sample  # before the first trace, so both paths' graphs take it
+        return agent
+
+    config = SacConfig(hidden_sizes=(8,), policy_frequency=2)
+    fused = deterministic(SacAgent(SPEC, dataclasses.replace(config, minibatches=4, jit_compile=jit_compile)))
+    separate = deterministic(SacAgent(SPEC, dataclasses.replace(config, update="separate")))
+
+    def variables(agent: SacAgent) -> list[tf.Variable]:
+        return [*agent.network.weights, *agent.target_network.weights, agent.log_alpha]
+
+    for mine, theirs in zip(variables(separate), variables(fused), strict=True):
+        mine.assign(theirs)
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        batch = _batch(rng, rows=4 * 16)
+        fused.train_step(batch)
+        for i in range(4):
+            separate.train_step({name: column[:, i * 16 : (i + 1) * 16] for name, column in batch.items()})
+    assert int(fused.actor_optimizer.iterations.numpy()) == int(separate.actor_optimizer.iterations.numpy()) == 8
+    for mine, theirs in zip(variables(separate), variables(fused), strict=True):
+        np.testing.assert_allclose(theirs.numpy(), mine.numpy(), rtol=1e-4, atol=1e-5, err_msg=mine.name)
+    assert not np.allclose(fused.log_alpha.numpy(), np.log(config.initial_alpha))  # the temperature did train

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 import numpy as np
 import pytest
@@ -154,3 +156,26 @@ def test_td3_needs_a_box() -> None:
         Td3Agent(EnvSpec((3,), "float32", 3), Td3Config())
     with pytest.raises(ValueError, match="noise_clip must be >= 0"):
         Td3Config(noise_clip=-0.1)
+
+
+def test_the_fused_call_makes_the_updates_one_minibatch_per_call_makes_share_by_share() -> None:
+    """4 minibatches in one compiled call against 4 calls of one on the same shares in order, from the same
+    weights: the same critics, policy and targets (no target smoothing noise, so both compute alike)."""
+    config = Td3Config(hidden_sizes=(8,), policy_frequency=2, policy_noise=0.0)
+    fused = Td3Agent(SPEC, dataclasses.replace(config, minibatches=4, jit_compile=True))
+    one_at_a_time = Td3Agent(SPEC, config)
+
+    def variables(agent: Td3Agent) -> list[tf.Variable]:
+        return [*agent.network.weights, *agent.target_network.weights]
+
+    for mine, theirs in zip(variables(one_at_a_time), variables(fused), strict=True):
+        mine.assign(theirs)
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        batch = _batch(rng, rows=4 * 16)
+        fused.train_step(batch)
+        for i in range(4):
+            one_at_a_time.train_step({name: column[:, i * 16 : (i + 1) * 16] for name, column in batch.items()})
+    assert int(fused.actor_optimizer.iterations.numpy()) == int(one_at_a_time.actor_optimizer.iterations.numpy()) == 4
+    for mine, theirs in zip(variables(one_at_a_time), variables(fused), strict=True):
+        np.testing.assert_allclose(theirs.numpy(), mine.numpy(), rtol=1e-4, atol=1e-5, err_msg=mine.name)
