@@ -65,8 +65,9 @@ class Control(Protocol):
         """Turns the batching auto-tuner on or off."""
         ...
 
-    async def set_learning_rate(self, value: float) -> None:
-        """Applies between train steps."""
+    async def set_learning_rate(self, value: float, who: str = "console") -> None:
+        """Applies between train steps, recorded (``who``: who asked). Raises ``CommandFailed`` when the record
+        cannot be written."""
         ...
 
     async def change_settings(self, changes: dict[str, Any], who: str) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from aioseed.server.batching.autotune import BatchingConfig
 from aioseed.server.batching.batcher import BatcherConfig
 from aioseed.server.config import ConsoleConfig, SelfPlayConfig, ServerConfig, StopConfig
 from aioseed.server.reporting.tracking import TrackerConfig, TrackingName
-from aioseed.server.training.live_settings import acting_settings, read_schedule
+from aioseed.server.training.live_settings import acting_settings
+from aioseed.server.training.settings_record import read_schedule
 from aioseed.server.training.trainer import TrainingConfig
 from aioseed.server.trajectories.pacing import ActingMode
 

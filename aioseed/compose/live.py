@@ -10,7 +10,8 @@ from aioseed.algos.agent import Agent
 from aioseed.algos.registry import algorithm
 from aioseed.compose.config import LearnerConfig
 from aioseed.server.reporting.stats import Stats
-from aioseed.server.training.live_settings import RECORD, LiveSettings, SettingsRecord
+from aioseed.server.training.live_settings import LiveSettings
+from aioseed.server.training.settings_record import RECORD, SettingsRecord
 from aioseed.server.training.trainer import Trainer
 from aioseed.server.trajectories.pacing import Pacing
 from aioseed.server.trajectories.replay_feed import ReplayFeed
@@ -77,6 +78,7 @@ def live_settings(
         after=after,
         refusal=refusal,
         replicas=replicas,
+        rate=agent,
     )
     if config.settings_schedule is not None:
         live.load_schedule(config.settings_schedule)

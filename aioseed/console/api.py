@@ -200,7 +200,7 @@ def validate_settings(body: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         changes["auto"] = body["auto"]
     rate = _number(body, "learning_rate")
     if rate is not None:
-        if not 0 < rate <= 1:
+        if not 0 < rate <= 1:  # the range of the learner's LEARNING_RATE (aioseed.server.training.settings_record)
             raise BadRequest(f"learning_rate must be in (0, 1], got {_short(body['learning_rate'])}", "learning_rate")
         changes["learning_rate"] = rate
     return changes, training
@@ -234,9 +234,11 @@ async def post_settings(request: web.Request) -> web.Response:
         control.set_batching_auto(changes["auto"], "turned off from the console")
     if "learning_rate" in changes:
         try:
-            await control.set_learning_rate(changes["learning_rate"])  # applies between train steps
+            await control.set_learning_rate(changes["learning_rate"], who=request[WHO])  # applies between train steps
         except CommandRefused as exc:
             raise _conflict(exc) from None
+        except CommandFailed as exc:
+            raise _failed(exc) from None
     settings = control.settings()
     return _json(settings if applied is None else {**settings, "applied": applied})
 

@@ -233,11 +233,15 @@ class Learner:
             raise CommandRefused("the learner is stopping")
         return await self._stages.live.change(changes, who)
 
-    async def set_learning_rate(self, value: float) -> None:
-        """Applies between train steps."""
+    async def set_learning_rate(self, value: float, who: str = "console") -> None:
+        """Applies between train steps, recorded with the live settings' changes (CommandFailed: their record
+        cannot be written, and the rate stays)."""
         if not value > 0:
             raise ValueError(f"learning_rate must be positive, got {value}")
-        await self._trainer.run_between_steps(lambda: self.agent.set_learning_rate(value))
+        if self._stages.live is None:  # aioseed serve: nothing trains
+            await self._trainer.run_between_steps(lambda: self.agent.set_learning_rate(value))
+        else:
+            await self._stages.live.change_learning_rate(value, who)
 
     async def checkpoint_now(self, final: bool = False) -> str | None:
         """Saves a checkpoint between train steps; returns its path (None without a logdir). Raises

@@ -157,9 +157,16 @@ async def test_pause_resume_learning_rate_checkpoint_and_disconnect(running_lear
         assert (await (await client.post("/api/resume", headers=AUTH)).json())["paused"] is False
         await until(lambda: learner.train_steps > paused_at + 2, "training to restart")
 
+        configured = learner.agent.learning_rate
         response = await client.post("/api/settings", json={"learning_rate": 3e-4}, headers=AUTH)
-        assert (await response.json())["learning_rate"] == pytest.approx(3e-4)
+        settings = await response.json()
+        assert settings["learning_rate"] == pytest.approx(3e-4)
         assert learner.agent.learning_rate == pytest.approx(3e-4)
+        # On the run's record and the console's chart markers, beside the live settings' changes.
+        (entry,) = [json.loads(line) for line in (tmp_path / "settings" / "changes.jsonl").read_text().splitlines()]
+        assert (entry["setting"], entry["old"], entry["who"]) == ("learning_rate", configured, "local")
+        assert entry["new"] == pytest.approx(3e-4) and entry["train_step"] > paused_at
+        assert [change["setting"] for change in settings["changes"]] == ["learning_rate"]
 
         path = (await (await client.post("/api/checkpoint", headers=AUTH)).json())["path"]
         assert (tmp_path / "checkpoints").exists() and path.startswith(str(tmp_path))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from aioseed.server.training.live_settings import RECORD
+from aioseed.server.training.settings_record import RECORD
 from tests.console.test_api import AUTH, console
 from tests.waiting import until
 

@@ -6,9 +6,10 @@
 range (``InvalidSetting``: 400), then each section against its config's own rules, then against what cannot
 change in a running learner (``Algorithm.live_refusal``: ``CommandRefused``, 409). It is then applied in the
 train thread between two train steps, so the next step uses it, and each setting that changed is appended
-to ``LOGDIR/settings/changes.jsonl`` (``SettingsRecord``) with the time, frames, train step, who and old -> new.
-Changes run one at a time, each from the settings the one before left: of two consoles, the last write wins
-and both are recorded.
+to ``LOGDIR/settings/changes.jsonl`` (``aioseed.server.training.settings_record``) with the time, frames, train
+step, who and old -> new. Changes run one at a time, each from the settings the one before left: of two consoles,
+the last write wins and both are recorded. The agent's learning rate is recorded the same way
+(``change_learning_rate``), though checkpoints, not the record, restore it.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-import json
 import pathlib
-import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -29,76 +28,21 @@ from aioseed.algos.builder import Algorithm
 from aioseed.algos.live import LiveSetting, in_section, short
 from aioseed.algos.registry import ALGORITHMS
 from aioseed.control import CommandFailed, CommandRefused, InvalidSetting
+from aioseed.server.training.settings_record import LEARNING_RATE, SettingsRecord, read_schedule
 
 log = structlog.get_logger()
 
-RECORD = pathlib.Path("settings") / "changes.jsonl"
-"""Where a run's changes are kept, under its logdir."""
 HISTORY = 200
 """Changes ``LiveSettings.history`` keeps for the console."""
 
 
-class SettingsRecord:
-    """``changes.jsonl``: one JSON object per setting changed, appended in order (``entries`` reads them back)."""
+class LearningRate(Protocol):
+    """The agent's base learning rate (``aioseed.algos.agent.Agent``'s), which its checkpoints keep."""
 
-    def __init__(self, path: pathlib.Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
+    @property
+    def learning_rate(self) -> float: ...
 
-    def append(self, entries: list[dict[str, Any]]) -> None:
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a") as f:
-                f.writelines(json.dumps(entry) + "\n" for entry in entries)
-
-    def entries(self) -> list[dict[str, Any]]:
-        """Every change recorded so far, oldest first (none without a file). A last line cut short (the process was
-        killed while it appended) is left out, with a warning; any other line that is not a JSON object is a
-        ValueError naming it."""
-        if not self.path.exists():
-            return []
-        text = self.path.read_text()
-        lines = text.splitlines()
-        entries = []
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError as exc:
-                if number == len(lines) and not text.endswith("\n"):
-                    log.warning("settings_record_torn_line", path=str(self.path), line=number, hint="left out: the run was killed while it wrote it")
-                    continue
-                raise ValueError(f"{self.path} line {number} is not JSON: {exc}") from None
-            if not isinstance(entry, dict):
-                raise ValueError(f"{self.path} line {number} is not a JSON object")
-            entries.append(entry)
-        return entries
-
-    def keep_until(self, train_steps: int) -> list[dict[str, Any]]:
-        """Keeps the changes made up to ``train_steps`` (a resumed checkpoint's), in order of their train steps, and
-        moves the rest to changes.discarded.jsonl: a run killed after its checkpoint made them on a timeline the
-        resumed run does not follow, and a later resume must not apply them. Returns the changes kept."""
-        with self._lock:
-            entries = self.entries()
-            kept = sorted((e for e in entries if _train_step(e) <= train_steps), key=_train_step)
-            discarded = [e for e in entries if _train_step(e) > train_steps]
-            if discarded:
-                with self.path.with_name("changes.discarded.jsonl").open("a") as f:
-                    f.writelines(json.dumps(entry) + "\n" for entry in discarded)
-                log.info("settings_record_discarded", changes=len(discarded), after_train_step=train_steps)
-            if discarded or kept != entries:
-                partial = self.path.with_name(self.path.name + ".partial")
-                partial.write_text("".join(json.dumps(entry) + "\n" for entry in kept))
-                partial.replace(self.path)
-            return kept
-
-
-def _train_step(entry: dict[str, Any]) -> int:
-    step = entry.get("train_step")
-    if not isinstance(step, int) or isinstance(step, bool):
-        raise ValueError(f"a settings record entry without an integer train_step: {entry}")
-    return step
+    def set_learning_rate(self, value: float) -> None: ...
 
 
 def acting_settings(modes: tuple[str, ...]) -> tuple[LiveSetting, ...]:
@@ -110,36 +54,6 @@ def acting_settings(modes: tuple[str, ...]) -> tuple[LiveSetting, ...]:
     if "bounded" in modes:
         settings.append(LiveSetting("lag_bound", "int", 1, 64, takes_effect="at the next inference batch, in bounded mode"))
     return in_section("training", tuple(settings))
-
-
-def read_schedule(path: pathlib.Path, live: tuple[LiveSetting, ...], trains: str) -> list[dict[str, Any]]:
-    """The changes of a ``changes.jsonl`` at ``path``, each checked against the ``live`` settings of a learner training
-    ``trains``: InvalidSetting names the first line the run cannot apply."""
-    if not path.is_file():
-        raise InvalidSetting("settings_schedule", f"the settings schedule {path} is not a file")
-    try:
-        entries = SettingsRecord(path).entries()
-    except (OSError, ValueError) as exc:
-        raise InvalidSetting("settings_schedule", f"cannot read the settings schedule {path}: {exc}") from None
-    settings = {setting.name: setting for setting in live}
-    for number, entry in enumerate(entries, 1):
-        missing = {"frames", "setting", "new"} - set(entry) if isinstance(entry, dict) else {"an object"}
-        if missing:
-            raise InvalidSetting("settings_schedule", f"{path} line {number} lacks {', '.join(sorted(missing))}")
-        frames = entry["frames"]
-        if not isinstance(frames, int | float) or isinstance(frames, bool) or not 0 <= frames < float("inf"):
-            raise InvalidSetting("settings_schedule", f"{path} line {number}: frames must be a number >= 0, got {frames!r}")
-        if not isinstance(entry["setting"], str):
-            raise InvalidSetting("settings_schedule", f"{path} line {number}: setting must be a name, got {entry['setting']!r}")
-        if entry["setting"] not in settings:
-            raise InvalidSetting(
-                "settings_schedule", f"{path} line {number}: {short(entry['setting'])} is not a live setting of {trains}"
-            )
-        try:
-            settings[entry["setting"]].parse(entry["new"])
-        except InvalidSetting as exc:
-            raise InvalidSetting("settings_schedule", f"{path} line {number}: {exc}") from None
-    return entries
 
 
 class LiveSettings:
@@ -158,6 +72,7 @@ class LiveSettings:
         after: Callable[[dict[str, Any]], None] | None = None,
         refusal: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None,
         replicas: int = 1,
+        rate: LearningRate | None = None,
     ) -> None:
         """``live``: the settings that may change (each names its section); ``sections``: the learner config's sections
         they belong to, as the run started (``training``'s included); ``apply(settings)`` hands the algorithm's new
@@ -165,7 +80,7 @@ class LiveSettings:
         progress; ``progress()``: (frames, train step) now; ``after(sections)``: then, on the event loop, to the
         replay and pacing; ``refusal(sections, proposed)``: why the running learner cannot go from one to the other
         now (None: it can), beside the algorithm's own ``live_refusal``; ``replicas``: the training devices each
-        minibatch splits across."""
+        minibatch splits across; ``rate``: the agent's learning rate (``change_learning_rate``)."""
         self.trains = trains
         self.sections = sections
         self._live = {setting.name: setting for setting in live}
@@ -176,6 +91,7 @@ class LiveSettings:
         self._after = after
         self._refusal = refusal
         self._replicas = replicas
+        self._rate = rate
         self.history: list[dict[str, Any]] = []
         """The latest changes (at most ``HISTORY``), as recorded: the console marks them on its charts."""
         self.scheduled: list[dict[str, Any]] = []
@@ -204,10 +120,15 @@ class LiveSettings:
             while frames() < at:
                 await asyncio.sleep(every_s)
             changes = {entry["setting"]: entry["new"] for entry in group}  # in order: a later line for a setting wins
+            rate = changes.pop(LEARNING_RATE.name, None)
+            who = f"schedule {self.scheduled_from}"
             try:
-                await self.change(changes, f"schedule {self.scheduled_from}")
+                if changes:
+                    await self.change(changes, who)
+                if rate is not None:
+                    await self.change_learning_rate(LEARNING_RATE.parse(rate), who)
             except (InvalidSetting, CommandRefused, CommandFailed) as exc:  # e.g. a clip the run never set: the run goes on
-                log.error("settings_schedule_refused", frames=at, changes=changes, error=str(exc))
+                log.error("settings_schedule_refused", frames=at, changes=changes, learning_rate=rate, error=str(exc))
 
     async def resume(self, train_steps: int, frames: int) -> list[dict[str, Any]]:
         """A restored run takes the changes its record made up to the checkpoint's ``train_steps`` (those made after it
@@ -331,19 +252,44 @@ class LiveSettings:
                 before, after = getattr(old[section], name), getattr(new[section], name)
                 if before != after:
                     entries.append({"time": time.time(), "frames": frames, "train_step": step, "who": who, "setting": name, "old": before, "new": after})
-            if entries and self.record is not None:  # recorded first: a change the record lacks would be lost on resume
-                try:
-                    self.record.append(entries)
-                except OSError as exc:
-                    raise CommandFailed(f"the change was not applied: its record {self.record.path} cannot be written: {exc}") from None
+            self._put_on_record(entries)  # first: a change the record lacks would be lost on resume
             self._apply_sections(old, new)
             self.sections = new
-            self.history = [*self.history, *entries][-HISTORY:]
-            for entry in entries:
-                log.info("setting_changed", setting=entry["setting"], old=entry["old"], new=entry["new"], train_step=step, who=who)
+            self._remember(entries)
             return {"train_step": step, "changed": [entry["setting"] for entry in entries]}
 
         applied = await self._between_steps(between_steps)
         if self._after is not None:
             self._after(self.sections)
         return {**applied, "values": self.values()}
+
+    async def change_learning_rate(self, value: float, who: str) -> None:
+        """Sets the agent's learning rate between train steps, recorded first and marked for the console as the
+        settings' changes are. A resume leaves it to the checkpoint, which keeps the rate. Raises CommandFailed (the
+        record cannot be written: the rate stays) or CommandRefused (no agent's rate here)."""
+        rate = self._rate
+        if rate is None:
+            raise CommandRefused("this learner has no learning rate to change")
+
+        def between_steps() -> None:
+            old = rate.learning_rate
+            if old != value:
+                frames, step = self._progress()
+                entries = [{"time": time.time(), "frames": frames, "train_step": step, "who": who, "setting": LEARNING_RATE.name, "old": old, "new": value}]
+                self._put_on_record(entries)
+                self._remember(entries)
+            rate.set_learning_rate(value)
+
+        await self._between_steps(between_steps)
+
+    def _put_on_record(self, entries: list[dict[str, Any]]) -> None:
+        if entries and self.record is not None:
+            try:
+                self.record.append(entries)
+            except OSError as exc:
+                raise CommandFailed(f"the change was not applied: its record {self.record.path} cannot be written: {exc}") from None
+
+    def _remember(self, entries: list[dict[str, Any]]) -> None:
+        self.history = [*self.history, *entries][-HISTORY:]
+        for entry in entries:
+            log.info("setting_changed", **{name: entry[name] for name in ("setting", "old", "new", "train_step", "who")})

@@ -1,5 +1,6 @@
 """The live settings' record and schedule on their own (no learner): a torn line, a resume's discarded timeline,
-a schedule's checked lines and its groups a resumed run already applied, and minibatches across devices."""
+a schedule's checked lines and its groups a resumed run already applied, minibatches across devices, and
+the learning rate's changes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.registry import ALGORITHMS
 from aioseed.control import CommandFailed, InvalidSetting
-from aioseed.server.training.live_settings import LiveSettings, SettingsRecord, read_schedule
+from aioseed.server.training.live_settings import LiveSettings
+from aioseed.server.training.settings_record import SettingsRecord, read_schedule
 from aioseed.server.training.trainer import TrainingConfig
 
 IMPALA = ALGORITHMS["impala"]
@@ -67,7 +69,9 @@ def test_each_schedule_line_is_checked_before_the_run_starts(tmp_path, line: dic
         read_schedule(path, IMPALA.live, "impala")
 
 
-def live_settings(minibatches: int = 1, replicas: int = 1, record: SettingsRecord | None = None, applied: list | None = None) -> LiveSettings:
+def live_settings(
+    minibatches: int = 1, replicas: int = 1, record: SettingsRecord | None = None, applied: list | None = None, rate: object = None
+) -> LiveSettings:
     sections = {"training": TrainingConfig(batch_size=32, unroll_length=20), "impala": ImpalaConfig(minibatches=minibatches, epochs=2)}
 
     async def between_steps(fn):
@@ -75,7 +79,7 @@ def live_settings(minibatches: int = 1, replicas: int = 1, record: SettingsRecor
 
     return LiveSettings(
         trains=IMPALA, live=IMPALA.live, sections=sections, apply=(applied if applied is not None else []).append,
-        between_steps=between_steps, progress=lambda: (0, 0), replicas=replicas, record=record,
+        between_steps=between_steps, progress=lambda: (0, 0), replicas=replicas, record=record, rate=rate,
     )
 
 
@@ -88,6 +92,45 @@ async def test_a_change_whose_record_cannot_be_written_is_not_applied(tmp_path) 
     with pytest.raises(CommandFailed, match="the change was not applied"):
         await live.change({"entropy_cost": 0.02}, "test")
     assert applied == [] and live.values()["entropy_cost"] == ImpalaConfig().entropy_cost
+
+
+class Rate:
+    learning_rate = 5e-4
+
+    def set_learning_rate(self, value: float) -> None:
+        self.learning_rate = value
+
+
+async def test_a_learning_rate_change_is_recorded_first_and_a_resume_leaves_it_to_the_checkpoint(tmp_path) -> None:
+    """The console's learning rate lives in the agent and its checkpoints, not in the live settings: its change goes
+    on the record and the chart markers, an unwritable record refuses it, and a resume does not apply it."""
+    (tmp_path / "settings").write_text("a file where the record's directory should be")
+    rate, applied = Rate(), []
+    live = live_settings(record=SettingsRecord(tmp_path / "settings" / "changes.jsonl"), applied=applied, rate=rate)
+    with pytest.raises(CommandFailed, match="the change was not applied"):
+        await live.change_learning_rate(1e-4, "test")
+    assert live.history == [] and rate.learning_rate == 5e-4
+    (tmp_path / "settings").unlink()
+    await live.change_learning_rate(1e-4, "test")
+    assert [(e["setting"], e["old"], e["new"]) for e in live.record.entries()] == [("learning_rate", 5e-4, 1e-4)]
+    assert live.history == live.record.entries() and rate.learning_rate == 1e-4
+    assert await live.resume(train_steps=10, frames=100) == [] and applied == []
+
+
+async def test_a_schedule_replays_a_record_with_learning_rate_changes(tmp_path) -> None:
+    """A run's record, replayed by --settings-schedule: the learning rate's lines are checked and applied too."""
+    first = live_settings(record=SettingsRecord(tmp_path / "first.jsonl"), rate=Rate())
+    await first.change({"entropy_cost": 0.02}, "test")
+    await first.change_learning_rate(2e-4, "test")
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"frames": 5, "setting": "learning_rate", "new": 2.0}) + "\n")
+    with pytest.raises(InvalidSetting, match=r"bad.jsonl line 1: learning_rate must be a number in \(0, 1\]"):
+        read_schedule(tmp_path / "bad.jsonl", IMPALA.live, "impala")
+    rate = Rate()
+    again = live_settings(record=SettingsRecord(tmp_path / "again.jsonl"), rate=rate)
+    again.load_schedule(tmp_path / "first.jsonl")
+    await again.follow(lambda: 0)
+    assert again.values()["entropy_cost"] == 0.02 and rate.learning_rate == 2e-4
+    assert [e["setting"] for e in again.record.entries()] == ["entropy_cost", "learning_rate"]
 
 
 async def test_a_resumed_run_skips_the_schedule_groups_its_checkpoint_had_applied(tmp_path) -> None:
