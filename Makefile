@@ -60,7 +60,7 @@ run: $(STAMP) $(WEB_STAMP) $(OSMESA)
 
 ## The whole test suite.
 test: $(STAMP) $(WEB_STAMP) $(CHROMIUM) $(OSMESA) $(FOOTBALL_STAMP)
-	$(BIN)/python -m pytest -q $(ARGS)
+	$(BIN)/python -m pytest -q --durations=30 $(ARGS)
 
 ## Regenerate the committed gRPC code after editing aioseed/proto/aioseed.proto.
 proto: $(STAMP)
