@@ -94,7 +94,8 @@ class LearnerConfig:
 
     settings_schedule: pathlib.Path | None = None
     """A changes.jsonl (a run's LOGDIR/settings/changes.jsonl, or one written by hand in its form) whose live
-    setting changes this run applies again, each once the run has trained as many frames as it names."""
+    setting and learning-rate changes this run applies again, each once the run has trained as many frames as it
+    names."""
     init_checkpoint: pathlib.Path | None = None
     """Warm start: another run's logdir, its checkpoints/ or one checkpoint (logs/x/checkpoints/ckpt-160).
     Its network weights (R2D2: and target network) are loaded when this logdir holds no checkpoint yet

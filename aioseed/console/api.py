@@ -210,9 +210,11 @@ def _conflict(exc: Exception) -> web.HTTPConflict:
     return web.HTTPConflict(text=_dumps({"error": str(exc)}), content_type="application/json")
 
 
-def _failed(exc: CommandFailed) -> web.HTTPInternalServerError:
-    """500 for what the learner could not do for a reason outside the request (a full disk); it carries on."""
-    return web.HTTPInternalServerError(text=_dumps({"error": str(exc)}), content_type="application/json")
+def _failed(exc: CommandFailed, applied: dict[str, Any] | None = None) -> web.HTTPInternalServerError:
+    """500 for what the learner could not do for a reason outside the request (a full disk); it carries on.
+    ``applied``: what the same request changed before that (training settings before the learning rate)."""
+    body = {"error": str(exc)} if applied is None else {"error": str(exc), "applied": applied}
+    return web.HTTPInternalServerError(text=_dumps(body), content_type="application/json")
 
 
 async def post_settings(request: web.Request) -> web.Response:
@@ -237,8 +239,8 @@ async def post_settings(request: web.Request) -> web.Response:
             await control.set_learning_rate(changes["learning_rate"], who=request[WHO])  # applies between train steps
         except CommandRefused as exc:
             raise _conflict(exc) from None
-        except CommandFailed as exc:
-            raise _failed(exc) from None
+        except CommandFailed as exc:  # the training settings above, if any, stay applied
+            raise _failed(exc, applied) from None
     settings = control.settings()
     return _json(settings if applied is None else {**settings, "applied": applied})
 

@@ -238,10 +238,11 @@ class Learner:
         cannot be written, and the rate stays)."""
         if not value > 0:
             raise ValueError(f"learning_rate must be positive, got {value}")
-        if self._stages.live is None:  # aioseed serve: nothing trains
-            await self._trainer.run_between_steps(lambda: self.agent.set_learning_rate(value))
-        else:
-            await self._stages.live.change_learning_rate(value, who)
+        if self._stages.live is None:
+            raise CommandRefused("aioseed serve trains nothing: it has no learning rate to change")
+        if self.stopping.requested:  # its final checkpoint may be written: the change would be lost
+            raise CommandRefused("the learner is stopping")
+        await self._stages.live.change_learning_rate(value, who)
 
     async def checkpoint_now(self, final: bool = False) -> str | None:
         """Saves a checkpoint between train steps; returns its path (None without a logdir). Raises

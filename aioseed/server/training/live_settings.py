@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+import numpy as np
 import structlog
 
 from aioseed.algos.builder import Algorithm
@@ -122,21 +123,31 @@ class LiveSettings:
             changes = {entry["setting"]: entry["new"] for entry in group}  # in order: a later line for a setting wins
             rate = changes.pop(LEARNING_RATE.name, None)
             who = f"schedule {self.scheduled_from}"
-            try:
-                if changes:
+            # The settings, then the rate: each on its own (a refusal of one leaves the other), between train steps.
+            if changes:
+                try:
                     await self.change(changes, who)
-                if rate is not None:
+                except (InvalidSetting, CommandRefused, CommandFailed) as exc:  # e.g. a clip the run never set: the run goes on
+                    log.error("settings_schedule_refused", frames=at, changes=changes, error=str(exc))
+            if rate is not None:
+                try:
                     await self.change_learning_rate(LEARNING_RATE.parse(rate), who)
-            except (InvalidSetting, CommandRefused, CommandFailed) as exc:  # e.g. a clip the run never set: the run goes on
-                log.error("settings_schedule_refused", frames=at, changes=changes, learning_rate=rate, error=str(exc))
+                except (InvalidSetting, CommandRefused, CommandFailed) as exc:
+                    log.error("settings_schedule_refused", frames=at, learning_rate=rate, error=str(exc))
 
     async def resume(self, train_steps: int, frames: int) -> list[dict[str, Any]]:
         """A restored run takes the changes its record made up to the checkpoint's ``train_steps`` (those made after it
-        are moved out of the record: ``SettingsRecord.keep_until``); returns them. ``frames``: the checkpoint's."""
+        are moved out of the record: ``SettingsRecord.keep_until``); returns the live settings' among them.
+        ``frames``: the checkpoint's. The learning rate is the record's last too: the checkpoint holds the same one,
+        unless the rate changed after it was written at the same train step (paused, or waiting for data)."""
         self.resumed_frames = frames
         if self.record is None:
             return []
         kept = await self._keep_until(train_steps)
+        rates = [entry["new"] for entry in kept if entry.get("setting") == LEARNING_RATE.name]
+        if rates and self._rate is not None:
+            rate, last = self._rate, LEARNING_RATE.parse(rates[-1])
+            await self._between_steps(lambda: rate.set_learning_rate(last))
         entries = [entry for entry in kept if entry.get("setting") in self._live]
         if not entries:
             return []
@@ -265,17 +276,17 @@ class LiveSettings:
 
     async def change_learning_rate(self, value: float, who: str) -> None:
         """Sets the agent's learning rate between train steps, recorded first and marked for the console as the
-        settings' changes are. A resume leaves it to the checkpoint, which keeps the rate. Raises CommandFailed (the
+        settings' changes are (a rate the float32 variable already holds is no change). Raises CommandFailed (the
         record cannot be written: the rate stays) or CommandRefused (no agent's rate here)."""
         rate = self._rate
         if rate is None:
             raise CommandRefused("this learner has no learning rate to change")
 
         def between_steps() -> None:
-            old = rate.learning_rate
-            if old != value:
+            old, new = float(np.float32(rate.learning_rate)), float(np.float32(value))
+            if old != new:
                 frames, step = self._progress()
-                entries = [{"time": time.time(), "frames": frames, "train_step": step, "who": who, "setting": LEARNING_RATE.name, "old": old, "new": value}]
+                entries = [{"time": time.time(), "frames": frames, "train_step": step, "who": who, "setting": LEARNING_RATE.name, "old": old, "new": new}]
                 self._put_on_record(entries)
                 self._remember(entries)
             rate.set_learning_rate(value)

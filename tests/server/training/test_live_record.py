@@ -8,6 +8,7 @@ import json
 import math
 import pathlib
 
+import numpy as np
 import pytest
 
 from aioseed.algos.impala.config import ImpalaConfig
@@ -95,26 +96,36 @@ async def test_a_change_whose_record_cannot_be_written_is_not_applied(tmp_path) 
 
 
 class Rate:
-    learning_rate = 5e-4
+    """An agent's learning rate, held in float32 as its variable holds it."""
+
+    learning_rate = float(np.float32(5e-4))
 
     def set_learning_rate(self, value: float) -> None:
-        self.learning_rate = value
+        self.learning_rate = float(np.float32(value))
 
 
-async def test_a_learning_rate_change_is_recorded_first_and_a_resume_leaves_it_to_the_checkpoint(tmp_path) -> None:
-    """The console's learning rate lives in the agent and its checkpoints, not in the live settings: its change goes
-    on the record and the chart markers, an unwritable record refuses it, and a resume does not apply it."""
+async def test_a_learning_rate_change_is_recorded_first_and_a_resume_takes_the_records_last_rate(tmp_path) -> None:
+    """The console's learning rate lives in the agent and its checkpoints, not in the live settings' sections: its
+    change goes on the record and the chart markers, an unwritable record refuses it, and a resume takes the
+    record's last rate (a change made after a checkpoint at the same train step is not in the checkpoint)."""
     (tmp_path / "settings").write_text("a file where the record's directory should be")
     rate, applied = Rate(), []
     live = live_settings(record=SettingsRecord(tmp_path / "settings" / "changes.jsonl"), applied=applied, rate=rate)
     with pytest.raises(CommandFailed, match="the change was not applied"):
         await live.change_learning_rate(1e-4, "test")
-    assert live.history == [] and rate.learning_rate == 5e-4
+    float32 = float(np.float32(5e-4)), float(np.float32(1e-4))
+    assert live.history == [] and rate.learning_rate == float32[0]
     (tmp_path / "settings").unlink()
     await live.change_learning_rate(1e-4, "test")
-    assert [(e["setting"], e["old"], e["new"]) for e in live.record.entries()] == [("learning_rate", 5e-4, 1e-4)]
-    assert live.history == live.record.entries() and rate.learning_rate == 1e-4
-    assert await live.resume(train_steps=10, frames=100) == [] and applied == []
+    await live.change_learning_rate(float32[1], "test")  # what the float32 variable holds: no change
+    assert [(e["setting"], e["old"], e["new"]) for e in live.record.entries()] == [("learning_rate", *float32)]
+    assert live.history == live.record.entries() and rate.learning_rate == float32[1]
+    # Resumed from a checkpoint written at that train step before the change (paused): the record's rate, not the
+    # checkpoint's; only the live settings' changes are returned (config.toml lists those).
+    rate = Rate()
+    again = live_settings(record=live.record, applied=applied, rate=rate)
+    assert await again.resume(train_steps=0, frames=100) == [] and applied == []
+    assert rate.learning_rate == float32[1]
 
 
 async def test_a_schedule_replays_a_record_with_learning_rate_changes(tmp_path) -> None:
@@ -129,8 +140,15 @@ async def test_a_schedule_replays_a_record_with_learning_rate_changes(tmp_path) 
     again = live_settings(record=SettingsRecord(tmp_path / "again.jsonl"), rate=rate)
     again.load_schedule(tmp_path / "first.jsonl")
     await again.follow(lambda: 0)
-    assert again.values()["entropy_cost"] == 0.02 and rate.learning_rate == 2e-4
+    assert again.values()["entropy_cost"] == 0.02 and rate.learning_rate == float(np.float32(2e-4))
     assert [e["setting"] for e in again.record.entries()] == ["entropy_cost", "learning_rate"]
+    # A setting the run refuses at the same frames leaves the rate's line to apply.
+    (tmp_path / "refused.jsonl").write_text(
+        "".join(json.dumps({"frames": 0, "setting": name, "new": new}) + "\n" for name, new in [("ppo_clip", 0.2), ("learning_rate", 3e-4)])
+    )
+    again.load_schedule(tmp_path / "refused.jsonl")
+    await again.follow(lambda: 0)
+    assert again.values()["ppo_clip"] is None and rate.learning_rate == float(np.float32(3e-4))
 
 
 async def test_a_resumed_run_skips_the_schedule_groups_its_checkpoint_had_applied(tmp_path) -> None:
