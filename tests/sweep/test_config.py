@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import pathlib
 
 import pytest
@@ -35,16 +36,21 @@ def test_the_documented_sweep_reads_and_each_trial_is_a_run_config(tmp_path) -> 
     assert run.learner.impala.learning_rate == 0.0 and run.learner.seed == 2 and run.learner.impala.network == "nature_cnn"
 
 
-def test_the_hopper_sweep_keeps_its_seeds_to_commit_and_each_trial_is_a_sac_run(tmp_path) -> None:
+@pytest.mark.parametrize(
+    "name,env,arm,trials,envs",
+    [("hopper-sac", "Hopper-v5", {"learner.sac.acting_ahead": 8}, 10, 1), ("halfcheetah-sac", "HalfCheetah-v5", {"learner.sac.minibatches": 4}, 2, 4)],
+)
+def test_the_sac_sweeps_keep_their_seeds_to_commit_and_each_trial_is_a_sac_run(tmp_path, name, env, arm, trials, envs) -> None:
     from aioseed.cli import parse
     from aioseed.sweep.trial import write_config
 
-    sweep = read_sweep(CATCH.with_name("hopper-sac.toml"))
-    assert sweep.keep == pathlib.Path("docs/results/hopper-sac-seeds") and total_trials(sweep) == 10
-    table = trial_table(sweep, {"learner.sac.acting_ahead": 8}, 3, tmp_path / "t")
+    sweep = read_sweep(CATCH.with_name(f"{name}.toml"))
+    assert sweep.keep == pathlib.Path(f"docs/results/{name}-seeds") and total_trials(sweep) == trials
+    table = trial_table(sweep, arm, 3, tmp_path / "t")
     run = parse(["run", "--preset", sweep.preset, "--config", str(write_config(tmp_path / "t", table))])
-    assert (run.learner.env, run.learner.agent, run.learner.sac.acting_ahead, run.learner.stop.after_frames) == ("Hopper-v5", "sac", 8, 300000)
-    assert (run.envs_per_actor, run.envs_per_message, run.learner.sac.minibatches, run.learner.seed) == (1, 1, 4, 3)
+    assert (run.learner.env, run.learner.agent, run.learner.stop.after_frames, run.learner.sac.checkpoint_replay) == (env, "sac", 300000, True)
+    assert (run.envs_per_actor, run.envs_per_message, run.learner.sac.minibatches, run.learner.seed) == (envs, envs, 4, 3)
+    assert all(functools.reduce(getattr, key.split("."), run) == value for key, value in arm.items())
 
 
 def test_settings_get_readable_directory_names_and_tables_nest_and_merge() -> None:
