@@ -9,7 +9,7 @@ train thread between two train steps, so the next step uses it, and each setting
 to ``LOGDIR/settings/changes.jsonl`` (``aioseed.server.training.settings_record``) with the time, frames, train
 step, who and old -> new. Changes run one at a time, each from the settings the one before left: of two consoles,
 the last write wins and both are recorded. The agent's learning rate is recorded the same way
-(``change_learning_rate``), though checkpoints, not the record, restore it.
+(``change_learning_rate``), and a resume takes the record's last one too.
 """
 
 from __future__ import annotations
