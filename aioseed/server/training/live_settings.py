@@ -57,6 +57,11 @@ def acting_settings(modes: tuple[str, ...]) -> tuple[LiveSetting, ...]:
     return in_section("training", tuple(settings))
 
 
+def _entry(frames: int, step: int, who: str, setting: str, old: Any, new: Any) -> dict[str, Any]:
+    """One line of the record (``aioseed.server.training.settings_record``), made now."""
+    return {"time": time.time(), "frames": frames, "train_step": step, "who": who, "setting": setting, "old": old, "new": new}
+
+
 class LiveSettings:
     """Verbs: ``check`` a change, ``change`` (check, apply between train steps, record), ``values``, ``catalog``,
     ``metrics``."""
@@ -262,7 +267,7 @@ class LiveSettings:
                 section = self._live[name].section
                 before, after = getattr(old[section], name), getattr(new[section], name)
                 if before != after:
-                    entries.append({"time": time.time(), "frames": frames, "train_step": step, "who": who, "setting": name, "old": before, "new": after})
+                    entries.append(_entry(frames, step, who, name, before, after))
             self._put_on_record(entries)  # first: a change the record lacks would be lost on resume
             self._apply_sections(old, new)
             self.sections = new
@@ -286,7 +291,7 @@ class LiveSettings:
             old, new = float(np.float32(rate.learning_rate)), float(np.float32(value))
             if old != new:
                 frames, step = self._progress()
-                entries = [{"time": time.time(), "frames": frames, "train_step": step, "who": who, "setting": LEARNING_RATE.name, "old": old, "new": new}]
+                entries = [_entry(frames, step, who, LEARNING_RATE.name, old, new)]
                 self._put_on_record(entries)
                 self._remember(entries)
             rate.set_learning_rate(value)
