@@ -73,7 +73,7 @@ class RecurrentPolicyValue(keras.Model):
         """One step; ``extras`` (<float32>[B, E]) join the torso's features as the core's input."""
         features = self._inputs(self.base.features(observations), extras)
         out, (h, c) = self.cell(features, [state["core_h"], state["core_c"]])
-        logits, value = self.base.heads(out)
+        logits, value = self.heads(out)
         return logits, value, {"core_h": h, "core_c": c}
 
     def unroll(
@@ -84,7 +84,7 @@ class RecurrentPolicyValue(keras.Model):
         extras: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, tf.Tensor]:
         outputs, _ = self._core(observations, state, starts, extras)
-        logits, values = self.base.heads(merge_time_batch(outputs))
+        logits, values = self.heads(merge_time_batch(outputs))
         return split_time_batch(logits, observations), split_time_batch(values, observations)
 
     def burn_in(
@@ -96,6 +96,10 @@ class RecurrentPolicyValue(keras.Model):
     ) -> dict[str, tf.Tensor]:
         """The state after running the core over ``[T, B, ...]`` (T >= 1), e.g. R2D2's burn-in."""
         return self._core(observations, state, starts, extras)[1]
+
+    def heads(self, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """<float32>[B, units] core outputs -> ``base``'s heads (logits [B, A], value [B])."""
+        return self.base.heads(outputs)
 
     @staticmethod
     def _inputs(features: tf.Tensor, extras: tf.Tensor | None) -> tf.Tensor:

@@ -28,7 +28,7 @@ def build_source(config: LearnerConfig, agent: Agent, unrolls: asyncio.Queue[Unr
     return ReplayFeed(
         replay=Replay(replay.capacity, replay.priority_exponent, replay.importance_exponent, seed=config.seed, stacked=stacked),
         unrolls=unrolls, batch_size=config.training.batch_size, min_size=replay.min_size, replay_ratio=replay.ratio,
-        per_unroll=per_unroll, running=running,
+        per_unroll=per_unroll, running=running, prioritize=getattr(agent, "initial_priorities", None),
     )
 
 

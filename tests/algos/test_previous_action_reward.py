@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aioseed.algos.impala.agent import PREVIOUS_ACTION, ImpalaAgent
+from aioseed.algos.extras import PREVIOUS_ACTION
+from aioseed.algos.impala.agent import ImpalaAgent
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.spec import EnvSpec
 

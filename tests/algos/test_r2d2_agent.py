@@ -43,6 +43,7 @@ def _batch(rng: np.random.Generator, steps: int, size: int) -> dict[str, np.ndar
         "phantom": np.zeros(shape, bool),
         "core_h": np.zeros((size, 8), np.float32),
         "core_c": np.zeros((size, 8), np.float32),
+        "prev_action": np.eye(3, dtype=np.float32)[rng.integers(0, 3, size)],
         "weights": rng.random(size).astype(np.float32),
     }
 

@@ -106,6 +106,7 @@ def test_r2d2_on_two_replicas_matches_one_device_and_its_priorities() -> None:
             "phantom": np.zeros((steps, B), bool),
             "core_h": np.zeros((B, 8), np.float32),
             "core_c": np.zeros((B, 8), np.float32),
+            "prev_action": np.eye(3, dtype=np.float32)[rng.integers(0, 3, B)],
             "weights": rng.random(B).astype(np.float32),
         }
         a, b = one.train_step(batch), two.train_step(batch)

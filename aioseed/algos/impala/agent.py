@@ -10,7 +10,6 @@ import numpy as np
 import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED, no_callback
-from aioseed.algos.distributions import Distribution
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import (
     Diagnostics,
@@ -22,37 +21,14 @@ from aioseed.algos.impala.loss import (
     normalize,
     targets,
 )
-from aioseed.algos.impala.policy import (
-    PREVIOUS_ACTION,
-    VALUE,
-    ImpalaPolicy,
-    step_extras,
-)
+from aioseed.algos.extras import PREVIOUS_ACTION, unroll_extras
+from aioseed.algos.impala.policy import VALUE, ImpalaPolicy
 from aioseed.algos.normalization import RewardScaler, RunningNormalizer
 from aioseed.algos.optimizer import LearningRateControl, make_optimizer, minimize
 from aioseed.algos.replicas import Replicas, replica_sum
 from aioseed.algos.rewards import clip_rewards
 from aioseed.algos.schedule import schedule_factor
 from aioseed.spec import EnvSpec
-
-
-def unroll_extras(
-    first_previous_action: tf.Tensor, actions: tf.Tensor, rewards: tf.Tensor, starts: tf.Tensor, distribution: Distribution
-) -> tf.Tensor:
-    """The inference-time extras of every step of ``[T + 1, B]`` unrolls.
-
-    Args:
-      first_previous_action: <float32>[B, F] the previous action's features stored with each unroll's first step.
-      actions: [T + 1, B, ...] a_t as stored.
-      rewards: <float32>[T + 1, B] the (clipped) reward leading to step t.
-      starts: <bool>[T + 1, B] an episode starts at step t: previous action and reward are zero there.
-      distribution: turns an action into its features (one-hot for categoricals).
-    """
-    previous = tf.concat([first_previous_action[None], distribution.features(actions[:-1])], 0)
-    keep = 1.0 - tf.cast(starts, tf.float32)
-    # Step 0's stored previous action was already zeroed at inference where it started an episode.
-    previous = previous * tf.concat([tf.ones_like(keep[:1]), keep[1:]], 0)[..., None]
-    return step_extras(previous, rewards * keep)
 
 
 ENTROPY_COST = "losses/entropy_cost"
@@ -237,7 +213,7 @@ class ImpalaAgent(ImpalaPolicy, LearningRateControl):
         core = {name: inputs[name] for name in self.network.state_shapes()}
         extras = None
         if self.config.previous_action_reward:
-            extras = unroll_extras(inputs[PREVIOUS_ACTION], inputs["action"], rewards, starts, self.distribution)
+            extras = unroll_extras(inputs[PREVIOUS_ACTION], inputs["action"], rewards, starts, self.distribution.features)
         return self.network.unroll(inputs["observation"], core, starts, extras)
 
     def update(self, inputs: dict[str, Any]) -> dict[str, tf.Tensor]:

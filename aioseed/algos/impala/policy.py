@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from aioseed.algos import distributions
 from aioseed.algos.distributions import Distribution
+from aioseed.algos.extras import PREVIOUS_ACTION, step_extras
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.networks import Layers, PolicyValue, build_policy_value, policy_head
 from aioseed.algos.normalization import RunningNormalizer
@@ -21,9 +22,6 @@ from aioseed.types import ENV_ACTION
 
 VALUE = "value"
 """Output column of the behaviour's value estimate (kept with ``ImpalaConfig.proximal`` behaviour)."""
-PREVIOUS_ACTION = "prev_action"
-"""State column of the previous action (``Distribution.features``: one-hot for categoricals; zero at an
-episode's start) with ``previous_action_reward``."""
 
 
 def build_network(spec: EnvSpec, config: ImpalaConfig, precision: str = "float32") -> PolicyValue | RecurrentPolicyValue:
@@ -38,11 +36,6 @@ def build_network(spec: EnvSpec, config: ImpalaConfig, precision: str = "float32
         normalizer=RunningNormalizer((math.prod(spec.observation_shape),), config.observation_clip) if config.normalize_observations else None,
     )
     return RecurrentPolicyValue(base, config.lstm_size) if config.lstm_size else base
-
-
-def step_extras(previous_action: tf.Tensor, reward: tf.Tensor) -> tf.Tensor:
-    """<float32>[..., A] one-hot previous action and <float32>[...] reward -> <float32>[..., A + 1]."""
-    return tf.concat([previous_action, tf.cast(reward, tf.float32)[..., None]], -1)
 
 
 class PolicyModule(tf.Module):

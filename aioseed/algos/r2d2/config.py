@@ -16,10 +16,13 @@ class R2D2Config:
 
     The defaults are SEED RL's Atari settings (``gcp/train_atari.sh``): burn-in 40 + unroll 80
     (``--training.unroll-length 80``), n = 5, gamma 0.997, Adam 1e-4 with epsilon 1e-3, clip norm 80, LSTM 512,
-    alpha 0.9, beta 0.6; the target update every 2500 steps is the R2D2 paper's (SEED's flag default: 400).
-    Two differences from SEED: a sequence's loss is the mean of its steps' squared TD errors where SEED sums
-    them, so gradients are 1/T of SEED's and its epsilon and clip norm weigh T times more here; and the LSTM
-    sees no previous action and reward (SEED's torso concatenates them).
+    alpha 0.9, beta 0.6, target update every 2500 steps; and SEED's Atari network and learner
+    (``seed_rl/atari/networks.py``, ``seed_rl/agents/r2d2/learner.py``): the previous action and reward join
+    the LSTM's input, a hidden layer of 512 in each dueling stream, a sequence's loss summed over its steps,
+    new unrolls prioritised from the Q values inference computed. Where aioseed differs on purpose: the
+    previous action and reward are zero at every episode start (SEED's carry over a ``done``), a truncation
+    bootstraps from the episode's final observation (SEED treats it as a termination), and replay samples are
+    stratified.
     ``--preset r2d2-cartpole`` (aioseed/presets/r2d2-cartpole.toml) learns CartPole-v1 here in about
     17 s; ``--preset atari-r2d2`` sizes R2D2 for Pong on 2 CPU cores.
     """
@@ -43,6 +46,10 @@ class R2D2Config:
     """Copy the online network into the target network every this many train steps."""
     reward_clipping: Literal["none", "abs"] = "none"
     """abs clips rewards to [-1, 1] (R2D2 relies on value rescaling instead)."""
+
+    loss_reduction: Literal["sum", "mean"] = "sum"
+    """How a sequence's squared TD errors make its loss: summed over its learned steps (SEED), or their mean
+    (gradients 1/T as large, so Adam's epsilon and the clip norm weigh T times more)."""
 
     # Sequences
     burn_in: int = 40
@@ -69,6 +76,10 @@ class R2D2Config:
     """beta: importance weights (N P(i))^-beta, normalised by the batch maximum."""
     priority_eta: float = 0.9
     """eta: an unroll's priority is eta max|delta| + (1 - eta) mean|delta|."""
+    initial_priority: Literal["inference", "max"] = "inference"
+    """A new unroll's priority: inference (SEED's) computes it from the Q values inference took its actions
+    with, stored with each step: n-step targets bootstrapped from the Q of the actions taken, no target
+    network; max gives it the largest priority seen so far."""
 
     # Exploration
     epsilon_base: float = 0.4
@@ -87,6 +98,13 @@ class R2D2Config:
     """Hidden layer sizes of the MLP torso."""
     lstm_size: int = 512
     """Units of the LSTM core."""
+    dueling_hidden: int = 512
+    """Units of the ReLU layer between the LSTM and each dueling head, value and advantage (SEED's 512); 0
+    puts both heads on the LSTM's output."""
+    previous_action_reward: bool = True
+    """The action taken at the previous step (one-hot; the epsilon-greedy one) and the reward that led to the
+    observation (clipped as the loss's, ``reward_clipping``) join the torso's output as the LSTM's input, as
+    in SEED's network. Both are zero at an episode's start."""
 
     def epsilons(self, slots: np.ndarray) -> np.ndarray:
         """<float32>[B] eps_i for env slots i (Ape-X / SEED schedule)."""
@@ -97,8 +115,8 @@ class R2D2Config:
     def __post_init__(self) -> None:
         if self.learning_rate <= 0:
             raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
-        if self.n_steps < 1 or self.burn_in < 0 or self.lstm_size < 1:
-            raise ValueError("n_steps and lstm_size must be >= 1 and burn_in >= 0")
+        if self.n_steps < 1 or self.burn_in < 0 or self.lstm_size < 1 or self.dueling_hidden < 0:
+            raise ValueError("n_steps and lstm_size must be >= 1, burn_in and dueling_hidden >= 0")
         if not 0 < self.min_replay_size <= self.replay_capacity:
             raise ValueError(
                 f"min_replay_size must be in [1, replay_capacity={self.replay_capacity}], got {self.min_replay_size}"

@@ -19,7 +19,7 @@ from aioseed.algos.value_rescaling import inverse_value_rescale, value_rescale
 
 class R2D2Losses(NamedTuple):
     total: tf.Tensor
-    """<float32>[] importance-weighted mean of the sequences' squared-TD losses."""
+    """<float32>[] importance-weighted mean over the batch of the sequences' squared-TD losses."""
     td: tf.Tensor
     """<float32>[T, B] TD errors in rescaled space (0 at phantom rows)."""
     priorities: tf.Tensor
@@ -43,6 +43,7 @@ def r2d2_loss(
     n_steps: int,
     eps: float = 1e-3,
     priority_eta: float = 0.9,
+    reduction: str = "sum",
 ) -> R2D2Losses:
     """Double-Q n-step loss with value rescaling (R2D2, section 2 and 3).
 
@@ -58,20 +59,63 @@ def r2d2_loss(
       n_steps: n.
       eps: value-rescaling eps.
       priority_eta: eta of the priorities.
+      reduction: a sequence's loss is half the sum of its squared TD errors (SEED's), or their mean ("mean").
     """
     q_taken = tf.gather(q, actions, batch_dims=2)
     # Double Q: the online network picks the bootstrap action, the target network values it.
     best = tf.argmax(q, -1, output_type=tf.int32)
-    bootstrap = inverse_value_rescale(tf.gather(target_q, best, batch_dims=2), eps)
+    td, priorities, rows = _td_errors(
+        q_taken, tf.gather(target_q, best, batch_dims=2), rewards, done, phantom, discount, n_steps, eps, priority_eta
+    )
+    sequence_loss = 0.5 * tf.reduce_sum(tf.square(td), 0)
+    if reduction == "mean":
+        sequence_loss /= rows
+    return R2D2Losses(
+        total=tf.reduce_mean(importance_weights * sequence_loss), td=td, priorities=tf.stop_gradient(priorities)
+    )
+
+
+def inference_priorities(
+    q_taken: tf.Tensor,
+    rewards: tf.Tensor,
+    done: tf.Tensor,
+    phantom: tf.Tensor,
+    discount: float,
+    n_steps: int,
+    eps: float = 1e-3,
+    priority_eta: float = 0.9,
+) -> tf.Tensor:
+    """<float32>[B] new unrolls' priorities from the Q values inference acted with (SEED's initial priorities):
+    the n-step targets bootstrap from the Q of the actions taken, no target network.
+
+    Args:
+      q_taken: <float32>[T + 1, B] Q(x_t, a_t) of the action taken (rescaled space), as inference computed it.
+      rewards, done, phantom: <[T + 1, B]> as in ``r2d2_loss``.
+      discount, n_steps, eps, priority_eta: as in ``r2d2_loss``.
+    """
+    return _td_errors(q_taken, q_taken, rewards, done, phantom, discount, n_steps, eps, priority_eta)[1]
+
+
+def _td_errors(
+    q_taken: tf.Tensor,
+    bootstrap_q: tf.Tensor,
+    rewards: tf.Tensor,
+    done: tf.Tensor,
+    phantom: tf.Tensor,
+    discount: float,
+    n_steps: int,
+    eps: float,
+    priority_eta: float,
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """TD errors <float32>[T, B] of ``q_taken`` against n-step targets bootstrapped from ``bootstrap_q`` (both
+    [T + 1, B], rescaled space; 0 at phantom rows), the sequences' priorities [B] and their learned rows [B]."""
+    bootstrap = inverse_value_rescale(bootstrap_q, eps)
     discounts = discount * (1.0 - tf.cast(done, tf.float32))
     returns = n_step_targets(tf.cast(rewards, tf.float32), discounts, bootstrap, phantom, n_steps)
     targets = tf.stop_gradient(value_rescale(returns, eps))
     mask = 1.0 - tf.cast(phantom[:-1], tf.float32)
     td = (targets - q_taken[:-1]) * mask
     rows = tf.maximum(tf.reduce_sum(mask, 0), 1.0)
-    sequence_loss = 0.5 * tf.reduce_sum(tf.square(td), 0) / rows
     magnitude = tf.abs(td)
     priorities = priority_eta * tf.reduce_max(magnitude, 0) + (1.0 - priority_eta) * tf.reduce_sum(magnitude, 0) / rows
-    return R2D2Losses(
-        total=tf.reduce_mean(importance_weights * sequence_loss), td=td, priorities=tf.stop_gradient(priorities)
-    )
+    return td, priorities, rows

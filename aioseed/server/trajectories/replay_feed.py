@@ -1,7 +1,7 @@
 """Unroll queue -> prioritized replay -> time-major training batches, at a bounded replay ratio.
 
 One task inserts completed unrolls into the replay as they arrive (new unrolls
-get the largest priority seen). ``next_batch`` waits until the replay holds
+get the priorities the agent gives them, else the largest seen). ``next_batch`` waits until the replay holds
 ``min_size`` unrolls and sampling one more batch keeps the replay ratio (unrolls
 sampled per unroll inserted after the first ``min_size``) within bounds, then
 samples and stacks in a thread. After each train step, ``update`` writes the new priorities back.
@@ -10,7 +10,7 @@ samples and stacks in a thread. After each train step, ``update`` writes the new
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,9 +35,12 @@ class ReplayFeed:
         replay_ratio: float,
         per_unroll: Collection[str] = (),
         running: asyncio.Event | None = None,
+        prioritize: Callable[[Sequence[Unroll]], np.ndarray | None] | None = None,
     ) -> None:
         """``running``: cleared while training is paused; inserts wait, so that the unroll queue fills and the
-        actors stall, as with V-trace, instead of the replay taking and evicting unrolls no one trains on."""
+        actors stall, as with V-trace, instead of the replay taking and evicting unrolls no one trains on.
+        ``prioritize``: new unrolls' priorities (R2D2's from its inference), computed in the insert thread;
+        where it is None or returns None, they get the largest priority seen."""
         self.replay = replay
         self._unrolls = unrolls
         self._batch_size = batch_size
@@ -50,6 +53,7 @@ class ReplayFeed:
         self._per_unroll = tuple(per_unroll)
         self._inserted = asyncio.Event()
         self._running = running
+        self._prioritize = prioritize
 
     async def run(self) -> None:
         """Inserts completed unrolls as they arrive, up to 256 at a time."""
@@ -59,8 +63,12 @@ class ReplayFeed:
             batch = [await self._unrolls.get()]
             while not self._unrolls.empty() and len(batch) < 256:
                 batch.append(self._unrolls.get_nowait())
-            await asyncio.to_thread(self.replay.insert, batch)  # copies the rows into the replay's columns
+            await asyncio.to_thread(self._insert, batch)
             self._inserted.set()
+
+    def _insert(self, batch: Sequence[Unroll]) -> None:
+        """Copies the rows into the replay's columns, at their priorities."""
+        self.replay.insert(batch, None if self._prioritize is None else self._prioritize(batch))
 
     @property
     def batches_sampled(self) -> float:

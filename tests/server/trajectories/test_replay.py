@@ -374,3 +374,28 @@ def test_a_restored_replay_holds_the_current_ratio_from_its_counts_whatever_rati
     assert not feed.ready()  # the ratio holds from here: 16 more inserts for the next batch
     replay.insert(unrolls(*range(1_000, 1_016)))
     assert feed.ready()
+
+
+@pytest.mark.parametrize("given", [True, False], ids=["the-agents", "none-given"])
+async def test_the_feed_inserts_new_unrolls_at_the_priorities_the_agent_gives(given: bool) -> None:
+    """R2D2's new unrolls come prioritised from its inference; without (SAC, or R2D2's ``max``) they take the
+    largest priority seen. With alpha = beta = 1 a sample's weight is 1 / (N p) over the batch's largest."""
+    replay = Replay(16, priority_exponent=1.0, importance_exponent=1.0, seed=0)
+    queue: asyncio.Queue = asyncio.Queue()
+    seen: list[int] = []
+
+    def prioritize(batch):
+        seen.append(len(batch))
+        return np.array([1.0 + float(unroll["slot"]) for unroll in batch]) if given else None
+
+    feed = ReplayFeed(replay, queue, batch_size=8, min_size=6, replay_ratio=8.0, prioritize=prioritize)
+    for unroll in array_unrolls(6):
+        queue.put_nowait(unroll)
+    task = asyncio.create_task(feed.run())
+    try:
+        batch = await asyncio.wait_for(feed.next_batch(), 5)
+    finally:
+        task.cancel()
+    assert sum(seen) == 6
+    priorities = 1.0 + batch["slot"].astype(np.float64) if given else np.ones(8)
+    np.testing.assert_allclose(batch["weights"], priorities.min() / priorities, rtol=1e-6)
