@@ -80,7 +80,7 @@ def as_flags(table: Mapping[str, Any], cls: type, source: str, prefix: str = "")
     fields = {field.name: field for field in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
     flags: list[str] = []
-    for key, value in table.items():
+    for key, value in {**_values_before(table, cls), **table}.items():
         name = key.replace("-", "_")
         if name not in fields:
             raise ConfigFileError(f"{source}: {unknown_key(key, cls, prefix)}")
@@ -95,6 +95,16 @@ def as_flags(table: Mapping[str, Any], cls: type, source: str, prefix: str = "")
         else:
             flags += _flag(f"{prefix}{name}", value, prefix)
     return flags
+
+
+def _values_before(table: Mapping[str, Any], cls: type) -> dict[str, Any]:
+    """What a run's saved table that predates fields of ``cls`` (its ``VALUES_BEFORE``) means by their absence: it
+    lists every other field, as a saved config does (a hand-written table lists some, and takes the defaults)."""
+    before: Mapping[str, Any] = getattr(cls, "VALUES_BEFORE", {})
+    others = {field.name for field in dataclasses.fields(cls)} - before.keys()
+    if not before or not others <= {key.replace("-", "_") for key in table}:
+        return {}
+    return {name: value for name, value in before.items() if name not in table}
 
 
 def _positional(cls: type, name: str) -> bool:

@@ -23,20 +23,31 @@ CONFIG = R2D2Config(
 )
 
 
-def act(agent: R2D2Agent, observations: np.ndarray, rewards: np.ndarray, starts: np.ndarray, greedy: bool = False):
-    """Inference as the learner runs it: state (previous action included) and rewards zeroed where episodes
-    start; epsilon-greedy per slot, or greedy (evaluation rows at epsilon 0). Returns the first step's state,
-    the actions and their Q values."""
+def act(agent: R2D2Agent, observations: np.ndarray, rewards: np.ndarray, done: np.ndarray, phantom: np.ndarray, greedy: bool = False):
+    """Inference as the learner runs it (``aioseed.server.acting``): state, the previous action included, and the
+    reward input zeroed where an episode starts; epsilon-greedy per slot, or greedy (evaluation rows at epsilon
+    0). Returns the state before each step, the actions and their Q values."""
     state = {name: np.zeros((B, *shape), dtype) for name, (shape, dtype) in agent.state_columns().items()}
-    first, actions, q_taken = None, [], []
+    states, actions, q_taken = [], [], []
+    starts = done & ~phantom
     for t in range(len(observations)):
         state = {name: np.where(starts[t][:, None], 0.0, value).astype(np.float32) for name, value in state.items()}
-        first = first or state
+        states.append(state)
         rewards_in = np.where(starts[t], 0.0, rewards[t]).astype(np.float32)
         out, state = agent.infer(observations[t], state, np.arange(B), np.full(B, greedy), rewards=rewards_in)
         actions.append(out["action"])
         q_taken.append(out[Q_TAKEN])
-    return first, np.stack(actions), np.stack(q_taken)
+    return states, np.stack(actions), np.stack(q_taken)
+
+
+def episodes(steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """done and phantom <bool>[steps, B] as the env table marks them, one kind of boundary per env: a termination
+    with its final observation (rows 6, 7), a truncation (9, 10), SEED's termination without one (4), none."""
+    done, phantom = np.zeros((steps, B), bool), np.zeros((steps, B), bool)
+    done[6, 0] = phantom[6, 0] = done[7, 0] = True
+    phantom[9, 1] = done[10, 1] = True
+    done[4, 2] = True
+    return done, phantom
 
 
 def test_seeds_settings_are_the_defaults() -> None:
@@ -55,31 +66,35 @@ def test_seeds_settings_are_the_defaults() -> None:
 
 
 def test_training_replays_the_q_values_inference_acted_with() -> None:
-    """After burn-in from the stored state, the train step's online Q values of the actions taken are the ones
-    inference computed, previous actions and (clipped) rewards included; and those inputs change them."""
+    """From the state stored with an unroll's first step (mid-episode: a previous action is in it), after burn-in,
+    the train step's online Q values of the actions taken are the ones inference computed, across episode
+    boundaries of every kind, with previous actions and (clipped) rewards as inputs; and those inputs matter."""
     agent = R2D2Agent(SPEC, CONFIG)
     rng = np.random.default_rng(0)
-    steps = BURN + T + 1
-    observations = rng.normal(size=(steps, B, 5)).astype(np.float32)
-    rewards = rng.normal(scale=3.0, size=(steps, B)).astype(np.float32)  # beyond the clip on both sides
-    starts = rng.random((steps, B)) < 0.15
-    starts[0] = True
-    state, actions, q_taken = act(agent, observations, rewards, starts)
+    warm_up, steps = 3, BURN + T + 1  # the unroll starts at row 3 of what inference saw
+    observations = rng.normal(size=(warm_up + steps, B, 5)).astype(np.float32)
+    rewards = rng.normal(scale=3.0, size=(warm_up + steps, B)).astype(np.float32)  # beyond the clip on both sides
+    done, phantom = episodes(warm_up + steps)
+    states, actions, q_taken = act(agent, observations, rewards, done, phantom)
+    unroll = slice(warm_up, None)
+    stored = states[warm_up]
+    assert np.abs(stored[PREVIOUS_ACTION]).sum(1).min() == 1.0  # every env's previous action is in the stored state
     inputs = {
-        "observation": observations, "action": actions, "reward": np.where(starts, 0.0, rewards).astype(np.float32),
-        "done": starts, "phantom": np.zeros_like(starts), **state,
+        "observation": observations[unroll], "action": actions[unroll], "reward": rewards[unroll],  # stored unzeroed
+        "done": done[unroll], "phantom": phantom[unroll], **stored,
     }
     q, target_q = agent._q_values({name: tf.constant(value) for name, value in inputs.items()})
-    replayed = np.take_along_axis(q.numpy(), actions[BURN:, :, None], -1)[..., 0]
-    np.testing.assert_allclose(replayed, q_taken[BURN:], atol=1e-5)
+    replayed = np.take_along_axis(q.numpy(), actions[warm_up + BURN :, :, None], -1)[..., 0]
+    np.testing.assert_allclose(replayed, q_taken[warm_up + BURN :], atol=1e-5)
     np.testing.assert_allclose(target_q.numpy(), q.numpy(), atol=1e-6)  # the target is a copy until it updates
 
-    _, _, other = act(agent, observations, -rewards, starts)  # the rewards are inputs: negated, Q moves
-    assert np.abs(other - q_taken)[~starts].max() > 1e-4
+    _, _, greedy = act(agent, observations, rewards, done, phantom, greedy=True)
+    _, _, negated = act(agent, observations, -rewards, done, phantom, greedy=True)  # the rewards are inputs
+    assert np.abs(negated - greedy)[~(done & ~phantom)].max() > 1e-4
     no_inputs = R2D2Agent(SPEC, dataclasses.replace(CONFIG, previous_action_reward=False))
     assert PREVIOUS_ACTION not in no_inputs.state_columns()
-    _, _, unmoved = act(no_inputs, observations, rewards, starts, greedy=True)
-    _, _, negated = act(no_inputs, observations, -rewards, starts, greedy=True)
+    _, _, unmoved = act(no_inputs, observations, rewards, done, phantom, greedy=True)
+    _, _, negated = act(no_inputs, observations, -rewards, done, phantom, greedy=True)
     np.testing.assert_array_equal(unmoved, negated)
 
 
@@ -119,6 +134,33 @@ def test_inference_priorities_are_seeds_formula() -> None:
     np.testing.assert_allclose(priorities, expected, rtol=1e-5)
 
 
+def seed_n_step_bellman_target(rewards: np.ndarray, done: np.ndarray, q_target: np.ndarray, gamma: float, n: int) -> np.ndarray:
+    """seed_rl/agents/r2d2/learner.py's n_step_bellman_target, in NumPy."""
+    target = np.concatenate([np.zeros_like(q_target[:1]), q_target] + [q_target[-1:] / gamma**k for k in range(1, n)])
+    done = np.concatenate([done] + [np.zeros_like(done[:1])] * n)
+    rewards = np.concatenate([rewards] + [np.zeros_like(rewards[:1])] * n)
+    for _ in range(n):
+        rewards, done = rewards[:-1], done[:-1]
+        target = rewards + gamma * (1.0 - done) * target[1:]
+    return target
+
+
+def test_inference_priorities_are_seeds_with_n_step_windows() -> None:
+    """SEED's compute_loss_and_priorities_from_agent_outputs with inference's outputs for both networks: n = 3, a
+    termination in the middle (SEED's rows have no phantom), and the shortened windows at the unroll's end."""
+    rng = np.random.default_rng(4)
+    q_taken = rng.normal(size=(T + 1, B)).astype(np.float32)
+    rewards = rng.normal(size=(T + 1, B)).astype(np.float32)
+    done = np.zeros((T + 1, B), bool)
+    done[3, 0] = done[T, 1] = True
+    bootstrap = inverse_value_rescale(tf.constant(q_taken)).numpy()
+    targets = value_rescale(tf.constant(seed_n_step_bellman_target(rewards, done, bootstrap, 0.99, 3)[1:])).numpy()
+    delta = np.abs(targets - q_taken[:-1])
+    expected = 0.9 * delta.max(0) + 0.1 * delta.mean(0)
+    priorities = inference_priorities(*map(tf.constant, (q_taken, rewards, done, np.zeros_like(done))), 0.99, 3).numpy()
+    np.testing.assert_allclose(priorities, expected, rtol=1e-5)
+
+
 def test_new_unrolls_are_prioritised_from_what_inference_stored() -> None:
     agent = R2D2Agent(SPEC, CONFIG)
     rng = np.random.default_rng(3)
@@ -135,7 +177,8 @@ def test_new_unrolls_are_prioritised_from_what_inference_stored() -> None:
     rewards = np.clip(rewards, -1.0, 1.0)  # reward_clipping abs, as in training
     expected = inference_priorities(*map(tf.constant, (q_taken, rewards, done, phantom)), CONFIG.discount, CONFIG.n_steps, CONFIG.value_rescale_eps, CONFIG.priority_eta)
     np.testing.assert_allclose(priorities, expected.numpy(), rtol=1e-6)
-    unrolls[2][Q_TAKEN][BURN] = np.nan  # a diverged network: the replay's largest priority instead
-    assert agent.initial_priorities(unrolls) is None
+    unrolls[2][Q_TAKEN][BURN] = np.nan  # a diverged network: NaN, which the replay gives its largest priority
+    priorities = agent.initial_priorities(unrolls)
+    assert np.isnan(priorities[2]) and np.isfinite(np.delete(priorities, 2)).all()
     largest = R2D2Agent(SPEC, dataclasses.replace(CONFIG, initial_priority="max"))
     assert Q_TAKEN not in largest.output_columns() and largest.initial_priorities(unrolls) is None

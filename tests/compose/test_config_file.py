@@ -139,3 +139,27 @@ def test_a_logdir_of_another_envs_run_is_refused_and_a_moved_env_module_is_not(t
     with pytest.raises(InvalidInput, match="holds a run of old.module:Corridor-v0, not CartPole-v1") as refusal:
         config_file.check_same_env(tmp_path, "CartPole-v1")
     assert f"--init-checkpoint {tmp_path}" in str(refusal.value)  # how to start from its weights all the same
+
+
+def test_a_saved_config_that_predates_fields_means_the_behaviour_before_them(tmp_path) -> None:
+    """An R2D2 run saved before SEED's network and loss became the defaults lists every other field: read back
+    (aioseed eval, serve, run --config), it is that run, whose checkpoints fit. A hand-written table takes the
+    defaults, and a saved table that has the fields keeps its values."""
+    from aioseed.algos.r2d2.config import R2D2Config
+
+    new = R2D2Config()
+    assert {name: getattr(new, name) for name in R2D2Config.VALUES_BEFORE} != R2D2Config.VALUES_BEFORE
+    logdir = tmp_path / "old"
+    config_file.save(logdir, LearnerConfig(agent="r2d2", logdir=logdir), "learner")
+    text = (logdir / "config.toml").read_text()
+    for name in R2D2Config.VALUES_BEFORE:  # as a version before them wrote it
+        text = "\n".join(line for line in text.splitlines() if not line.startswith(f"{name} ="))
+    (logdir / "config.toml").write_text(text)
+    old = config_file.saved_learner(logdir).r2d2
+    assert {name: getattr(old, name) for name in R2D2Config.VALUES_BEFORE} == R2D2Config.VALUES_BEFORE
+    assert old.lstm_size == new.lstm_size  # the rest as written
+
+    run = parse(["run", "--config", str(write(tmp_path / "hand.toml", '[learner]\nagent = "r2d2"\n[learner.r2d2]\nlstm_size = 64\n'))])
+    assert run.learner.r2d2 == dataclasses.replace(new, lstm_size=64)
+    config_file.save(tmp_path / "now", LearnerConfig(agent="r2d2", logdir=tmp_path / "now"), "learner")
+    assert config_file.saved_learner(tmp_path / "now").r2d2 == new

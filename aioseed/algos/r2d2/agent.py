@@ -159,14 +159,14 @@ class R2D2Agent(LearningRateControl):
 
     def initial_priorities(self, unrolls: Sequence[Unroll]) -> np.ndarray | None:
         """<float32>[len(unrolls)] new unrolls' priorities from the Q values inference acted with (SEED's), over
-        their steps after burn-in; None with ``initial_priority`` max, or where a Q value or reward was not
-        finite (the replay then gives them its largest)."""
+        their steps after burn-in, NaN where a Q value was not finite (the replay gives those its largest); None
+        with ``initial_priority`` max (the largest for all)."""
         if Q_TAKEN not in self.output_columns() or not unrolls:
             return None
         learn = slice(self.burn_in, None)
         columns = [np.stack([unroll[name][learn] for unroll in unrolls], 1) for name in (Q_TAKEN, "reward", "done", "phantom")]
         priorities = self._priorities(*columns).numpy()
-        return priorities if np.isfinite(priorities).all() else None
+        return np.where(np.isfinite(priorities), priorities, np.nan)
 
     def _inference_priorities(self, q_taken: tf.Tensor, reward: tf.Tensor, done: tf.Tensor, phantom: tf.Tensor) -> tf.Tensor:
         c = self.config

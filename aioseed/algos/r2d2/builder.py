@@ -54,6 +54,7 @@ R2D2 = Algorithm(
     key_hyperparameters=(
         "learning_rate", "discount", "n_steps", "burn_in", "target_update_period", "replay_capacity",
         "min_replay_size", "replay_ratio", "priority_exponent", "importance_exponent", "lstm_size",
+        "dueling_hidden", "previous_action_reward", "loss_reduction", "initial_priority",
     ),
     live=LIVE,
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -22,10 +22,16 @@ class R2D2Config:
     new unrolls prioritised from the Q values inference computed. Where aioseed differs on purpose: the
     previous action and reward are zero at every episode start (SEED's carry over a ``done``), a truncation
     bootstraps from the episode's final observation (SEED treats it as a termination), and replay samples are
-    stratified.
+    stratified. The advantage head keeps a bias (SEED's has none).
     ``--preset r2d2-cartpole`` (aioseed/presets/r2d2-cartpole.toml) learns CartPole-v1 here in about
     17 s; ``--preset atari-r2d2`` sizes R2D2 for Pong on 2 CPU cores.
     """
+
+    VALUES_BEFORE: ClassVar[dict[str, Any]] = {
+        "loss_reduction": "mean", "previous_action_reward": False, "dueling_hidden": 0, "initial_priority": "max",
+    }
+    """Fields added on 2026-11-30, with SEED's values as defaults, and the values that give R2D2 as it ran before
+    them: a run's saved config.toml that predates them means these (``aioseed.compose.config_file.as_flags``)."""
 
     # Optimisation
     learning_rate: float = 1e-4

@@ -61,6 +61,8 @@ def r2d2_loss(
       priority_eta: eta of the priorities.
       reduction: a sequence's loss is half the sum of its squared TD errors (SEED's), or their mean ("mean").
     """
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"unknown reduction {reduction!r}; known: sum, mean")
     q_taken = tf.gather(q, actions, batch_dims=2)
     # Double Q: the online network picks the bootstrap action, the target network values it.
     best = tf.argmax(q, -1, output_type=tf.int32)

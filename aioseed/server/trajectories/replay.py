@@ -78,15 +78,16 @@ class Replay:
 
     def insert(self, unrolls: Sequence[Unroll], priorities: np.ndarray | None = None) -> np.ndarray:
         """Stores ``unrolls`` (all with the same columns), evicting the oldest when full. Returns their ids.
-        The first insert after a restore discards the restored unrolls, with a warning, when their columns
-        differ from these."""
+        ``priorities``: theirs; NaN, or None for all, gives the largest priority seen. The first insert after a
+        restore discards the restored unrolls, with a warning, when their columns differ from these."""
         unrolls = [self._encoded(unroll) for unroll in unrolls]
         with self._lock:
             if unrolls:
                 self._check_layout(_layout(unrolls[0]))
             if priorities is None:
                 priorities = np.full(len(unrolls), self._max_priority)
-            priorities = self._checked(priorities, len(unrolls))
+            priorities = np.asarray(priorities, np.float64)
+            priorities = self._checked(np.where(np.isnan(priorities), self._max_priority, priorities), len(unrolls))
             ids = np.arange(self.inserted, self.inserted + len(unrolls), dtype=np.int64)
             kept = slice(max(0, len(unrolls) - self.capacity), None)  # more than capacity at once: the newest
             positions = ids[kept] % self.capacity

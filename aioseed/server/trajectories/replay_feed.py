@@ -40,7 +40,7 @@ class ReplayFeed:
         """``running``: cleared while training is paused; inserts wait, so that the unroll queue fills and the
         actors stall, as with V-trace, instead of the replay taking and evicting unrolls no one trains on.
         ``prioritize``: new unrolls' priorities (R2D2's from its inference), computed in the insert thread;
-        where it is None or returns None, they get the largest priority seen."""
+        where it is None, returns None or gives NaN, they get the largest priority seen."""
         self.replay = replay
         self._unrolls = unrolls
         self._batch_size = batch_size

@@ -39,8 +39,9 @@ async def test_a_reconnecting_actor_gets_a_zero_state_and_a_fresh_unroll(running
         assert (await again.handshake(hello(1, previous=slots.tolist()))).tolist() == slots.tolist()  # same env, same slot
         resent = await play(again, slots, 5, rng)
         await until(lambda: replay.inserted == 3, "the reconnected stream's first unroll")
-    # Stored in insertion order (positions 0, 1, 2), each with the LSTM state before its first row.
-    states = replay._columns["core_h"][:3], replay._columns["core_c"][:3]
+    # Stored in insertion order (positions 0, 1, 2), each with the LSTM state and previous action before its first row.
+    states = replay._columns["core_h"][:3], replay._columns["core_c"][:3], replay._columns["prev_action"][:3]
+    assert replay._columns["prev_action"][1].sum() == 1.0  # one-hot: the action taken at row 2
     for state in states:
         assert not state[0].any() and state[1].any()  # the first stream: from zero, then run on over rows 0-2
         assert not state[2].any()  # the reconnected stream: from zero again, not from the state after row 7

@@ -105,11 +105,25 @@ def test_priority_updates_take_effect_and_evicted_ids_are_ignored() -> None:
 def test_bad_priorities_are_refused() -> None:
     replay = Replay(capacity=4)
     with pytest.raises(ValueError, match="finite priorities"):
-        replay.insert(unrolls(0, 1), np.array([1.0, np.nan]))
+        replay.insert(unrolls(0, 1), np.array([1.0, np.inf]))
     with pytest.raises(ValueError, match="need 2"):
         replay.insert(unrolls(0, 1), np.array([1.0]))
     with pytest.raises(LookupError):
         replay.sample(1)
+    ids = replay.insert(unrolls(0, 1), np.array([3.0, 1.0]))
+    with pytest.raises(ValueError, match="finite priorities"):
+        replay.update_priorities(ids, np.array([1.0, np.nan]))
+
+
+def test_a_new_unroll_without_a_priority_gets_the_largest_seen() -> None:
+    """NaN (an agent's priority it could not compute) stands for the largest priority seen, as no priorities do."""
+    replay = Replay(capacity=4, priority_exponent=1.0, importance_exponent=1.0, seed=0)
+    replay.insert(unrolls(0, 1), np.array([4.0, 1.0]))
+    replay.insert(unrolls(2), np.array([np.nan]))
+    ids, _, weights = replay.sample(64)
+    assert set(ids) == {0, 1, 2}
+    by_id = {int(i): float(w) for i, w in zip(ids, weights)}
+    assert by_id[2] == pytest.approx(by_id[0]) and by_id[1] == pytest.approx(4 * by_id[0])
 
 
 def test_concurrent_inserts_and_samples_are_serialized() -> None:
