@@ -303,18 +303,23 @@ def test_restored_unrolls_wait_for_the_first_new_one_and_go_if_their_columns_dif
     assert same.confirmed and (len(same), same.inserted) == (7, 7) and feed.ready()
 
 
+async def first_batch(feed: ReplayFeed, queue: asyncio.Queue, stored: list) -> dict[str, np.ndarray]:
+    """The feed's first batch once ``stored`` unrolls arrive on ``queue`` and its insert task runs."""
+    for unroll in stored:
+        queue.put_nowait(unroll)
+    task = asyncio.create_task(feed.run())
+    try:
+        return await asyncio.wait_for(feed.next_batch(), 5)
+    finally:
+        task.cancel()
+
+
 async def test_the_feed_samples_time_major_batches_with_per_unroll_columns_batch_major() -> None:
     replay = Replay(16, priority_exponent=0.0, importance_exponent=0.0, seed=0)
     queue: asyncio.Queue = asyncio.Queue()
     feed = ReplayFeed(replay, queue, batch_size=4, min_size=4, replay_ratio=8.0, per_unroll=["core_h"])
     stored = array_unrolls(6)
-    for unroll in stored:
-        queue.put_nowait(unroll)
-    task = asyncio.create_task(feed.run())
-    try:
-        batch = await asyncio.wait_for(feed.next_batch(), 5)
-    finally:
-        task.cancel()
+    batch = await first_batch(feed, queue, stored)
     assert batch["observation"].shape == (21, 4, 4) and batch["action"].shape == (21, 4)
     assert batch["core_h"].shape == (4, 8) and batch["slot"].shape == (4,)
     for i, unroll_id in enumerate(batch["ids"]):  # column i is unroll ids[i], as it went in
@@ -403,13 +408,7 @@ async def test_the_feed_inserts_new_unrolls_at_the_priorities_the_agent_gives(gi
         return np.array([1.0 + float(unroll["slot"]) for unroll in batch]) if given else None
 
     feed = ReplayFeed(replay, queue, batch_size=8, min_size=6, replay_ratio=8.0, prioritize=prioritize)
-    for unroll in array_unrolls(6):
-        queue.put_nowait(unroll)
-    task = asyncio.create_task(feed.run())
-    try:
-        batch = await asyncio.wait_for(feed.next_batch(), 5)
-    finally:
-        task.cancel()
+    batch = await first_batch(feed, queue, array_unrolls(6))
     assert sum(seen) == 6
     priorities = 1.0 + batch["slot"].astype(np.float64) if given else np.ones(8)
     np.testing.assert_allclose(batch["weights"], priorities.min() / priorities, rtol=1e-6)
