@@ -58,9 +58,12 @@ def test_seeds_settings_are_the_defaults() -> None:
     agent = R2D2Agent(SPEC, R2D2Config(lstm_size=8, hidden_sizes=(16,)))
     assert agent.state_columns()[PREVIOUS_ACTION] == ((3,), np.float32)
     assert agent.output_columns()[Q_TAKEN] == ((), np.float32)
-    # Each stream's hidden ReLU layer takes the LSTM's output; the heads take the hidden layers'.
-    assert agent.network.value_hidden.kernel.shape == (8, 512) and agent.network.advantage_hidden.kernel.shape == (8, 512)
-    assert agent.network.base.policy.kernel.shape == (512, 3) and agent.network.base.value.kernel.shape == (512, 1)
+    # SEED's streams: LSTM -> Dense(512, relu) -> A (no bias) or V.
+    advantage, value = agent.network.advantage_stream.layers, agent.network.value_stream.layers
+    assert [tuple(w.shape) for w in advantage[0].weights + advantage[1].weights] == [(8, 512), (512,), (512, 3)]
+    assert [tuple(w.shape) for w in value[0].weights + value[1].weights] == [(8, 512), (512,), (512, 1), (1,)]
+    assert advantage[0].activation is value[0].activation is tf.keras.activations.relu
+    assert not agent.network.base.policy.weights  # the actor-critic heads are not used
     with pytest.raises(ValueError, match="dueling_hidden"):
         R2D2Config(dueling_hidden=-1)
 

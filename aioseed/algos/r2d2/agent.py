@@ -31,25 +31,31 @@ Q_TAKEN = "q_taken"
 class RecurrentDuelingQ(RecurrentPolicyValue):
     """R2D2's Q-network: torso -> LSTM -> two heads, combined by ``dueling_q`` into Q(x, .).
 
-    It reuses the actor-critic nets' layers (so the torsos and checkpoints are shared): the head
-    that holds policy logits there (``PolicyValue.policy``) holds the advantages A(x, .) here,
-    and the value head V(x). With ``hidden`` units, each stream has its own ReLU layer before its head
-    (SEED's). Use ``q_step`` and ``q_unroll``, which return Q values; ``extras`` join the LSTM's input.
+    With ``hidden`` units each stream is SEED's: a ReLU layer of its own, then the advantages A(x, .) (no bias)
+    or the value V(x). Without, it reuses the actor-critic nets' heads on the LSTM's output: the one that holds
+    policy logits there (``PolicyValue.policy``) holds the advantages here. Use ``q_step`` and ``q_unroll``,
+    which return Q values; ``extras`` join the LSTM's input.
     """
 
-    def __init__(self, base: PolicyValue, units: int, hidden: int = 0, **kwargs) -> None:
+    def __init__(self, base: PolicyValue, units: int, num_actions: int, hidden: int = 0, **kwargs) -> None:
         super().__init__(base, units, **kwargs)
         self.hidden = hidden
         if hidden:
-            kernel = base.layer_options.kernel()
-            self.advantage_hidden = keras.layers.Dense(hidden, activation="relu", kernel_initializer=kernel)
-            self.value_hidden = keras.layers.Dense(hidden, activation="relu", kernel_initializer=kernel)
+            kernel = base.layer_options.kernel
+            self.advantage_stream = keras.Sequential([
+                keras.layers.Dense(hidden, activation="relu", kernel_initializer=kernel()),
+                keras.layers.Dense(num_actions, use_bias=False, kernel_initializer=kernel(0.01)),
+            ])
+            self.value_stream = keras.Sequential([
+                keras.layers.Dense(hidden, activation="relu", kernel_initializer=kernel()),
+                keras.layers.Dense(1, kernel_initializer=kernel(1.0)),
+            ])
 
     def heads(self, outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """Advantages <float32>[B, A] and value [B] from the core's outputs."""
         if not self.hidden:
             return super().heads(outputs)
-        return self.base.policy(self.advantage_hidden(outputs)), tf.squeeze(self.base.value(self.value_hidden(outputs)), -1)
+        return self.advantage_stream(outputs), tf.squeeze(self.value_stream(outputs), -1)
 
     def q_step(
         self, observations: tf.Tensor, state: dict[str, tf.Tensor], extras: tf.Tensor | None = None
@@ -67,7 +73,7 @@ class RecurrentDuelingQ(RecurrentPolicyValue):
 
 def build_q_network(spec: EnvSpec, config: R2D2Config, precision: str = "float32") -> RecurrentDuelingQ:
     base = build_policy_value(spec, config.network, config.hidden_sizes, shared_torso=True, layers=Layers(precision=precision))
-    return RecurrentDuelingQ(base, config.lstm_size, config.dueling_hidden)
+    return RecurrentDuelingQ(base, config.lstm_size, spec.num_actions, config.dueling_hidden)
 
 
 class R2D2Agent(LearningRateControl):

@@ -22,7 +22,7 @@ class R2D2Config:
     new unrolls prioritised from the Q values inference computed. Where aioseed differs on purpose: the
     previous action and reward are zero at every episode start (SEED's carry over a ``done``), a truncation
     bootstraps from the episode's final observation (SEED treats it as a termination), and replay samples are
-    stratified. The advantage head keeps a bias (SEED's has none).
+    stratified.
     ``--preset r2d2-cartpole`` (aioseed/presets/r2d2-cartpole.toml) learns CartPole-v1 here in about
     17 s; ``--preset atari-r2d2`` sizes R2D2 for Pong on 2 CPU cores.
     """
@@ -105,8 +105,8 @@ class R2D2Config:
     lstm_size: int = 512
     """Units of the LSTM core."""
     dueling_hidden: int = 512
-    """Units of the ReLU layer between the LSTM and each dueling head, value and advantage (SEED's 512); 0
-    puts both heads on the LSTM's output."""
+    """Units of the ReLU layer between the LSTM and each dueling stream's head, value and advantage (SEED's 512,
+    with an advantage head without bias); 0 puts both heads on the LSTM's output."""
     previous_action_reward: bool = True
     """The action taken at the previous step (one-hot; the epsilon-greedy one) and the reward that led to the
     observation (clipped as the loss's, ``reward_clipping``) join the torso's output as the LSTM's input, as
