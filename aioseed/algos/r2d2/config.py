@@ -22,7 +22,8 @@ class R2D2Config:
     new unrolls prioritised from the Q values inference computed. Where aioseed differs on purpose: the
     previous action and reward are zero at every episode start (SEED's carry over a ``done``), a truncation
     bootstraps from the episode's final observation (SEED treats it as a termination), and replay samples are
-    stratified.
+    stratified. The replay's size and pace are one machine's (SEED's script: 100K unrolls, 5K before training,
+    batches of 64, replay ratio 0.75; ``--training.batch-size`` and the fields below).
     ``--preset r2d2-cartpole`` (aioseed/presets/r2d2-cartpole.toml) learns CartPole-v1 here in about
     17 s; ``--preset atari-r2d2`` sizes R2D2 for Pong on 2 CPU cores.
     """
