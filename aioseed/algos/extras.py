@@ -7,12 +7,23 @@ every step of an unroll from the state stored with its first step, its actions a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 PREVIOUS_ACTION = "prev_action"
 """State column of the previous action's features (one-hot for discrete actions); zero at an episode's start."""
+
+
+def state_columns(core: Mapping[str, tuple[int, ...]], previous_action_size: int | None) -> dict[str, tuple[tuple[int, ...], Any]]:
+    """The per-env state columns (shape, dtype) a learner keeps: the core's, then the previous action's features
+    where they are an input (``previous_action_size``; None: they are not)."""
+    columns: dict[str, tuple[tuple[int, ...], Any]] = {name: (shape, np.float32) for name, shape in core.items()}
+    if previous_action_size is not None:
+        columns[PREVIOUS_ACTION] = ((previous_action_size,), np.float32)
+    return columns
 
 
 def step_extras(previous_action: tf.Tensor, reward: tf.Tensor) -> tf.Tensor:

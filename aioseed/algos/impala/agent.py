@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED, no_callback
+from aioseed.algos.extras import PREVIOUS_ACTION, unroll_extras
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.impala.loss import (
     Diagnostics,
@@ -21,7 +22,6 @@ from aioseed.algos.impala.loss import (
     normalize,
     targets,
 )
-from aioseed.algos.extras import PREVIOUS_ACTION, unroll_extras
 from aioseed.algos.impala.policy import VALUE, ImpalaPolicy
 from aioseed.algos.normalization import RewardScaler, RunningNormalizer
 from aioseed.algos.optimizer import LearningRateControl, make_optimizer, minimize
@@ -29,7 +29,6 @@ from aioseed.algos.replicas import Replicas, replica_sum
 from aioseed.algos.rewards import clip_rewards
 from aioseed.algos.schedule import schedule_factor
 from aioseed.spec import EnvSpec
-
 
 ENTROPY_COST = "losses/entropy_cost"
 """The metric of the entropy cost in effect (``ImpalaConfig.entropy_schedule``)."""

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from aioseed.algos import distributions
 from aioseed.algos.distributions import Distribution
-from aioseed.algos.extras import PREVIOUS_ACTION, step_extras
+from aioseed.algos.extras import PREVIOUS_ACTION, state_columns, step_extras
 from aioseed.algos.impala.config import ImpalaConfig
 from aioseed.algos.networks import Layers, PolicyValue, build_policy_value, policy_head
 from aioseed.algos.normalization import RunningNormalizer
@@ -129,10 +129,8 @@ class ImpalaPolicy:
         return columns
 
     def state_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
-        columns = {name: (shape, np.float32) for name, shape in self.network.state_shapes().items()}
-        if self.config.previous_action_reward:
-            columns[PREVIOUS_ACTION] = ((self.distribution.feature_size,), np.float32)
-        return columns
+        previous = self.distribution.feature_size if self.config.previous_action_reward else None
+        return state_columns(self.network.state_shapes(), previous)
 
     def infer(
         self,

@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from aioseed.algos.agent import SKIPPED, no_callback, zero_state
-from aioseed.algos.extras import PREVIOUS_ACTION, step_extras, unroll_extras
+from aioseed.algos.extras import PREVIOUS_ACTION, state_columns, step_extras, unroll_extras
 from aioseed.algos.networks import Layers, PolicyValue, build_policy_value
 from aioseed.algos.optimizer import LearningRateControl, adam, minimize
 from aioseed.algos.r2d2.config import R2D2Config
@@ -116,10 +116,7 @@ class R2D2Agent(LearningRateControl):
         return columns
 
     def state_columns(self) -> Mapping[str, tuple[tuple[int, ...], Any]]:
-        columns = {name: (shape, np.float32) for name, shape in self.network.state_shapes().items()}
-        if self.config.previous_action_reward:
-            columns[PREVIOUS_ACTION] = ((self.spec.num_actions,), np.float32)
-        return columns
+        return state_columns(self.network.state_shapes(), self.spec.num_actions if self.config.previous_action_reward else None)
 
     def infer(
         self,
