@@ -138,7 +138,7 @@ class R2D2Agent(LearningRateControl):
         with tf.device(self.replicas.inference_device()):
             action, q_taken, h, c, taken = self._act(observations, state["core_h"], state["core_c"], epsilon, previous, reward)
         outputs = {"action": action.numpy()}
-        if Q_TAKEN in self.output_columns():
+        if self.config.initial_priority == "inference":
             outputs[Q_TAKEN] = q_taken.numpy()
         next_state = {"core_h": h.numpy(), "core_c": c.numpy()}
         if self.config.previous_action_reward:
@@ -164,7 +164,7 @@ class R2D2Agent(LearningRateControl):
         """<float32>[len(unrolls)] new unrolls' priorities from the Q values inference acted with (SEED's), over
         their steps after burn-in, NaN where a Q value was not finite (the replay gives those its largest); None
         with ``initial_priority`` max (the largest for all)."""
-        if Q_TAKEN not in self.output_columns() or not unrolls:
+        if self.config.initial_priority != "inference" or not unrolls:
             return None
         learn = slice(self.burn_in, None)
         columns = [np.stack([unroll[name][learn] for unroll in unrolls], 1) for name in (Q_TAKEN, "reward", "done", "phantom")]

@@ -84,9 +84,7 @@ class Replay:
         with self._lock:
             if unrolls:
                 self._check_layout(_layout(unrolls[0]))
-            if priorities is None:
-                priorities = np.full(len(unrolls), self._max_priority)
-            priorities = np.asarray(priorities, np.float64)
+            priorities = np.full(len(unrolls), np.nan) if priorities is None else np.asarray(priorities, np.float64)
             priorities = self._checked(np.where(np.isnan(priorities), self._max_priority, priorities), len(unrolls))
             ids = np.arange(self.inserted, self.inserted + len(unrolls), dtype=np.int64)
             kept = slice(max(0, len(unrolls) - self.capacity), None)  # more than capacity at once: the newest
