@@ -3,6 +3,9 @@ again), its sampler and pruner, the choices it keeps, and one take of a queued t
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import pathlib
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -85,17 +88,32 @@ def check_unchanged(sweep: Sweep, study: optuna.Study) -> None:
                 )
 
 
-def one_pop_at_a_time(study: optuna.Study) -> optuna.Study:
-    """``study``, whose worker threads take its queued trials one at a time. Optuna takes one by reading that it
-    waits, then writing that it runs; on SQLite nothing holds the row between the two, and two workers both took
-    one trial: the second found its logdir claimed and pruned the trial as a duplicate while the first trained it,
-    and the first's next report to the pruned trial ended the sweep. (Sweeps in other processes on one SQLite file
-    can still meet this; a database server's storage locks the row.)"""
-    pop, lock = study._pop_waiting_trial_id, threading.Lock()
+def one_pop_at_a_time(study: optuna.Study, storage: str) -> optuna.Study:
+    """``study``, whose workers take its queued trials one at a time. Optuna takes one by reading that it waits,
+    then writing that it runs; on SQLite nothing holds the row between the two, and two workers both took one
+    trial: the second found its logdir claimed and pruned the trial as a duplicate while the first trained it,
+    and the first's next report to the pruned trial ended the sweep. A lock serialises the take between this
+    sweep's worker threads; on a SQLite ``storage``, an exclusive ``flock`` on a file beside the database also
+    serialises it between sweeps in other processes on the machine. (A database server's storage locks the row.)"""
+    pop, lock, beside = study._pop_waiting_trial_id, threading.Lock(), sqlite_lock_file(storage)
 
     def serialized() -> int | None:
-        with lock:
+        with lock, contextlib.ExitStack() as held:
+            if beside is not None:
+                file = held.enter_context(open(beside, "ab"))
+                fcntl.flock(file, fcntl.LOCK_EX)  # the kernel lets go when the file closes or the process dies
             return pop()
 
     study._pop_waiting_trial_id = serialized  # type: ignore[method-assign]
     return study
+
+
+def sqlite_lock_file(storage: str) -> pathlib.Path | None:
+    """The file beside a SQLite ``storage``'s database that sweeps lock to take a trial; None for other storages
+    (and an in-memory database, which no other process shares)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(storage)
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return pathlib.Path(url.database).with_name(pathlib.Path(url.database).name + ".take-lock")

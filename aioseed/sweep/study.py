@@ -190,7 +190,7 @@ def run(sweep: Sweep, workers: int = 1, stopping: threading.Event | None = None)
     for handler in logging.getLogger("optuna").handlers:
         handler.addFilter(_without_own_traceback)
     window = check(sweep)
-    study = one_pop_at_a_time(study_of(sweep))
+    study = one_pop_at_a_time(study_of(sweep), sweep.storage)
     check_unchanged(sweep, study)
     for failed in failed_pairs(study):
         study.enqueue_trial(failed.params, user_attrs={"seed": failed.user_attrs["seed"]})
