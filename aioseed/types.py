@@ -52,6 +52,9 @@ class Rows(TypedDict):
     """<spec dtype>[B, *wire obs] the observation as the actor sent it (one frame with learner-side stacking)."""
     evaluation: np.ndarray
     """<bool>[B] rows of evaluation envs: acted on greedily, never trained on."""
+    reconnected: NotRequired[np.ndarray]
+    """<bool>[B] rows of a stream that reconnected (its hello named previous slots), whose envs played on: an
+    episode the learner meets mid-way is partial and not reported (``EnvTable``). Absent: none."""
     right: NotRequired[np.ndarray]
     """<bool>[B] rows of right-side players (Football with ``--football.right-players``; absent: none): their
     episodes' returns are reported apart (the left side's ``charts/return``, theirs ``charts/return_right``)."""

@@ -15,6 +15,11 @@ the episode ends (for the returns) at the game's own termination or truncation.
 A row whose run_id differs from the stored one starts a new run: its state is
 reset. The first row after a (re)connection is also ``fresh``: it starts a new
 unroll and its reward is not counted, since it may have been seen already.
+A run's first row is its env's reset row when its stream is a first connection.
+After a reconnection the envs play on: where the learner meets a run it has not
+seen in that slot (it restarted since, or granted another slot), the episode
+began unseen, and its return and length would be a part of the game's. That
+episode is counted as partial and never reported; the next one is whole.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ class EpisodeBoundaries:
     """<int64>[E] the batch rows those episodes ended on."""
     env_steps: int
     """Env steps represented by this batch (rows whose action will be executed)."""
+    partial_episodes: int = 0
+    """Episodes that ended in this batch but began before the learner saw their run (not reported)."""
 
     @property
     def starts(self) -> np.ndarray:
@@ -69,9 +76,13 @@ class EnvTable:
         self._after_life_lost = np.zeros(0, bool)
         self._return = np.zeros(0, np.float64)
         self._length = np.zeros(0, np.int64)
+        self._partial = np.zeros(0, bool)
         self._grow(16)
 
-    def observe(self, slots: np.ndarray, run_ids: np.ndarray, rewards: np.ndarray, flags: np.ndarray) -> EpisodeBoundaries:
+    def observe(
+        self, slots: np.ndarray, run_ids: np.ndarray, rewards: np.ndarray, flags: np.ndarray, reconnected: np.ndarray | None = None
+    ) -> EpisodeBoundaries:
+        """``reconnected``: <bool>[B] rows of a stream that reconnected, whose envs played on (``Rows``); None: none."""
         self._ensure(int(slots.max()) if len(slots) else 0)
         new_run = self._run_id[slots] != run_ids
         if not (flags.any() or new_run.any() or self._fresh[slots].any() or self._after_final[slots].any()):
@@ -89,6 +100,7 @@ class EnvTable:
         new_slots = slots[new_run]
         self._return[new_slots] = 0.0
         self._length[new_slots] = 0
+        self._partial[new_slots] = False if reconnected is None else reconnected[new_run]
 
         terminated = (flags & TERMINATED) != 0
         truncated = (flags & TRUNCATED) != 0
@@ -101,17 +113,20 @@ class EnvTable:
         counted = ~fresh & (~after_final | game_goes_on)
         self._return[slots] += np.where(counted, rewards, 0.0)
         self._length[slots] += counted
-        ended_rows = np.flatnonzero((terminated | truncated) & counted & ~life_lost)
+        ending = np.flatnonzero((terminated | truncated) & counted & ~life_lost)
+        ended_rows = ending[~self._partial[slots[ending]]]
         ended = slots[ended_rows]
         episode_returns = self._return[ended].copy()
         episode_lengths = self._length[ended].copy()
-        self._return[ended] = 0.0
-        self._length[ended] = 0
+        self._return[slots[ending]] = 0.0
+        self._length[slots[ending]] = 0
+        self._partial[slots[ending]] = False
         # An episode's end resent after a reconnect (fresh): the learner may have counted it before the stream
         # failed, or not; it is dropped, and its rewards must not run on into the next episode.
         dropped = slots[(terminated | truncated) & fresh & ~life_lost]
         self._return[dropped] = 0.0
         self._length[dropped] = 0
+        self._partial[dropped] = False
         return EpisodeBoundaries(
             fresh=fresh,
             done=(terminated | after_final) & ~fresh,
@@ -120,6 +135,7 @@ class EnvTable:
             episode_lengths=episode_lengths,
             ended_rows=ended_rows,
             env_steps=int(len(slots) - final.sum()),  # a relaunch after a lost life counts as a reset does: not at all
+            partial_episodes=int(len(ending) - len(ended_rows)),
         )
 
     def forget(self, slots: np.ndarray) -> None:
@@ -138,4 +154,5 @@ class EnvTable:
         self._after_life_lost = grown(self._after_life_lost, capacity)
         self._return = grown(self._return, capacity)
         self._length = grown(self._length, capacity)
+        self._partial = grown(self._partial, capacity)
         self._capacity = capacity

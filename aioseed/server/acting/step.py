@@ -141,7 +141,7 @@ def invalid_rows(outputs: Mapping[str, np.ndarray], space: ActionSpace) -> np.nd
 def observe(envs: EnvTable, store: UnrollStore, inputs: Rows) -> EpisodeBoundaries:
     """Updates per-env state for a batch of rows; fresh rows discard their partial unrolls."""
     slots = inputs["slot"]
-    boundaries = envs.observe(slots, inputs["run_id"], inputs["reward"], inputs["flags"])
+    boundaries = envs.observe(slots, inputs["run_id"], inputs["reward"], inputs["flags"], inputs.get("reconnected"))
     if boundaries.fresh.any():
         store.reset(slots[boundaries.fresh])
     return boundaries

@@ -47,6 +47,9 @@ class Stats:
         self._row_frames = 0
         self.train_steps = 0
         self.episodes = 0
+        self.partial_episodes = 0
+        """Episodes that ended after beginning unseen (an actor that reconnected with its envs mid-episode, to a
+        learner restarted since), in this process: their returns would be a part of the game's, so they are counted here only."""
         self.returns: collections.deque[float] = collections.deque(maxlen=window)
         self.lengths: collections.deque[int] = collections.deque(maxlen=window)
         self.last_return = math.nan
@@ -164,6 +167,7 @@ class Stats:
             "charts/frames": float(self.frames),
             "charts/frames_per_s": (self.frames - mark_frames) / elapsed,
             "charts/episodes": float(self.episodes),
+            "charts/partial_episodes": float(self.partial_episodes),
             "charts/return": self.mean_return(),
             "charts/return_last": self.last_return,
             "charts/eval_return": float(np.mean(self.eval_returns)) if self.eval_returns else math.nan,

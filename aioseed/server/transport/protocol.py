@@ -170,13 +170,16 @@ class RowParser:
         run_ids: np.ndarray,
         evaluation: bool = False,
         bounds: RowBounds = RowBounds(),
+        reconnected: bool = False,
     ) -> None:
-        """``slots``: the Welcome's, in Hello order; ``run_ids``: the Hello's."""
+        """``slots``: the Welcome's, in Hello order; ``run_ids``: the Hello's; ``reconnected``: the Hello named
+        previous slots (its envs play on)."""
         self._spec = spec
         self._max_abs_reward = bounds.max_abs_reward
         self._max_abs_observation = bounds.max_abs_observation
         self._rows = len(slots)
         self._evaluation = np.full(len(slots), evaluation)
+        self._reconnected = np.full(len(slots), reconnected)
         order = np.argsort(slots)
         self._owned = slots[order]
         self._owned_run_ids = np.asarray(run_ids, np.uint64)[order]
@@ -246,6 +249,7 @@ class RowParser:
             if bad is not None:
                 raise ProtocolError(f"steps.observations must be finite with |x| <= {self._max_abs_observation:g}; {bad}")
         rows = Rows(slot=slots, run_id=run_ids, reward=rewards, flags=flags, observation=observations, evaluation=self._evaluation)
+        rows["reconnected"] = self._reconnected
         if self._right is not None:
             rows["right"] = self._right
         return rows

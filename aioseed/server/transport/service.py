@@ -144,7 +144,9 @@ class LearnerService(pb_grpc.LearnerServicer):
         evaluation = hello.evaluation or self._serving
         stream_id, info = self._attach(context.peer(), hello.actor_name, slots, evaluation)
         run_ids = np.asarray(hello.run_ids, np.uint64)
-        parser = RowParser(spec=self._spec, slots=slots, run_ids=run_ids, evaluation=evaluation, bounds=self._bounds)
+        parser = RowParser(
+            spec=self._spec, slots=slots, run_ids=run_ids, evaluation=evaluation, bounds=self._bounds, reconnected=bool(hello.previous_slots)
+        )
         what = f"a Steps message of {len(slots)} rows"
         try:
             refusal = None
@@ -388,7 +390,8 @@ class LearnerService(pb_grpc.LearnerServicer):
             raise SpecMismatch(f"the in-process actor steps {spec}; the learner serves {self._spec}")
         slots = self._slots.acquire([int(r) for r in run_ids], [int(s) for s in previous])
         stream_id, info = self._attach("in-process", actor, slots, evaluation)
-        return LocalStream(slots, lambda rows: self._answer(info, rows), lambda: self._detach(stream_id))
+        reconnected = np.full(len(slots), len(previous) > 0)  # a first open's envs have just reset
+        return LocalStream(slots, lambda rows: self._answer(info, {**rows, "reconnected": reconnected}), lambda: self._detach(stream_id))
 
 
 def invalid_outputs(invalid: np.ndarray) -> str:

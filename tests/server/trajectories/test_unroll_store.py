@@ -29,8 +29,9 @@ class Env:
         self.store = make_store(unroll_length)
         self.unrolls: list[dict[str, np.ndarray]] = []
         self.episodes: list[tuple[float, int]] = []
+        self.partial = 0
 
-    def row(self, obs: float, *, slot: int = 0, run: int = RUN_A, reward: float = 0.0, flags: int = 0):
+    def row(self, obs: float, *, slot: int = 0, run: int = RUN_A, reward: float = 0.0, flags: int = 0, reconnected: bool = False):
         inputs = Rows(
             slot=np.array([slot], np.int32),
             run_id=np.array([run], np.uint64),
@@ -38,8 +39,10 @@ class Env:
             flags=np.array([flags], np.uint8),
             observation=np.array([obs], np.float32),
             evaluation=np.zeros(1, bool),
+            reconnected=np.array([reconnected]),
         )
         boundaries = observe(self.envs, self.store, inputs)
+        self.partial += boundaries.partial_episodes
         unrolls = append(self.store, inputs, inputs["observation"], boundaries, {"action": np.array([1], np.int32)}, 0)
         self.episodes += list(zip(boundaries.episode_returns.tolist(), boundaries.episode_lengths.tolist()))
         if unrolls is not None:
@@ -127,6 +130,60 @@ def test_an_episode_end_re_sent_after_a_disconnect_is_dropped_and_the_next_episo
         env.row(float(t), reward=1.0)
     env.row(5.0, reward=1.0, flags=TERMINATED | FINAL)
     assert env.episodes == [(5.0, 5)]  # the dropped episode's 5 rewards are not in it
+
+
+def test_an_episode_met_mid_way_after_a_reconnect_is_partial_and_not_reported() -> None:
+    """A learner restarted since (a new EnvTable) meets an actor that reconnected with its env mid-episode: the
+    rewards before the restart are lost to it, so that episode's return is a part of the game's."""
+    env = Env()
+    for t in range(10, 14):  # the unanswered row re-sent, then the game goes on
+        env.row(float(t), reward=1.0, reconnected=True)
+    ended = env.row(14.0, reward=1.0, flags=TERMINATED | FINAL, reconnected=True)
+    assert env.episodes == [] and env.partial == 1 and len(ended.ended_rows) == 0
+    assert ended.done[0] and ended.phantom[0]  # training still sees the boundary
+    env.row(0.0, reconnected=True)  # the reset row: the next episode is whole
+    for t in range(1, 4):
+        env.row(float(t), reward=2.0, reconnected=True)
+    env.row(4.0, reward=2.0, flags=TRUNCATED, reconnected=True)
+    assert env.episodes == [(8.0, 4)] and env.partial == 1
+
+
+def test_a_run_that_reconnects_to_another_slot_is_partial_there() -> None:
+    env = Env()
+    env.row(0.0)  # a first connection: the reset row
+    for t in range(1, 4):
+        env.row(float(t), reward=1.0)
+    env.envs.forget(np.array([0]))
+    for t in range(4, 6):  # slot 0 was not granted again: the env plays on in slot 3
+        env.row(float(t), slot=3, reward=1.0, reconnected=True)
+    env.row(6.0, slot=3, reward=1.0, flags=TERMINATED | FINAL, reconnected=True)
+    assert env.episodes == [] and env.partial == 1
+
+
+def test_a_run_that_gets_its_slot_back_carries_on_its_episode_whole() -> None:
+    env = Env()
+    env.row(0.0)
+    for t in range(1, 4):
+        env.row(float(t), reward=1.0)
+    env.envs.forget(np.array([0]))
+    env.row(3.0, reward=1.0, reconnected=True)  # the unanswered row, re-sent: not counted twice
+    env.row(4.0, reward=1.0, flags=TERMINATED | FINAL, reconnected=True)
+    assert env.episodes == [(4.0, 4)] and env.partial == 0
+
+
+def test_partial_and_whole_episodes_ending_in_one_batch_report_the_whole_one_only() -> None:
+    table = EnvTable()
+    slots, flags = np.array([0, 1], np.int32), np.zeros(2, np.uint8)
+    runs, ones = np.array([RUN_A, RUN_B], np.uint64), np.ones(2, np.float32)
+    table.observe(slots, runs, np.zeros(2, np.float32), flags, np.array([False, True]))  # slot 1 met mid-way
+    table.observe(slots, runs, ones, flags, np.array([False, True]))
+    ended = table.observe(slots, runs, ones, np.full(2, TERMINATED | FINAL, np.uint8), np.array([False, True]))
+    assert ended.ended_rows.tolist() == [0] and ended.episode_returns.tolist() == [2.0] and ended.partial_episodes == 1
+    after = table.observe(slots, runs, np.zeros(2, np.float32), flags, np.array([False, True]))  # both reset rows
+    assert after.done.tolist() == [True, True]
+    table.observe(slots, runs, ones, flags, np.array([False, True]))
+    ended = table.observe(slots, runs, ones, np.full(2, TERMINATED | FINAL, np.uint8), np.array([False, True]))
+    assert ended.ended_rows.tolist() == [0, 1] and ended.episode_returns.tolist() == [2.0, 2.0] and ended.partial_episodes == 0
 
 
 def test_termination_zeroes_the_discount_into_the_reset_row() -> None:

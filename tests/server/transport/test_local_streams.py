@@ -53,3 +53,25 @@ async def test_an_env_with_another_spec_is_refused(tmp_path, running_learner) ->
         with pytest.raises(SpecMismatch, match="the learner serves"):
             learner.open_local(other, run_ids, "wrong")
         assert learner.connected_envs == 0 and learner.actors() == []
+
+
+async def test_an_in_process_stream_reopened_on_other_slots_reports_its_envs_first_episodes_as_partial(tmp_path, running_learner) -> None:
+    """Its envs play on where the learner never saw them begin: one partial episode each, then whole ones."""
+    async with running_learner(small_config(tmp_path)) as learner:
+        spec, _, (group,) = env_groups(ActorConfig(num_envs=4, envs_per_message=4, seed=0))
+        other = learner.open_local(spec, env_groups(ActorConfig(num_envs=4, envs_per_message=4, seed=1))[1], "other")
+        stream = learner.open_local(spec, group.run_ids, "sebulba-test/0")
+        for _ in range(3):  # too few steps for a CartPole episode to end
+            group.step(await stream.act(group.rows(stream.slots)))
+        stream.close()
+        moved = learner.open_local(spec, group.run_ids, "sebulba-test/0", previous=other.slots)  # held by another
+        assert not set(moved.slots.tolist()) & (set(stream.slots.tolist()) | set(other.slots.tolist()))
+        ends = np.zeros(4, int)
+        while ends.min() < 2:  # every env's partial episode, then a whole one
+            group.step(await moved.act(group.rows(moved.slots)))
+            ends += group.flags != 0
+        await moved.act(group.rows(moved.slots))  # the last ends reach the learner
+        await until(lambda: learner.metrics().get("charts/episodes", 0) >= int(ends.sum()) - 4, "the whole episodes")
+        assert learner.metrics()["charts/partial_episodes"] == 4.0
+        moved.close()
+        other.close()
