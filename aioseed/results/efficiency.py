@@ -9,12 +9,11 @@ of human-normalised scores over Atari games (rliable's recommendation where ther
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from aioseed.results.aggregate import Reference, Scores, matched, normalize
+from aioseed.results.aggregate import Reference, Scores, bootstrap, matched, normalize
 from aioseed.results.runs import Run
 
 POINTS = 100
@@ -43,7 +42,6 @@ def aggregate_name(normalized: bool) -> str:
 
 def efficiency(groups: Mapping[str, Sequence[Run]], data: Scores, reps: int, seed: int) -> dict[str, Curves]:
     """Each setting's curves, for the settings whose runs all have curves that overlap in frames."""
-    from rliable import library
     from scipy import stats
 
     grids: dict[str, np.ndarray] = {}
@@ -67,12 +65,9 @@ def efficiency(groups: Mapping[str, Sequence[Run]], data: Scores, reps: int, see
         flat = matrix.reshape(-1, matrix.shape[-1])
         return stats.trim_mean(flat, 0.25, axis=0) if data.normalized else flat.mean(axis=0)
 
-    with warnings.catch_warnings():  # rliable hands arch a RandomState, which arch 7 deprecates
-        warnings.simplefilter("ignore", FutureWarning)
-        points, ranges = library.get_interval_estimates(scores, aggregate, reps=reps, random_state=np.random.RandomState(seed))
     return {
-        label: Curves(frames=grids[label], runs=scores[label], point=points[label], low=ranges[label][0], high=ranges[label][1])
-        for label in scores
+        label: Curves(frames=grids[label], runs=scores[label], point=point, low=ranges[0], high=ranges[1])
+        for label, (point, ranges) in bootstrap(scores, aggregate, reps, seed).items()
     }
 
 

@@ -13,13 +13,16 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from aioseed.results.aggregate import Interval, Reference, Scores, intervals, metric_names, profiles, scores
+from aioseed.results.aggregate import Interval, Reference, Scores, intervals, mean_t_interval, metric_names, profiles, scores
 from aioseed.results.atari_scores import reference
 from aioseed.results.efficiency import REFERENCE_COLORS, efficiency, plot
 from aioseed.results.runs import Run, ScoreSource, group, logdirs, read_run
 
 FEW_RUNS = 5
 """Runs per task under which a verdict against a reference says how few there were."""
+
+SETTING_FIELDS = ("runs_per_task", "dropped_runs", "mean_t", "references")
+"""A setting's entries in report.json that are not rliable's metrics (the table's columns)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +41,8 @@ class ReportConfig:
     """Only evaluations of this protocol count (seed, machado, none)."""
     reference: tuple[str, ...] = ()
     """Published scores, NAME=SCORE in the report's units (CleanRL=2340), to set each setting's mean against: the
-    report says whether its 95% interval lies above the score, holds it (level) or lies below, and draws it."""
+    report says whether the mean's 95% Student's t interval over runs lies above the score, holds it (level) or
+    lies below (unknown for one run), and draws it."""
     reps: int = 2000
     """Bootstrap resamples per interval."""
     seed: int = 0
@@ -67,6 +71,7 @@ def report(config: ReportConfig) -> dict[str, Any]:
     groups = group(runs, config.group_by)
     data = scores(groups)
     estimates = intervals(data, config.reps, config.seed)
+    means = {label: mean_t_interval(matrix) for label, matrix in data.matrices.items()}
     result: dict[str, Any] = {
         "tasks": list(data.tasks),
         "scores": "human-normalised" if data.normalized else "raw returns",
@@ -77,7 +82,8 @@ def report(config: ReportConfig) -> dict[str, Any]:
                 "runs_per_task": int(data.matrices[label].shape[0]),
                 "dropped_runs": data.dropped[label],
                 **{name: dataclasses.asdict(interval) for name, interval in estimates[label].items()},
-                "references": {ref.name: {"score": ref.score, "mean": ref.verdict(estimates[label]["Mean"])} for ref in config.references},
+                "mean_t": {**dataclasses.asdict(means[label]), "method": "Student's t over runs (the verdicts')"},
+                "references": {ref.name: {"score": ref.score, "mean": ref.verdict(means[label])} for ref in config.references},
             }
             for label in groups
         },
@@ -127,7 +133,7 @@ def _plots(data: Scores, estimates: dict[str, dict[str, Interval]], config: Repo
     written = [config.out / "aggregates.png"]
     figure.savefig(written[0], bbox_inches="tight")
     plt.close(figure)
-    profile = profiles(data, config.reps)
+    profile = profiles(data, config.reps, config.seed)
     if profile is not None:
         taus, fractions, bands = profile
         figure, axes = plt.subplots(figsize=(7, 4.5))
@@ -142,7 +148,7 @@ def _plots(data: Scores, estimates: dict[str, dict[str, Interval]], config: Repo
 def table(result: dict[str, Any]) -> str:
     """The report for a terminal: the settings' intervals, then each run."""
     first = next(iter(result["settings"].values()))
-    names = [name for name in first if name not in ("runs_per_task", "dropped_runs", "references")]
+    names = [name for name in first if name not in SETTING_FIELDS]
     lines = [
         f"{len(result['runs'])} runs on {', '.join(result['tasks'])}: {result['scores']}, "
         f"point estimate [95% stratified-bootstrap interval, {result['reps']} resamples]",
@@ -157,11 +163,17 @@ def table(result: dict[str, Any]) -> str:
         cells = "  ".join(f"{_interval(setting[name]):<{columns[name]}}" for name in names).rstrip()
         dropped = f"  ({setting['dropped_runs']} runs left out to match tasks)" if setting["dropped_runs"] else ""
         lines.append(f"{label:<{width}}  {setting['runs_per_task']:>4}  {cells}{dropped}")
+    if any(setting["references"] for setting in result["settings"].values()):
+        lines += ["", "against published scores, the mean's 95% Student's t interval over runs:"]
     for label, setting in result["settings"].items():
-        runs = setting["runs_per_task"]
-        few = f" (over {runs} runs: a bootstrap of so few is little more than their spread)" if runs < FEW_RUNS else ""
+        runs, mean = setting["runs_per_task"], setting["mean_t"]
+        few = f" (over {runs} runs: the bootstrap intervals above are little more than their spread)" if runs < FEW_RUNS else ""
         for name, compared in setting["references"].items():
-            lines.append(f"{label}: the mean is {compared['mean']}{' with' if compared['mean'] == 'level' else ''} {name}'s {compared['score']:g}{few}")
+            if compared["mean"] == "unknown":
+                lines.append(f"{label}: one run has no interval to set against {name}'s {compared['score']:g}")
+                continue
+            said = f"{compared['mean']}{' with' if compared['mean'] == 'level' else ''} {name}'s {compared['score']:g}"
+            lines.append(f"{label}: the mean {_interval(mean)} is {said}{few}")
     lines += ["", "runs:"]
     for run in result["runs"]:
         hns = "" if run["hns"] is None else f"  HNS {run['hns']:.3f}"

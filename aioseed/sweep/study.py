@@ -36,11 +36,14 @@ from aioseed.results.kept import TRIAL, keep, kept_curve
 from aioseed.sweep.config import Sweep, SweepConfig, read_sweep
 from aioseed.sweep.optuna_study import RETRIES, check_unchanged, one_pop_at_a_time, study_of
 from aioseed.sweep.pairs import FRESH, beyond_budget, duplicate, failed_pairs, prune_a_duplicate, setting_slug, unfinished
-from aioseed.sweep.trial import Pruned, Stopped, TrialFailed, claim, command, run_trial, write_config
+from aioseed.sweep.trial import Pruned, Stopped, TrialFailed, claim, command, run_trial, short_of_stop, write_config
 from aioseed.tables import merged, nested
 
 if TYPE_CHECKING:
     import optuna
+
+    from aioseed.commands.run import RunConfig
+    from aioseed.server.config import StopConfig
 
 log = structlog.get_logger()
 
@@ -56,16 +59,24 @@ def trial_table(sweep: Sweep, params: dict[str, Any], seed: int, logdir: pathlib
 def check(sweep: Sweep) -> int:
     """Parses one trial's config as ``aioseed run`` will, so that a wrong key or value fails now, not
     in every trial; returns its return window (what a trial's mean return averages)."""
+    params = {k: v[0] for k, v in sweep.grid.items()} or {k: d.choices[0] if d.choices else d.low for k, d in sweep.space.items()}
+    return run_config(sweep, trial_table(sweep, params, sweep.seeds[0], sweep.directory / "check")).learner.return_window
+
+
+def run_config(sweep: Sweep, table: dict[str, Any]) -> RunConfig:
+    """The ``aioseed run`` config a trial's ``table`` gives on the sweep's preset."""
     import tyro
 
     from aioseed.commands.run import RunConfig
-    from aioseed.compose import config_file
     from aioseed.presets import preset_flags
 
-    params = {k: v[0] for k, v in sweep.grid.items()} or {k: d.choices[0] if d.choices else d.low for k, d in sweep.space.items()}
-    table = trial_table(sweep, params, sweep.seeds[0], sweep.directory / "check")
-    flags = [*preset_flags(sweep.preset), *config_file.as_flags(table, RunConfig, f"{sweep.source} (a trial's [run])")]
-    return tyro.cli(RunConfig, args=flags, prog=f"aioseed run (a trial of {sweep.source})").learner.return_window
+    with _PARSING:
+        flags = [*preset_flags(sweep.preset), *config_file.as_flags(table, RunConfig, f"{sweep.source} (a trial's [run])")]
+        return tyro.cli(RunConfig, args=flags, prog=f"aioseed run (a trial of {sweep.source})")
+
+
+_PARSING = threading.Lock()
+"""tyro's caches are not thread-safe: two workers' trials parsed at once raised KeyError inside it."""
 
 
 def objective(
@@ -96,7 +107,8 @@ def objective(
     logdir = sweep.directory / slug / f"seed-{seed}"
     table = trial_table(sweep, params, seed, logdir)
     kept = None if sweep.keep is None else sweep.keep / slug / f"seed-{seed}"
-    points = None if kept is None else kept_result(kept, table, sweep.preset)
+    stop = run_config(sweep, table).learner.stop
+    points = None if kept is None else kept_result(kept, table, sweep.preset, stop)
     if points:  # kept by an earlier sweep, here or elsewhere: done
         trial.set_user_attr("logdir", str(kept))
         log.info("trial_kept", trial=trial.number, setting=slug, seed=seed, kept=str(kept), mean_return=round(points[-1].mean_return, 4))
@@ -113,7 +125,7 @@ def objective(
             return trial.should_prune()
 
         try:
-            value = run_trial(command(sweep.preset, config), logdir, sweep.report_every_frames, report, window, stopping)
+            value = run_trial(command(sweep.preset, config), logdir, sweep.report_every_frames, report, window, stopping, stop)
         except Pruned as stopped:
             log.info("trial_pruned", trial=trial.number, setting=slug, seed=seed, frames=stopped.frames)
             raise optuna.TrialPruned(str(stopped)) from None
@@ -127,10 +139,11 @@ def objective(
     return value
 
 
-def kept_result(kept: pathlib.Path, table: dict[str, Any], preset: str) -> list[Point] | None:
-    """The curve of the run kept in ``kept`` if it ran from ``table`` (its logdir aside) on ``preset``, else None: a
-    kept run of other settings (a changed [run], budget or preset) is run again, and one that cannot be read is
-    logged and run again. (A preset's own contents edited since are not compared.)"""
+def kept_result(kept: pathlib.Path, table: dict[str, Any], preset: str, stop: StopConfig | None = None) -> list[Point] | None:
+    """The curve of the run kept in ``kept`` if it ran from ``table`` (its logdir aside) on ``preset`` and reached
+    its ``stop`` conditions, else None: a kept run of other settings (a changed [run], budget or preset) is run
+    again, and one that cannot be read or ended short (stopped from outside) is logged and run again. (A preset's
+    own contents edited since are not compared.)"""
     try:
         points = kept_curve(kept)
         if not points:
@@ -146,6 +159,9 @@ def kept_result(kept: pathlib.Path, table: dict[str, Any], preset: str) -> list[
             "kept_result_of_other_settings", kept=str(kept), preset=ran_on,
             hint="its trial.toml or preset differs from this trial's: it runs again",
         )
+        return None
+    if stop is not None and (short := short_of_stop(points, stop)) is not None:
+        log.warning("kept_result_short", kept=str(kept), why=short, hint="it runs again (from its checkpoint, where its logdir is here)")
         return None
     return points
 

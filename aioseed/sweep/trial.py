@@ -13,12 +13,16 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import structlog
 import tomli_w
 
 from aioseed.results.curves import CurveTail, Point
 from aioseed.results.kept import TRIAL
+
+if TYPE_CHECKING:
+    from aioseed.server.config import StopConfig
 
 log = structlog.get_logger()
 
@@ -29,7 +33,7 @@ STOP_WAIT_S = 120.0
 
 
 class TrialFailed(RuntimeError):
-    """The run exited with an error or left no curve."""
+    """The run exited with an error, left no curve, or stopped short of its stop conditions."""
 
 
 class Stopped(Exception):
@@ -81,12 +85,13 @@ def value_at(points: Sequence[Point], frames: int) -> float | None:
 
 def run_trial(
     argv: list[str], logdir: pathlib.Path, every: int, should_stop: Callable[[float, int], bool], window: int = 100,
-    stopping: threading.Event | None = None,
+    stopping: threading.Event | None = None, stop: StopConfig | None = None,
 ) -> float:
     """Runs ``argv`` (an ``aioseed run``), reporting the curve's mean return (over ``window`` episodes, the run's
     return window) at each multiple of ``every`` frames to ``should_stop(value, frames)``; raises ``Pruned`` once
-    it says stop, and ``Stopped`` once ``stopping`` is set. Returns the mean return at the curve's end. The run's
-    output goes to LOGDIR/trial.log."""
+    it says stop, and ``Stopped`` once ``stopping`` is set. Returns the mean return at the curve's end; raises
+    ``TrialFailed`` where that end falls short of the run's ``stop`` conditions (a run stopped from outside exits
+    in order, with status 0, and its part of a curve is no result). The run's output goes to LOGDIR/trial.log."""
     stopping = stopping or threading.Event()
     with open(logdir / "trial.log", "ab") as output:
         parent = os.getpid()
@@ -120,7 +125,25 @@ def run_trial(
     points = tail.points()
     if not points:
         raise TrialFailed(f"the run left no curve under {logdir / 'tensorboard'}: see {logdir / 'trial.log'}")
+    if stop is not None and (short := short_of_stop(points, stop)) is not None:
+        raise TrialFailed(f"the run exited 0, but {short}: was it stopped from outside? The sweep resumes it from its checkpoint")
     return points[-1].mean_return
+
+
+def short_of_stop(points: Sequence[Point], stop: StopConfig) -> str | None:
+    """How a curve falls short of the stop conditions its run had (None: it reached one, or the run stopped on
+    time, which a curve does not show, or had no condition to reach)."""
+    if stop.after_seconds is not None or stop.after_training_seconds is not None or (stop.after_frames, stop.at_return) == (None, None):
+        return None
+    last = points[-1]
+    if stop.after_frames is not None and last.frames >= stop.after_frames:
+        return None
+    if stop.at_return is not None and last.mean_return >= stop.at_return:
+        return None
+    wanted = " or ".join(
+        f"{name} {value:g}" for name, value in (("after_frames", stop.after_frames), ("at_return", stop.at_return)) if value is not None
+    )
+    return f"its curve ends at {last.frames} frames with a mean return of {last.mean_return:.4g}, short of its stop ({wanted})"
 
 
 def stop_run(process: subprocess.Popen) -> None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+import statistics
 
+import numpy as np
 import pytest
 
 from aioseed.commands.run import RunConfig
@@ -209,8 +211,11 @@ def test_curves_are_drawn_over_the_frames_every_run_reached_with_a_band_and_refe
     assert setting["references"] == {
         "CleanRL": {"score": 2340.0, "mean": "level"}, "far": {"score": 9000.0, "mean": "below"}, "low": {"score": 100.0, "mean": "above"},
     }
+    half = 4.302653 * statistics.stdev(final for _, final in ends) / 3**0.5  # Student's t, 2 degrees of freedom
+    assert (setting["mean_t"]["low"], setting["mean_t"]["high"]) == pytest.approx((2233.33 - half, 2233.33 + half), abs=0.01)
     printed = table(result)
-    assert "the mean is level with CleanRL's 2340 (over 3 runs: a bootstrap of so few" in printed and "the mean is below far's 9000" in printed
+    assert "the mean 2233.333 [1716.2" in printed and "is level with CleanRL's 2340 (over 3 runs: the bootstrap intervals" in printed
+    assert "is below far's 9000" in printed
     assert (tmp_path / "report" / "curves.png").stat().st_size > 1000 and str(tmp_path / "report" / "curves.png") in result["files"]
 
     runs = [read_run(logdir) for logdir in sorted((tmp_path / "sweep").iterdir())]
@@ -220,6 +225,40 @@ def test_curves_are_drawn_over_the_frames_every_run_reached_with_a_band_and_refe
     at_end = [2000.0, 2400.0 * 80 / 90, 2300.0 * 80 / 110]  # each run's line between its own points, at 90K
     assert curves.runs[:, 0, -1] == pytest.approx(at_end) and curves.point[-1] == pytest.approx(sum(at_end) / 3)
     assert (curves.low <= curves.point + 1e-9).all() and (curves.point <= curves.high + 1e-9).all() and curves.high[-1] > curves.low[-1]
+
+
+def test_a_verdict_reads_the_means_t_interval_not_a_bootstrap_of_a_few_runs(tmp_path) -> None:
+    """Two seeds at 2,400 and 2,500: a percentile bootstrap of two runs spans just [2400, 2500], wholly above 2,340,
+    though two runs say little; the t interval (1 degree of freedom, 2450 +- 635) holds it. One run: no verdict."""
+    for seed, final in enumerate((2400.0, 2500.0)):
+        a_kept_run(tmp_path / "two", f"seed-{seed}", seed, 1e-3, [(1_000, 0.0), (10_000, final)])
+    result = report(ReportConfig(runs=(tmp_path / "two",), out=None, reps=200, reference=("CleanRL=2340",)))
+    (setting,) = result["settings"].values()
+    assert setting["Mean"]["low"] > 2340.0  # the bootstrap's interval alone would say above
+    assert setting["mean_t"]["low"] == pytest.approx(2450.0 - 12.706205 * 50.0, abs=0.01)
+    assert setting["references"]["CleanRL"]["mean"] == "level"
+
+    a_kept_run(tmp_path / "one", "seed-0", 0, 1e-3, [(1_000, 0.0), (10_000, 9000.0)])
+    result = report(ReportConfig(runs=(tmp_path / "one",), out=None, reps=200, reference=("CleanRL=2340",)))
+    (setting,) = result["settings"].values()
+    assert setting["references"]["CleanRL"]["mean"] == "unknown" and "one run has no interval to set against CleanRL's 2340" in table(result)
+
+
+def test_a_settings_interval_is_the_same_each_time_and_does_not_depend_on_the_other_settings(tmp_path) -> None:
+    """Each setting draws its own resamples from --seed (rliable 1.2 draws them from NumPy's global generator, not
+    the random_state it is given): the same report twice agrees, and adding a setting leaves the others' as they were."""
+    for seed, final in enumerate((1.0, 5.0, 2.0, 8.0)):
+        a_kept_run(tmp_path / "runs", f"b-{seed}", seed, 1e-3, [(1_000, 0.0), (10_000, final)])
+    by_rate = ("impala.learning_rate",)
+    np.random.seed(1)  # whatever state the process's global generator is in
+    alone = report(ReportConfig(runs=(tmp_path / "runs",), group_by=by_rate, out=None, reps=100))
+    np.random.seed(2)
+    assert report(ReportConfig(runs=(tmp_path / "runs",), group_by=by_rate, out=None, reps=100))["settings"] == alone["settings"]
+    for seed, final in enumerate((3.0, 4.0, 9.0)):
+        a_kept_run(tmp_path / "runs", f"a-{seed}", seed, 1e-4, [(1_000, 0.0), (10_000, final)])
+    both = report(ReportConfig(runs=(tmp_path / "runs",), group_by=by_rate, out=None, reps=100))
+    (label,) = alone["settings"]
+    assert len(both["settings"]) == 2 and both["settings"][label]["Mean"] == alone["settings"][label]["Mean"]
 
 
 def test_a_reference_that_is_not_name_equals_score_is_refused_in_one_line(capsys) -> None:

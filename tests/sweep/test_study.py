@@ -69,14 +69,14 @@ def test_trials_that_failed_are_all_run_again_by_the_next_invocation(tmp_path, m
     )
     sweep, ran = read_sweep(path), []
 
-    def failing(command, logdir, every, report, window, stopping=None) -> float:
+    def failing(command, logdir, every, report, window, stopping=None, stop=None) -> float:
         ran.append(logdir.parent.name)
         raise TrialFailed("the run exited 1")
 
     monkeypatch.setattr(studies, "run_trial", failing)
     assert studies.failed_pairs(studies.run(sweep)) and len(ran) == 3
 
-    def succeeding(command, logdir, every, report, window, stopping=None) -> float:
+    def succeeding(command, logdir, every, report, window, stopping=None, stop=None) -> float:
         ran.append(logdir.parent.name)
         return 0.5
 
@@ -112,6 +112,7 @@ def test_a_kept_result_counts_only_for_the_trial_it_ran_and_an_unreadable_one_ru
     import dataclasses
 
     from aioseed.results.curves import Point, write_csv
+    from aioseed.server.config import StopConfig
     from aioseed.sweep.study import kept_result, trial_table
     from aioseed.sweep.trial import write_config
 
@@ -123,6 +124,8 @@ def test_a_kept_result_counts_only_for_the_trial_it_ran_and_an_unreadable_one_ru
     write_csv([Point(50, 1.0, 0.2), Point(100, 2.0, 0.5)], kept / "curve.csv")
     (kept / "config.toml").write_text('command = "run"\npreset = "none"\n')  # the run's resolved config
     assert [p.mean_return for p in kept_result(kept, table, "none")] == [0.2, 0.5]
+    assert kept_result(kept, table, "none", StopConfig(after_frames=100)) is not None
+    assert kept_result(kept, table, "none", StopConfig(after_frames=150)) is None  # stopped from outside at 100
     assert kept_result(kept, table, "mujoco-sac") is None  # the sweep's preset changed
     longer = dataclasses.replace(sweep, run={"learner": {"stop": {"after_frames": 200}}})  # a changed budget
     assert kept_result(kept, trial_table(longer, params, 4, tmp_path / "trials" / "a" / "seed-4"), "none") is None
@@ -150,7 +153,7 @@ def test_two_workers_run_two_trials_at_once_and_each_pair_once(tmp_path, monkeyp
 
     sweep, lock, ran, running, most = a_grid(tmp_path), threading.Lock(), [], set(), [0]
 
-    def training(command, logdir, every, report, window, stopping=None) -> float:
+    def training(command, logdir, every, report, window, stopping=None, stop=None) -> float:
         with lock:
             assert logdir not in running, f"{logdir} run twice at once"
             running.add(logdir)
@@ -207,7 +210,7 @@ def test_a_stopped_sweep_stops_every_running_trial_and_the_next_runs_them_again(
 
     sweep, stopping, started = a_grid(tmp_path), threading.Event(), threading.Semaphore(0)
 
-    def until_stopped(command, logdir, every, report, window, stopping=None) -> float:
+    def until_stopped(command, logdir, every, report, window, stopping=None, stop=None) -> float:
         started.release()
         assert stopping is not None and stopping.wait(30)
         raise Stopped("stopped")
@@ -275,7 +278,7 @@ def test_an_error_raised_after_the_study_stopped_handing_out_trials_still_ends_t
 
     sweep, stopping = a_grid(tmp_path, seeds=2), threading.Event()
 
-    def training(command, logdir, every, report, window, stopping=None) -> float:
+    def training(command, logdir, every, report, window, stopping=None, stop=None) -> float:
         if logdir.name == "seed-0":
             return 0.5
         study = studies.study_of(sweep)
@@ -326,7 +329,7 @@ def test_a_failed_or_stopped_trial_is_one_line_from_optuna_not_a_traceback(tmp_p
         def emit(self, record: logging.LogRecord) -> None:
             records.append(record)
 
-    def failing(command, logdir, every, report, window, stopping=None) -> float:
+    def failing(command, logdir, every, report, window, stopping=None, stop=None) -> float:
         raise TrialFailed(f"aioseed run exited with status 1: see {logdir / 'trial.log'}")
 
     monkeypatch.setattr(studies, "run_trial", failing)
@@ -358,7 +361,7 @@ def test_a_random_sweep_runs_its_trials_settings_only_and_a_failed_one_is_run_ag
     ran: list[tuple[str, str]] = []
     failing = []
 
-    def fails_at_first(command, logdir, every, report, window, stopping=None) -> float:
+    def fails_at_first(command, logdir, every, report, window, stopping=None, stop=None) -> float:
         ran.append((logdir.parent.name, logdir.name))
         if ran[-1] == ran[0] and failing:
             raise TrialFailed("the run exited 1")

@@ -12,7 +12,8 @@ import threading
 from tests.waiting import until
 
 from aioseed.results.curves import Point
-from aioseed.sweep.trial import TrialFailed, run_trial, value_at
+from aioseed.server.config import StopConfig
+from aioseed.sweep.trial import TrialFailed, run_trial, short_of_stop, value_at
 
 CHILD = """
 import os, signal, sys, time
@@ -54,3 +55,31 @@ def test_the_pruner_hears_a_curves_value_at_a_step_only_from_points_at_or_before
     points = [Point(12_000, 1.0, 5.0), Point(18_000, 2.0, 7.0), Point(25_000, 3.0, 9.0)]
     assert value_at(points, 10_000) is None
     assert value_at(points, 20_000) == 7.0 and value_at(points, 25_000) == 9.0
+
+
+def test_a_curve_short_of_its_runs_stop_conditions_is_no_result() -> None:
+    """A run stopped from outside exits in order with status 0: its curve, cut short, must not count as finished."""
+    points = [Point(100_000, 60.0, 900.0), Point(181_000, 120.0, 1_400.0)]
+    short = short_of_stop(points, StopConfig(after_frames=300_000))
+    assert short is not None and "ends at 181000 frames" in short and "after_frames 300000" in short
+    assert short_of_stop(points, StopConfig(after_frames=181_000)) is None
+    assert short_of_stop(points, StopConfig(after_frames=300_000, at_return=1_000.0)) is None  # it reached its return
+    assert short_of_stop(points, StopConfig(at_return=2_000.0)) is not None
+    assert short_of_stop(points, StopConfig(after_frames=300_000, after_seconds=100.0)) is None  # time: not in a curve
+    assert short_of_stop(points, StopConfig()) is None  # nothing to reach: it ran until stopped
+
+
+def test_a_run_that_exits_0_short_of_its_budget_fails_its_trial(tmp_path) -> None:
+    """The stand-in run writes a curve that ends at 2,000 frames and exits 0, as a run stopped from outside does."""
+    from aioseed.server.reporting.summaries import SummaryWriter
+
+    writer = SummaryWriter(tmp_path)
+    for frames, value in ((1_000, 1.0), (2_000, 2.0)):
+        writer({"charts/return": value}, frames, [(frames, value)])
+    try:
+        run_trial([sys.executable, "-c", "pass"], tmp_path, 1000, lambda value, frames: False, 1, None, StopConfig(after_frames=5_000))
+    except TrialFailed as exc:
+        assert "ends at 2000 frames" in str(exc) and "stopped from outside" in str(exc)
+    else:
+        raise AssertionError("a curve short of its budget finished the trial")
+    assert run_trial([sys.executable, "-c", "pass"], tmp_path, 1000, lambda value, frames: False, 1, None, StopConfig(after_frames=2_000)) == 2.0
