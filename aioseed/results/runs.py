@@ -77,7 +77,8 @@ def _read_run(logdir: pathlib.Path, source: ScoreSource, protocol: str | None, c
     flat = flatten(table)
     learner = {k.removeprefix("learner."): v for k, v in flat.items()}
     seed = learner.get("seed")
-    settings = {k: v for k, v in flat.items() if k.rpartition(".")[2] not in NOT_SETTINGS}
+    unused = other_algorithms(learner.get("agent"))
+    settings = {k: v for k, v in flat.items() if k.rpartition(".")[2] not in NOT_SETTINGS and not k.startswith(unused)}
     evaluation = _newest_evaluation(logdir, protocol) if source != "curve" else None
     if evaluation is None and source == "eval":
         which = f"--protocol {protocol} " if protocol else ""
@@ -126,6 +127,16 @@ def _newest_evaluation(logdir: pathlib.Path, protocol: str | None) -> dict[str, 
         if protocol is None or result.get("protocol", {}).get("name") == protocol:
             kept.append((result["frames"], result.get("episodes", 0), path.stat().st_mtime, result))
     return max(kept, key=lambda k: k[:3])[3] if kept else None
+
+
+def other_algorithms(agent: Any) -> tuple[str, ...]:
+    """The config sections of the algorithms a run of ``agent`` does not train (``learner.r2d2.`` for SAC): their
+    fields name no setting of it (a SAC run saved before R2D2 gained fields would differ from one saved after)."""
+    from aioseed.algos.registry import ALGORITHMS
+
+    if agent not in ALGORITHMS:  # an older config without the key, or a plug-in not installed here: keep them all
+        return ()
+    return tuple(f"learner.{a.section}." for a in ALGORITHMS.values() if a.section and a.name != agent)
 
 
 def group(runs: Sequence[Run], by: Sequence[str] = ()) -> dict[str, list[Run]]:

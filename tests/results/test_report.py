@@ -283,6 +283,24 @@ def test_a_config_key_added_since_older_runs_and_unset_in_newer_ones_names_no_se
     assert list(group([read_run(older), read_run(newer)])) == ["all runs"]
 
 
+def test_fields_of_an_algorithm_the_runs_do_not_train_name_no_setting(tmp_path) -> None:
+    """Hopper's SAC seeds saved before and after R2D2 gained four fields were reported as two settings."""
+    import tomli_w
+
+    from aioseed.results.runs import group, read_run
+
+    older, newer = (a_run(tmp_path, name, "aioseed/Catch-v0", seed, 1e-3, [0.5]) for seed, name in enumerate(("older", "newer")))
+    table = config_file.read(older / "config.toml")
+    assert table["learner"]["agent"] == "impala"
+    del table["learner"]["r2d2"]["dueling_hidden"]  # written before the field existed
+    table["learner"]["sac"]["tau"] = 0.5  # and a field of another algorithm that differs
+    (older / "config.toml").write_text(tomli_w.dumps(table))
+    assert list(group([read_run(older), read_run(newer)])) == ["all runs"]
+    table["learner"]["impala"]["entropy_cost"] = 0.5  # the algorithm it trains: a setting
+    (older / "config.toml").write_text(tomli_w.dumps(table))
+    assert sorted(group([read_run(older), read_run(newer)])) == ["impala.entropy_cost=0.01", "impala.entropy_cost=0.5"]
+
+
 def test_a_run_scored_by_its_evaluation_has_its_curve_read_only_where_the_report_draws_curves(tmp_path) -> None:
     from structlog.testing import capture_logs
 

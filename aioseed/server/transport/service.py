@@ -143,9 +143,8 @@ class LearnerService(pb_grpc.LearnerServicer):
         hello, slots = handshake
         evaluation = hello.evaluation or self._serving
         stream_id, info = self._attach(context.peer(), hello.actor_name, slots, evaluation)
-        run_ids = np.asarray(hello.run_ids, np.uint64)
-        parser = RowParser(
-            spec=self._spec, slots=slots, run_ids=run_ids, evaluation=evaluation, bounds=self._bounds, reconnected=bool(hello.previous_slots)
+        parser = RowParser(  # a hello with previous slots: its envs play on (EnvTable)
+            self._spec, slots, np.asarray(hello.run_ids, np.uint64), evaluation, self._bounds, reconnected=bool(hello.previous_slots)
         )
         what = f"a Steps message of {len(slots)} rows"
         try:
@@ -395,8 +394,6 @@ class LearnerService(pb_grpc.LearnerServicer):
 
 
 def invalid_outputs(invalid: np.ndarray) -> str:
-    return (
-        f"the policy's outputs are non-finite (or its action out of range) for {int(invalid.sum())} of this "
-        "stream's rows; no actions were sent (check the learner's weights)"
-    )
+    count = int(invalid.sum())
+    return f"the policy's outputs are non-finite (or its action out of range) for {count} of this stream's rows; no actions were sent (check the learner's weights)"
 
