@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-COUNTERS = frozenset({"charts/frames", "charts/episodes", "learner/train_steps"})
+COUNTERS = frozenset({"charts/frames", "charts/episodes", "charts/partial_episodes", "learner/train_steps"})
 
 
 def metric_name(key: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import pathlib
 import sys
 from typing import Annotated, Any, Literal
@@ -82,7 +83,7 @@ def report(config: ReportConfig) -> dict[str, Any]:
                 "runs_per_task": int(data.matrices[label].shape[0]),
                 "dropped_runs": data.dropped[label],
                 **{name: dataclasses.asdict(interval) for name, interval in estimates[label].items()},
-                "mean_t": {**dataclasses.asdict(means[label]), "method": "Student's t over runs (the verdicts')"},
+                "mean_t": {**_finite(dataclasses.asdict(means[label])), "method": "Student's t over runs (the verdicts')"},
                 "references": {ref.name: {"score": ref.score, "mean": ref.verdict(means[label])} for ref in config.references},
             }
             for label in groups
@@ -170,7 +171,8 @@ def table(result: dict[str, Any]) -> str:
         few = f" (over {runs} runs: the bootstrap intervals above are little more than their spread)" if runs < FEW_RUNS else ""
         for name, compared in setting["references"].items():
             if compared["mean"] == "unknown":
-                lines.append(f"{label}: one run has no interval to set against {name}'s {compared['score']:g}")
+                why = "one run has" if runs < 2 else "scores that are not finite have"
+                lines.append(f"{label}: {why} no interval to set against {name}'s {compared['score']:g}")
                 continue
             said = f"{compared['mean']}{' with' if compared['mean'] == 'level' else ''} {name}'s {compared['score']:g}"
             lines.append(f"{label}: the mean {_interval(mean)} is {said}{few}")
@@ -181,6 +183,11 @@ def table(result: dict[str, Any]) -> str:
     if result.get("files"):
         lines += ["", "wrote: " + ", ".join(result["files"])]
     return "\n".join(lines) + "\n"
+
+
+def _finite(values: dict[str, float]) -> dict[str, float | None]:
+    """NaN as null: strict JSON has no NaN."""
+    return {key: value if math.isfinite(value) else None for key, value in values.items()}
 
 
 def _interval(values: dict[str, float]) -> str:

@@ -107,7 +107,11 @@ def objective(
     logdir = sweep.directory / slug / f"seed-{seed}"
     table = trial_table(sweep, params, seed, logdir)
     kept = None if sweep.keep is None else sweep.keep / slug / f"seed-{seed}"
-    stop = run_config(sweep, table).learner.stop
+    try:  # a setting the run refuses fails its own trial only, as its run's process would
+        learner = run_config(sweep, table).learner
+    except (SystemExit, ValueError, UserError) as exc:
+        raise TrialFailed(f"{slug} at seed {seed}: its config does not parse ({exc})") from None
+    stop, window = learner.stop, learner.return_window  # this setting's own window, where the grid varies it
     points = None if kept is None else kept_result(kept, table, sweep.preset, stop)
     if points:  # kept by an earlier sweep, here or elsewhere: done
         trial.set_user_attr("logdir", str(kept))

@@ -138,7 +138,8 @@ def short_of_stop(points: Sequence[Point], stop: StopConfig) -> str | None:
     last = points[-1]
     if stop.after_frames is not None and last.frames >= stop.after_frames:
         return None
-    if stop.at_return is not None and last.mean_return >= stop.at_return:
+    # The stop acted on the first mean at the target; episodes that end in the drain after it may pull the last below.
+    if stop.at_return is not None and any(point.mean_return >= stop.at_return for point in points):
         return None
     wanted = " or ".join(
         f"{name} {value:g}" for name, value in (("after_frames", stop.after_frames), ("at_return", stop.at_return)) if value is not None

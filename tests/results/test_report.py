@@ -242,6 +242,7 @@ def test_a_verdict_reads_the_means_t_interval_not_a_bootstrap_of_a_few_runs(tmp_
     result = report(ReportConfig(runs=(tmp_path / "one",), out=None, reps=200, reference=("CleanRL=2340",)))
     (setting,) = result["settings"].values()
     assert setting["references"]["CleanRL"]["mean"] == "unknown" and "one run has no interval to set against CleanRL's 2340" in table(result)
+    assert (setting["mean_t"]["low"], setting["mean_t"]["high"]) == (None, None)  # null in report.json: strict JSON has no NaN
 
 
 def test_a_settings_interval_is_the_same_each_time_and_does_not_depend_on_the_other_settings(tmp_path) -> None:

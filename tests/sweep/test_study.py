@@ -443,3 +443,21 @@ def test_sweeps_in_separate_processes_on_one_sqlite_file_take_queued_trials_one_
     assert most[0] == 1
     assert sqlite_lock_file(sweep.storage) == sweep.directory / "study.db.take-lock"
     assert sqlite_lock_file("postgresql://host/db") is None and sqlite_lock_file("sqlite:///:memory:") is None
+
+
+def test_a_setting_whose_config_does_not_parse_fails_its_own_trials_only(tmp_path, monkeypatch) -> None:
+    """The sweep parses its first setting up front; a later one that the run refuses fails its trial, and the
+    other settings still run (a ValueError from a config's checks used to end every worker)."""
+    import optuna
+
+    from aioseed.sweep import study as studies
+
+    path = tmp_path / "sweep.toml"
+    path.write_text(f"[sweep]\ndirectory = '{tmp_path / 'trials'}'\nseeds = [0]\n[grid]\n'learner.return_window' = [10, 0]\n"
+        "[run.learner.stop]\nafter_frames = 100\n")
+    ran: list[str] = []
+    monkeypatch.setattr(studies, "run_trial", lambda command, logdir, *args, **kwargs: ran.append(logdir.parent.name) or 0.5)
+    study = studies.run(read_sweep(path))
+    assert len(ran) == 1 and "10" in ran[0]
+    failed = [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL]
+    assert len(failed) == 1 and failed[0].params["learner.return_window"] == 0

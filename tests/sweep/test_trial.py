@@ -65,6 +65,8 @@ def test_a_curve_short_of_its_runs_stop_conditions_is_no_result() -> None:
     assert short_of_stop(points, StopConfig(after_frames=181_000)) is None
     assert short_of_stop(points, StopConfig(after_frames=300_000, at_return=1_000.0)) is None  # it reached its return
     assert short_of_stop(points, StopConfig(at_return=2_000.0)) is not None
+    drained = [*points, Point(182_000, 121.0, 1_390.0)]  # episodes that ended in the drain after the stop at 1,400
+    assert short_of_stop(drained, StopConfig(after_frames=300_000, at_return=1_400.0)) is None
     assert short_of_stop(points, StopConfig(after_frames=300_000, after_seconds=100.0)) is None  # time: not in a curve
     assert short_of_stop(points, StopConfig()) is None  # nothing to reach: it ran until stopped
 
