@@ -114,13 +114,14 @@ class EnvTable:
         self._return[slots] += np.where(counted, rewards, 0.0)
         self._length[slots] += counted
         ending = np.flatnonzero((terminated | truncated) & counted & ~life_lost)
-        ended_rows = ending[~self._partial[slots[ending]]]
+        ending_slots = slots[ending]
+        ended_rows = ending[~self._partial[ending_slots]]
         ended = slots[ended_rows]
         episode_returns = self._return[ended].copy()
         episode_lengths = self._length[ended].copy()
-        self._return[slots[ending]] = 0.0
-        self._length[slots[ending]] = 0
-        self._partial[slots[ending]] = False
+        self._return[ending_slots] = 0.0
+        self._length[ending_slots] = 0
+        self._partial[ending_slots] = False
         # An episode's end resent after a reconnect (fresh): the learner may have counted it before the stream
         # failed, or not; it is dropped, and its rewards must not run on into the next episode.
         dropped = slots[(terminated | truncated) & fresh & ~life_lost]
