@@ -109,8 +109,8 @@ def test_runs_a_report_cannot_compare_or_group_say_why(tmp_path) -> None:
     a_run(tmp_path / "mixed", "a", "CartPole-v1", 0, 1e-3, [500.0])
     a_run(tmp_path / "mixed", "b", "aioseed/Catch-v0", 0, 1e-3, [1.0])
     assert "have no common scale" in only_line(aioseed("report", str(tmp_path / "mixed")))
-    line = only_line(aioseed("report", str(tmp_path / "mixed" / "a"), "--group-by", "learning_rate"))
-    assert "--group-by learning_rate: ambiguous: learner.impala.learning_rate, learner.r2d2.learning_rate" in line
+    line = only_line(aioseed("report", str(tmp_path / "mixed" / "a"), "--group-by", "host"))
+    assert "--group-by host: ambiguous: learner.console.host, learner.server.host" in line
 
 
 def test_a_taken_port_a_missing_token_file_and_a_key_of_another_certificate(tmp_path) -> None:
