@@ -290,6 +290,7 @@ def impala_uploads(
 
     def on_unroll(taken: Taken) -> None:
         stats.record_frames(taken.env_steps * spec.frames_per_step)
+        stats.partial_episodes += taken.partial
         record_episodes(stats, stopping, np.array(taken.returns, np.float64), np.array(taken.lengths, np.int64))
 
     return Uploads(

@@ -187,7 +187,7 @@ class LearnerService(pb_grpc.LearnerServicer):
         try:
             refusal: tuple[grpc.StatusCode, str] | None = None
             try:
-                await self._send(context, pb.LearnerMessage(welcome=uploads.welcome(slots, hello.run_ids)), info)
+                await self._send(context, pb.LearnerMessage(welcome=uploads.welcome(slots, hello.run_ids, bool(hello.previous_slots))), info)
                 async for message, size in checked(messages, parser.max_bytes, what):
                     info.awaiting_since = None
                     if self._upload_bytes + size > self._limits.upload_bytes:

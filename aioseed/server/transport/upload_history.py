@@ -8,7 +8,8 @@ ended in them. The learner takes neither those figures nor the unrolls' continui
     row starts an episode and is not counted; an episode ends on a phantom row, or on a done row
     that does not follow one (SEED's convention: a terminated row that already carries the next
     episode's first observation). An episode already running when the stream connected is not
-    reported, since its start was not seen;
+    reported, since its start was not seen. A first connection's envs have just reset (its hello names no
+    previous slots): their first unroll starts an episode;
   * a slot's step 0 must repeat its previous unroll's last step, and a phantom row must be
     followed by a done row (the discount into the next episode's first observation is zero).
 
@@ -45,6 +46,8 @@ class _Slot:
     length: int = 0
     whole: bool = False
     """The running episode's start was seen (else it is not reported when it ends); decided by its first unroll."""
+    reset: bool = False
+    """Its env had just reset when the slot was adopted (a first connection): its first unroll starts an episode."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +61,8 @@ class Taken:
     returns: list[float]
     """The episodes that ended in it and whose start was seen"""
     lengths: list[int]
+    partial: int = 0
+    """The episode that ended in it unseen from its start (0 or 1): counted, never reported."""
 
 
 def digests(arrays: dict[str, np.ndarray]) -> list[bytes]:
@@ -82,12 +87,13 @@ class UploadHistory:
         self._per_unroll = frozenset(per_unroll)
         self._slots: dict[int, _Slot] = {}
 
-    def adopt(self, slots: Sequence[int], run_ids: Sequence[int]) -> None:
-        """A stream now holds ``slots`` for the envs ``run_ids``: a slot that served another env starts afresh."""
+    def adopt(self, slots: Sequence[int], run_ids: Sequence[int], reconnected: bool) -> None:
+        """A stream now holds ``slots`` for the envs ``run_ids``: a slot that served another env starts afresh.
+        ``reconnected``: its envs play on (the hello named previous slots), else they have just reset."""
         for slot, run_id in zip(slots, run_ids, strict=True):
             known = self._slots.get(int(slot))
             if known is None or known.run_id != int(run_id):
-                self._slots[int(slot)] = _Slot(int(run_id))
+                self._slots[int(slot)] = _Slot(int(run_id), reset=not reconnected)
 
     def _slot(self, slot: int) -> _Slot:
         return self._slots.get(slot) or _Slot(-1)
@@ -120,20 +126,23 @@ class UploadHistory:
         out = []
         for i, slot in enumerate(slots.tolist()):
             state = self._slot(slot)
-            # A first step that ends an episode (final, or done) means the next one is seen from its start.
-            whole = state.whole if state.last is not None else bool(phantom[i, 0] or done[i, 0])
+            # A first unroll starts on a reset, or on a step that ends an episode (final, or done): the next one is
+            # seen from its start.
+            whole = state.whole if state.last is not None else bool(state.reset or phantom[i, 0] or done[i, 0])
             episode_return, length = state.episode_return, state.length
             returns: list[float] = []
             lengths: list[int] = []
             counted = ~phantom[i, :-1]
             rewards = np.where(counted, reward[i, 1:], 0.0).astype(np.float64)
-            start = 0
+            start, partial = 0, 0
             for end in np.flatnonzero(counted & (phantom[i, 1:] | done[i, 1:])).tolist():
                 episode_return += float(rewards[start : end + 1].sum())
                 length += int(counted[start : end + 1].sum())
                 if whole:
                     returns.append(episode_return)
                     lengths.append(length)
+                else:
+                    partial += 1
                 episode_return, length, whole = 0.0, 0, True
                 start = end + 1
             last = {name: array[i, -1].copy() for name, array in arrays.items() if name not in self._per_unroll}
@@ -141,7 +150,9 @@ class UploadHistory:
                 run_id=state.run_id, last=last, digest=sent[i], episode_return=episode_return + float(rewards[start:].sum()),
                 length=length + int(counted[start:].sum()), whole=whole,
             )
-            out.append(Taken(slot=slot, state=after, env_steps=int((~phantom[i, 1:]).sum()), returns=returns, lengths=lengths))
+            out.append(
+                Taken(slot=slot, state=after, env_steps=int((~phantom[i, 1:]).sum()), returns=returns, lengths=lengths, partial=partial)
+            )
         return out
 
     def commit(self, taken: Taken) -> None:

@@ -265,9 +265,10 @@ class Uploads:
     def version(self) -> int:
         return self.publisher.version
 
-    def welcome(self, slots: np.ndarray, run_ids: Sequence[int]) -> pb.Welcome:
-        """A stream holds ``slots`` for the envs ``run_ids``: an env that reconnects and gets its slot back carries on."""
-        self.history.adopt(slots.tolist(), run_ids)
+    def welcome(self, slots: np.ndarray, run_ids: Sequence[int], reconnected: bool) -> pb.Welcome:
+        """A stream holds ``slots`` for the envs ``run_ids``: an env that reconnects and gets its slot back carries on;
+        ``reconnected``: the hello named previous slots (its envs play on), else they have just reset."""
+        self.history.adopt(slots.tolist(), run_ids, reconnected)
         return pb.Welcome(slots=slots.tolist(), agent_config=self._agent_config, unroll_length=self._unroll_length)
 
     async def receive(self, upload: Upload, message_bytes: int) -> None:

@@ -1,13 +1,17 @@
 """Over loopback: an actor that reconnects to a learner restarted since carries on its envs' episodes. The learner
 did not see them begin, so their returns would be a part of the game's: it counts them as partial and reports
-neither their returns nor a stop on them; a first connection's envs, and every env's next episode, count whole."""
+neither their returns nor a stop on them; a first connection's envs, and every env's next episode, count whole.
+The same holds for IMPALA mode's uploads."""
 
 from __future__ import annotations
 
 import grpc
 from tests.conftest import small_config
+from tests.server.transport.test_impala_mode import TOKEN, impala_config, zero_unrolls
 from tests.waiting import until
 from tests.wire import Stream, hello, steps
+
+from aioseed.impala_actor.actor import upload_message
 
 from aioseed.types import FINAL, TERMINATED
 
@@ -39,3 +43,19 @@ async def test_an_episode_begun_before_a_learner_restart_is_partial_and_reaches_
         await until(lambda: learner.metrics().get("charts/episodes") == 2.0, "the reconnected env's whole episode")
         assert learner.metrics()["charts/return"] == (3.0 + 10.0) / 2
         assert learner.metrics()["charts/partial_episodes"] == 1.0
+
+
+async def test_an_impala_actors_first_upload_counts_from_its_reset_row_and_a_reconnected_one_is_partial(running_learner, tmp_path) -> None:
+    """An IMPALA actor's first unroll starts on its envs' reset rows, which are not done (it dropped every env's first
+    episode): a first connection's first episode is whole; a reconnected stream's first episode the learner never saw
+    begin is partial."""
+    async with running_learner(impala_config(tmp_path, return_window=2)) as learner, grpc.aio.insecure_channel(f"127.0.0.1:{learner.port}") as channel:
+        for stream_hello, reward in ((hello(1, run_id_base=FIRST), 1.0), (hello(1, run_id_base=RECONNECTED, previous=[7]), 100.0)):
+            stream = Stream(channel, TOKEN, "Learn")
+            slots = await stream.handshake(stream_hello)
+            unrolls = zero_unrolls(learner, 1)
+            unrolls["reward"][0, 1:4] = reward
+            unrolls["done"][0, 3] = True  # an episode of 3 steps ends (SEED's convention: no final row)
+            await stream.send(upload_message(unrolls, slots, [], []))
+        await until(lambda: learner.metrics().get("charts/partial_episodes") == 1.0, "the reconnected stream's partial episode")
+        assert learner.metrics()["charts/episodes"] == 1.0 and learner.metrics()["charts/return"] == 3.0

@@ -31,9 +31,11 @@ COLUMNS = {
 SLOTS = np.array([7, 9], np.int32)
 
 
-def parser() -> UnrollParser:
+def parser(history: UploadHistory | None = None) -> UnrollParser:
+    """A stream's parser of SLOTS, on ``history`` (the learner's, which its streams share), or on one of its own."""
     return UnrollParser(
-        columns=COLUMNS, per_unroll=["core_h"], unroll_length=T, slots=SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6)
+        columns=COLUMNS, per_unroll=["core_h"], unroll_length=T, slots=SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6),
+        history=history,
     )
 
 
@@ -121,6 +123,24 @@ def test_an_episode_starting_at_a_streams_first_step_is_reported_whole() -> None
     assert upload.episode_returns.tolist() == [7.0] and upload.episode_lengths.tolist() == [3]
 
 
+def test_a_first_connections_envs_have_just_reset_so_their_first_episodes_count_whole() -> None:
+    """An IMPALA actor's first unroll starts on the reset row, which is not done: the episode ending in it was seen
+    from its start when the hello named no previous slots (fresh envs), and not when it did (envs that play on,
+    met by a learner that restarted since)."""
+    sent = unrolls()
+    sent["reward"][0] = [0.0, 1.0, 2.0, 0.0]  # slot 7: an episode of 2 steps ends on the phantom at step 2
+    returns = {}
+    for reconnected in (False, True):
+        history = UploadHistory(["core_h"])
+        history.adopt(SLOTS.tolist(), [1, 2], reconnected)
+        upload = queued(parser(history), upload_message(sent, SLOTS, [], []))
+        returns[reconnected] = (upload.episode_returns.tolist(), upload.episode_lengths.tolist(), sum(t.partial for t in upload.taken))
+        # A slot adopted already carries on its episode, whatever the next hello says.
+        history.adopt(SLOTS.tolist(), [1, 2], reconnected=False)
+        assert queued(parser(history), upload_message(following(sent, [1.0, 1.0, 1.0], phantom_at=3), SLOTS, [], [])).episode_returns.tolist() == [3.0]
+    assert returns == {False: ([3.0], [2], 0), True: ([], [], 1)}
+
+
 def test_unrolls_that_do_not_follow_on_or_flags_that_disagree_are_refused() -> None:
     stream = parser()
     first = unrolls()
@@ -140,11 +160,8 @@ def test_a_refused_or_unqueued_upload_leaves_no_trace_and_a_repeat_is_taken_in_o
     again after a reconnect (its Accepted answer lost with the stream) was queued twice, and a new stream did not
     count the episodes its envs were in the middle of."""
     history = UploadHistory(["core_h"])
-    history.adopt(SLOTS.tolist(), [1, 2])
-    stream = UnrollParser(
-        columns=COLUMNS, per_unroll=["core_h"], unroll_length=T, slots=SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6),
-        history=history,
-    )
+    history.adopt(SLOTS.tolist(), [1, 2], reconnected=True)  # envs that play on: their first episodes are partial
+    stream = parser(history)
     first = unrolls()
     queued(stream, upload_message(first, SLOTS, [], []))
     second = following(first, [1.0, 2.0, 0.5], phantom_at=3)
@@ -154,30 +171,21 @@ def test_a_refused_or_unqueued_upload_leaves_no_trace_and_a_repeat_is_taken_in_o
         stream.parse(upload_message(broken, SLOTS, [], []), newest_version=3)
     stream.parse(upload_message(second, SLOTS, [], []), newest_version=3)  # parsed, never queued (its stream was cut)
     # The actor reconnects and gets its slots back (same run ids): a new stream, the same history.
-    history.adopt(SLOTS.tolist(), [1, 2])
-    again = UnrollParser(
-        columns=COLUMNS, per_unroll=["core_h"], unroll_length=T, slots=SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6),
-        history=history,
-    )
+    history.adopt(SLOTS.tolist(), [1, 2], reconnected=True)
+    again = parser(history)
     upload = queued(again, upload_message(second, SLOTS, [], []))
     assert (upload.repeated, upload.env_steps) == (0, 2 * T - 1)  # neither the refused nor the cut-off one left a trace
     assert upload.episode_returns.tolist() == [1.0 + 2.0 + 0.5]  # begun on the old stream: counted (it was not)
     # Its answer was lost with that stream too: the actor reconnects and sends it once more.
-    resent = UnrollParser(
-        columns=COLUMNS, per_unroll=["core_h"], unroll_length=T, slots=SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6),
-        history=history,
-    )
+    resent = parser(history)
     repeat = queued(resent, upload_message(second, SLOTS, [], []))
     assert (repeat.repeated, repeat.env_steps, repeat.unrolls) == (2, 0, [])  # taken in once (it was twice)
     # Slot 9 handed to another env (another run id) starts afresh; slot 7's env carries on.
-    history.adopt(SLOTS.tolist(), [1, 3])
+    history.adopt(SLOTS.tolist(), [1, 3], reconnected=True)
     third = following(second, [1.0, 1.0, 1.0], phantom_at=3)
     third["done"][0, 1] = True  # the row after second's final row
     third["observation"][1, 0] += 1.0  # the other env's own first step
-    other = UnrollParser(
-        columns=COLUMNS, per_unroll=["core_h"], unroll_length=T, slots=SLOTS, space=Discrete(2), bounds=RowBounds(100.0, 1e6),
-        history=history,
-    )
+    other = parser(history)
     assert queued(other, upload_message(third, SLOTS, [], [])).episode_returns.tolist() == [1.0 + 1.0]
 
 
