@@ -315,7 +315,7 @@ def on_batch(stats: Stats, stopping: Stopping, frames_per_step: int) -> Callable
     def record(batch: Batch, result: StepResult) -> None:
         boundaries = result.boundaries
         stats.record_batch(batch.size, batch.fill_seconds, result.seconds, boundaries.env_steps * frames_per_step)
-        stats.partial_episodes += boundaries.partial_episodes
+        stats.partial_episodes += result.partial_episodes
         record_episodes(
             stats, stopping, boundaries.episode_returns, boundaries.episode_lengths, result.evaluation_episodes, result.right_episodes
         )

@@ -51,8 +51,8 @@ class EpisodeBoundaries:
     """<int64>[E] the batch rows those episodes ended on."""
     env_steps: int
     """Env steps represented by this batch (rows whose action will be executed)."""
-    partial_episodes: int = 0
-    """Episodes that ended in this batch but began before the learner saw their run (not reported)."""
+    partial_rows: np.ndarray
+    """<int64>[P] the batch rows that ended episodes begun before the learner saw their run (not reported)."""
 
     @property
     def starts(self) -> np.ndarray:
@@ -92,7 +92,7 @@ class EnvTable:
             plain = np.zeros(len(slots), bool)
             return EpisodeBoundaries(
                 fresh=plain, done=plain, phantom=plain, episode_returns=_NO_RETURNS, episode_lengths=_NO_LENGTHS,
-                ended_rows=_NO_ROWS, env_steps=len(slots),
+                ended_rows=_NO_ROWS, env_steps=len(slots), partial_rows=_NO_ROWS,
             )
         fresh = self._fresh[slots] | new_run
         self._run_id[slots] = run_ids
@@ -115,7 +115,8 @@ class EnvTable:
         self._length[slots] += counted
         ending = np.flatnonzero((terminated | truncated) & counted & ~life_lost)
         ending_slots = slots[ending]
-        ended_rows = ending[~self._partial[ending_slots]]
+        partial = self._partial[ending_slots]
+        ended_rows, partial_rows = ending[~partial], ending[partial]
         ended = slots[ended_rows]
         episode_returns = self._return[ended].copy()
         episode_lengths = self._length[ended].copy()
@@ -136,7 +137,7 @@ class EnvTable:
             episode_lengths=episode_lengths,
             ended_rows=ended_rows,
             env_steps=int(len(slots) - final.sum()),  # a relaunch after a lost life counts as a reset does: not at all
-            partial_episodes=int(len(ending) - len(ended_rows)),
+            partial_rows=partial_rows,
         )
 
     def forget(self, slots: np.ndarray) -> None:

@@ -124,6 +124,9 @@ class StepResult:
     """The parameter version read before the policy ran (stamped on the batch's steps); -1: none read."""
     right_episodes: np.ndarray | None = None
     """<bool>[E] which of the ended episodes were right-side players' (rows with ``right``); None: no such rows."""
+    partial_episodes: int = 0
+    """Training envs' episodes (a sided game's left side's, as ``charts/episodes`` counts) that ended in this batch
+    but began before the learner saw their run: counted, never reported."""
 
 
 def invalid_rows(outputs: Mapping[str, np.ndarray], space: ActionSpace) -> np.ndarray:
@@ -245,10 +248,12 @@ class Acting:
             unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, version, call.learn)
         evaluating = evaluation[boundaries.ended_rows]
         right_episodes = None if right is None else right[boundaries.ended_rows]
+        training = ~evaluation if right is None else ~(evaluation | right)
         seconds = time.perf_counter() - started
         return StepResult(
             actions=env_actions(outputs), boundaries=boundaries, unrolls=unrolls, seconds=seconds, invalid=invalid,
             evaluation_episodes=evaluating, call=call, version=version, right_episodes=right_episodes,
+            partial_episodes=int(training[boundaries.partial_rows].sum()),
         )
 
     def redo(self, result: StepResult) -> StepResult:

@@ -15,7 +15,7 @@ from aioseed.impala_actor.actor import upload_message
 
 from aioseed.types import FINAL, TERMINATED
 
-FIRST, RECONNECTED = 1000, 2000  # the two streams' run_id bases
+FIRST, RECONNECTED, EVALUATING = 1000, 2000, 3000  # the streams' run_id bases
 
 
 async def episode(stream: Stream, base: int, rewards: list[float]) -> None:
@@ -43,6 +43,16 @@ async def test_an_episode_begun_before_a_learner_restart_is_partial_and_reaches_
         await until(lambda: learner.metrics().get("charts/episodes") == 2.0, "the reconnected env's whole episode")
         assert learner.metrics()["charts/return"] == (3.0 + 10.0) / 2
         assert learner.metrics()["charts/partial_episodes"] == 1.0
+
+        # An evaluation env's episodes count in neither charts/episodes nor charts/partial_episodes.
+        evaluating = Stream(channel)
+        reconnect = hello(1, run_id_base=EVALUATING, previous=[9])
+        reconnect.hello.evaluation = True
+        await evaluating.handshake(reconnect)
+        await episode(evaluating, EVALUATING, [100.0] * 4)  # partial
+        await episode(evaluating, EVALUATING, [0.0, 7.0])  # whole: once it is reported, the partial one was seen
+        await until(lambda: learner.metrics().get("charts/eval_return") == 7.0, "the evaluation env's whole episode")
+        assert learner.metrics()["charts/partial_episodes"] == 1.0 and learner.metrics()["charts/episodes"] == 2.0
 
 
 async def test_an_impala_actors_first_upload_counts_from_its_reset_row_and_a_reconnected_one_is_partial(running_learner, tmp_path) -> None:

@@ -42,7 +42,7 @@ class Env:
             reconnected=np.array([reconnected]),
         )
         boundaries = observe(self.envs, self.store, inputs)
-        self.partial += boundaries.partial_episodes
+        self.partial += len(boundaries.partial_rows)
         unrolls = append(self.store, inputs, inputs["observation"], boundaries, {"action": np.array([1], np.int32)}, 0)
         self.episodes += list(zip(boundaries.episode_returns.tolist(), boundaries.episode_lengths.tolist()))
         if unrolls is not None:
@@ -178,12 +178,12 @@ def test_partial_and_whole_episodes_ending_in_one_batch_report_the_whole_one_onl
     table.observe(slots, runs, np.zeros(2, np.float32), flags, np.array([False, True]))  # slot 1 met mid-way
     table.observe(slots, runs, ones, flags, np.array([False, True]))
     ended = table.observe(slots, runs, ones, np.full(2, TERMINATED | FINAL, np.uint8), np.array([False, True]))
-    assert ended.ended_rows.tolist() == [0] and ended.episode_returns.tolist() == [2.0] and ended.partial_episodes == 1
+    assert ended.ended_rows.tolist() == [0] and ended.episode_returns.tolist() == [2.0] and ended.partial_rows.tolist() == [1]
     after = table.observe(slots, runs, np.zeros(2, np.float32), flags, np.array([False, True]))  # both reset rows
     assert after.done.tolist() == [True, True]
     table.observe(slots, runs, ones, flags, np.array([False, True]))
     ended = table.observe(slots, runs, ones, np.full(2, TERMINATED | FINAL, np.uint8), np.array([False, True]))
-    assert ended.ended_rows.tolist() == [0, 1] and ended.episode_returns.tolist() == [2.0, 2.0] and ended.partial_episodes == 0
+    assert ended.ended_rows.tolist() == [0, 1] and ended.episode_returns.tolist() == [2.0, 2.0] and ended.partial_rows.tolist() == []
 
 
 def test_termination_zeroes_the_discount_into_the_reset_row() -> None:
