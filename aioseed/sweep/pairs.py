@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -13,6 +14,11 @@ if TYPE_CHECKING:
 
 FRESH = "fresh"
 """User attr of a random or TPE trial that chose its setting (at the first seed; the other seeds are queued)."""
+GOING_ON = "going_on"
+"""User attr of a trial that found its pair free: it runs it (``prune_a_duplicate``)."""
+WORD_S = 30.0
+"""How long a trial waits for a later twin's word (a read of the records away); one silent that long counts as
+going on (it died in between: its heartbeat fails it, and the pair is queued again)."""
 
 
 def setting_slug(params: dict[str, Any]) -> str:
@@ -22,24 +28,48 @@ def setting_slug(params: dict[str, Any]) -> str:
 
 
 def prune_a_duplicate(study: optuna.Study, trial: optuna.Trial, slug: str, seed: int) -> list[optuna.trial.FrozenTrial]:
-    """Prunes ``trial``, marked a duplicate, where its pair is done or an earlier trial trains it now (in its logdir);
-    else returns the finished trials (duplicates left out). Two trials handed the same pair at once: the later
-    one is pruned, never both (where the later one wrote its pair before the earlier did, the earlier finds the
-    logdir claimed). The running trials are read first, so a pair that finishes between the reads is seen as done."""
+    """Prunes ``trial``, marked a duplicate, where its pair is done or another trial runs it; else marks it
+    ``GOING_ON`` and returns the finished trials (duplicates left out). ``trial`` has written its pair already.
+
+    Of trials handed one pair at once, exactly one goes on, whichever reads the records first and on whichever
+    machine: an earlier-numbered twin wins over a later one that reads its pair; a later twin that read the
+    records before this trial wrote its pair saw no twin and went on, so this trial waits for each later twin's
+    word (``GOING_ON``, or pruned). The running trials are read first, so a pair that finishes between the reads
+    is seen as done."""
     import optuna
     from optuna.trial import TrialState
 
     def same(t: optuna.trial.FrozenTrial) -> bool:
         return t.number != trial.number and t.user_attrs.get("setting") == slug and t.user_attrs.get("seed") == seed
 
-    running = [t for t in not_duplicates(study, (TrialState.RUNNING,)) if same(t) and t.number < trial.number]
+    running = [t for t in not_duplicates(study, (TrialState.RUNNING,)) if same(t)]
     done = not_duplicates(study, (TrialState.COMPLETE, TrialState.PRUNED))
     if any(same(t) for t in done):
         trial.set_user_attr("duplicate", True)  # a sampler came back to a finished pair: its logdir is not run again
         raise optuna.TrialPruned(f"{slug} at seed {seed} is already done")
-    if running:  # another worker (a thread here, or another sweep) trains it
-        duplicate(study, trial, f"{slug} at seed {seed} is running in trial {running[0].number}")
+    earlier = [t.number for t in running if t.number < trial.number]
+    going_on = earlier or _going_on(study, [t for t in running if t.number > trial.number])
+    if going_on:  # another worker (a thread here, or another sweep) trains it
+        duplicate(study, trial, f"{slug} at seed {seed} is running in trial {going_on[0]}")
+    trial.set_user_attr(GOING_ON, True)
     return done
+
+
+def _going_on(study: optuna.Study, later: list[optuna.trial.FrozenTrial]) -> list[int]:
+    """The numbers of the ``later`` twins that go on (or have not said within ``WORD_S``: counted as going on)."""
+    from optuna.trial import TrialState
+
+    waiting, going, deadline = {t._trial_id: t.number for t in later}, [], time.monotonic() + WORD_S
+    while waiting and time.monotonic() < deadline:
+        for trial_id, number in list(waiting.items()):
+            twin = study._storage.get_trial(trial_id)  # an unfinished trial is read from the storage, never a cache
+            if twin.user_attrs.get("duplicate") or twin.state == TrialState.FAIL:
+                del waiting[trial_id]
+            elif twin.user_attrs.get(GOING_ON) or twin.state.is_finished():
+                going.append(waiting.pop(trial_id))
+        if waiting:
+            time.sleep(0.05)
+    return sorted(going + list(waiting.values()))
 
 
 def duplicate(study: optuna.Study, trial: optuna.Trial, why: str) -> NoReturn:

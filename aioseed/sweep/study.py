@@ -94,9 +94,10 @@ def objective(
     trial.set_user_attr("setting", slug)
     if fresh:
         trial.set_user_attr(FRESH, True)
-    done = prune_a_duplicate(study, trial, slug, seed)
     if fresh:
         beyond_budget(study, trial, slug, sweep.trials)
+    done = prune_a_duplicate(study, trial, slug, seed)  # once it goes on, nothing but its run prunes it
+    if fresh:
         for other in sweep.seeds[1:]:
             study.enqueue_trial(params, user_attrs={"seed": other})
     pruned = [t for t in done if t.state == optuna.trial.TrialState.PRUNED and t.user_attrs.get("setting") == slug]

@@ -184,24 +184,6 @@ def test_a_running_pair_handed_out_again_is_pruned_as_a_duplicate_and_not_counte
     assert not (tmp_path / "trials").exists()
 
 
-def test_of_two_trials_handed_one_pair_at_once_the_earlier_runs_and_only_the_later_is_pruned(tmp_path, monkeypatch) -> None:
-    """In a resumed study the grid picks unvisited pairs at random, so two workers can draw the same one; each
-    then sees the other running. Both used to be pruned, leaving the pair never run."""
-    from aioseed.sweep import study as studies
-
-    sweep = a_sweep(tmp_path)
-    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
-    earlier, later = study.ask(), study.ask()
-    for trial in (earlier, later):
-        trial.set_user_attr("setting", "learning_rate-0.001")
-        trial.set_user_attr("seed", 4)
-    ran = []
-    monkeypatch.setattr(studies, "run_trial", lambda command, logdir, *args: ran.append(logdir.name) or 0.5)
-    assert studies.objective(sweep, study, earlier) == 0.5 and ran == ["seed-4"]  # the later one is still running
-    with pytest.raises(optuna.TrialPruned, match="is running in trial 0"):
-        studies.objective(sweep, study, later)
-
-
 def test_a_stopped_sweep_stops_every_running_trial_and_the_next_runs_them_again(tmp_path, monkeypatch) -> None:
     import threading
 
