@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 FRESH = "fresh"
 """User attr of a random or TPE trial that chose its setting (at the first seed; the other seeds are queued)."""
 GOING_ON = "going_on"
-"""User attr of a trial that found its pair free: it runs it (``prune_a_duplicate``)."""
+"""User attr of a trial that found its pair free and runs it (``prune_a_duplicate``): the trial's own number."""
 WORD_S = 30.0
 """How long a trial waits for a later twin's word (a read of the records away); one silent that long counts as
 going on (it died in between: its heartbeat fails it, and the pair is queued again)."""
@@ -51,25 +51,26 @@ def prune_a_duplicate(study: optuna.Study, trial: optuna.Trial, slug: str, seed:
     going_on = earlier or _going_on(study, [t for t in running if t.number > trial.number])
     if going_on:  # another worker (a thread here, or another sweep) trains it
         duplicate(study, trial, f"{slug} at seed {seed} is running in trial {going_on[0]}")
-    trial.set_user_attr(GOING_ON, True)
+    trial.set_user_attr(GOING_ON, trial.number)  # its own number: a retry inherits its failed trial's user attrs
     return done
 
 
 def _going_on(study: optuna.Study, later: list[optuna.trial.FrozenTrial]) -> list[int]:
-    """The numbers of the ``later`` twins that go on (or have not said within ``WORD_S``: counted as going on)."""
+    """The number of a ``later`` twin that goes on (or has not said within ``WORD_S``: counted as going on); none
+    once each has yielded."""
     from optuna.trial import TrialState
 
-    waiting, going, deadline = {t._trial_id: t.number for t in later}, [], time.monotonic() + WORD_S
+    waiting, deadline = {t._trial_id: t.number for t in later}, time.monotonic() + WORD_S
     while waiting and time.monotonic() < deadline:
         for trial_id, number in list(waiting.items()):
             twin = study._storage.get_trial(trial_id)  # an unfinished trial is read from the storage, never a cache
             if twin.user_attrs.get("duplicate") or twin.state == TrialState.FAIL:
                 del waiting[trial_id]
-            elif twin.user_attrs.get(GOING_ON) or twin.state.is_finished():
-                going.append(waiting.pop(trial_id))
+            elif twin.user_attrs.get(GOING_ON) == twin.number or twin.state.is_finished():
+                return [number]
         if waiting:
             time.sleep(0.05)
-    return sorted(going + list(waiting.values()))
+    return sorted(waiting.values())
 
 
 def duplicate(study: optuna.Study, trial: optuna.Trial, why: str) -> NoReturn:

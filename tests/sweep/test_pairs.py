@@ -33,7 +33,7 @@ def test_a_later_twin_that_read_the_records_first_goes_on_and_the_earlier_one_yi
     earlier, later = study.ask(), study.ask()
     later.set_user_attr("setting", SLUG)
     later.set_user_attr("seed", SEED)
-    assert prune_a_duplicate(study, later, SLUG, SEED) == [] and later.user_attrs[GOING_ON]
+    assert prune_a_duplicate(study, later, SLUG, SEED) == [] and later.user_attrs[GOING_ON] == 1
     earlier.set_user_attr("setting", SLUG)
     earlier.set_user_attr("seed", SEED)
     with pytest.raises(optuna.TrialPruned, match=f"{SLUG} at seed {SEED} is running in trial 1"):
@@ -43,10 +43,12 @@ def test_a_later_twin_that_read_the_records_first_goes_on_and_the_earlier_one_yi
 
 def test_an_earlier_twin_waits_for_the_later_ones_word_and_runs_the_pair_once_it_yields(tmp_path, monkeypatch) -> None:
     """Both wrote their pair before either read: the earlier one waits until the later one, seeing it, is pruned,
-    then runs the pair (in a resumed study the grid picks unvisited pairs at random, so two workers can draw one)."""
+    then runs the pair (in a resumed study the grid picks unvisited pairs at random, so two workers can draw one).
+    The later one is a retry, whose user attrs Optuna copied from its failed trial, word included: no word of its."""
     sweep = a_sweep(tmp_path)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
     earlier, later = twins(study)
+    later.set_user_attr(GOING_ON, 7)  # inherited from trial 7, which failed
     ran, waits, read = [], threading.Event(), study._storage.get_trial
     monkeypatch.setattr(studies, "run_trial", lambda command, logdir, *args: ran.append(logdir.name) or 0.5)
     monkeypatch.setattr(study._storage, "get_trial", lambda trial_id: waits.set() or read(trial_id))  # it reads trial 1's word
@@ -56,7 +58,7 @@ def test_an_earlier_twin_waits_for_the_later_ones_word_and_runs_the_pair_once_it
         with pytest.raises(optuna.TrialPruned, match="is running in trial 0"):
             studies.objective(sweep, study, later)
         assert first.result(timeout=30) == 0.5 and ran == [f"seed-{SEED}"]
-    assert later.user_attrs["duplicate"] and earlier.user_attrs[GOING_ON]
+    assert later.user_attrs["duplicate"] and earlier.user_attrs[GOING_ON] == 0
 
 
 def test_a_later_twin_silent_past_the_wait_counts_as_running_the_pair(tmp_path, monkeypatch) -> None:

@@ -89,7 +89,12 @@ class UploadHistory:
 
     def adopt(self, slots: Sequence[int], run_ids: Sequence[int], reconnected: bool) -> None:
         """A stream now holds ``slots`` for the envs ``run_ids``: a slot that served another env starts afresh.
-        ``reconnected``: its envs play on (the hello named previous slots), else they have just reset."""
+        ``reconnected``: its envs play on (the hello named previous slots), else they have just reset. What an env
+        left on a slot it no longer holds is dropped: handed that slot back later, it would be stale."""
+        held = dict(zip((int(s) for s in slots), (int(r) for r in run_ids), strict=True))
+        moved = set(held.values())
+        for slot in [slot for slot, known in self._slots.items() if known.run_id in moved and held.get(slot) != known.run_id]:
+            del self._slots[slot]
         for slot, run_id in zip(slots, run_ids, strict=True):
             known = self._slots.get(int(slot))
             if known is None or known.run_id != int(run_id):

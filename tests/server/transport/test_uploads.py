@@ -141,6 +141,17 @@ def test_a_first_connections_envs_have_just_reset_so_their_first_episodes_count_
     assert returns == {False: ([3.0], [2], 0), True: ([], [], 1)}
 
 
+def test_what_an_env_left_on_a_slot_it_moved_from_is_not_met_again_when_it_gets_that_slot_back() -> None:
+    """A first hello's slot 7 whose welcome was lost: the actor asks again, gets slot 9 and plays on there. When it
+    is handed slot 7 back after a later reconnect, that slot's reset (or last step) is long stale."""
+    history = UploadHistory(["core_h"])
+    history.adopt([7], [1], reconnected=False)
+    history.adopt([9], [1], reconnected=False)
+    history.adopt([7], [1], reconnected=True)
+    upload = queued(parser(history), upload_message(unrolls(1), SLOTS, [], []))  # slot 7's episode ends at step 2
+    assert upload.episode_returns.tolist() == [] and upload.taken[0].partial == 1  # met mid-way: partial
+
+
 def test_unrolls_that_do_not_follow_on_or_flags_that_disagree_are_refused() -> None:
     stream = parser()
     first = unrolls()
