@@ -73,9 +73,13 @@ class WarmStart:
 class Attachment(Protocol):
     """State saved beside the TensorFlow checkpoint in a directory of its own (R2D2's replay)."""
 
-    def save(self, directory: pathlib.Path) -> int: ...
+    def save(self, directory: pathlib.Path, progress: Progress | None = None) -> int:
+        """Writes it, stamped with the counters of the checkpoint it goes with (``aioseed.server.training.stamps``)."""
+        ...
 
-    def restore(self, directory: pathlib.Path) -> bool: ...
+    def restore(self, directory: pathlib.Path, progress: Progress | None = None) -> bool:
+        """Reads it, unless it is newer than the checkpoint restored at ``progress``."""
+        ...
 
 
 class Checkpointer:
@@ -142,9 +146,9 @@ class Checkpointer:
                 f"checkpoint {path} does not fit this learner: {first} (were the network or env flags different "
                 "when it was written? Use another --logdir, or the flags of that run)"
             ) from None
-        for name, attachment in self._attachments.items():
-            attachment.restore(self._directory / name)
         progress = Progress(int(self._train_steps.numpy()), int(self._frames.numpy()))
+        for name, attachment in self._attachments.items():
+            attachment.restore(self._directory / name, progress)
         log.info("checkpoint_restored", path=path, train_steps=progress.train_steps, frames=progress.frames)
         if self._restored is not None:
             self._restored()
@@ -203,7 +207,7 @@ class Checkpointer:
             raise CheckpointFailed(f"writing a checkpoint under {self._directory} failed: {first}; kept {self.latest}") from None
         for name, attachment in self._attachments.items():
             try:
-                attachment.save(self._directory / name)
+                attachment.save(self._directory / name, progress)
             except OSError as exc:  # a full disk: the weights are saved, the previous copy of this is kept
                 log.error("checkpoint_attachment_failed", name=name, error=str(exc), checkpoint=path)
         log.info("checkpoint_saved", path=path, train_steps=progress.train_steps, frames=progress.frames)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import structlog
 
+from aioseed.server.trajectories import stamps
 from aioseed.server.trajectories.frame_codec import decode, encode
 from aioseed.server.trajectories.sum_tree import SumTree
 
@@ -178,9 +179,10 @@ class Replay:
             self._max_priority = max(self._max_priority, float(values.max(initial=0.0)))
             return len(positions)
 
-    def save(self, directory: pathlib.Path) -> int:
+    def save(self, directory: pathlib.Path, progress: stamps.Counters | None = None) -> int:
         """Writes the stored unrolls, priorities, counters and RNG under ``directory`` (replacing what
-        is there only once complete); returns the bytes written. The lock is held throughout: an insert
+        is there only once complete), stamped with ``progress``, the counters of the checkpoint it goes with;
+        returns the bytes written. The lock is held throughout: an insert
         writes a row column by column, so a copy taken beside it could pair one unroll's observation with
         another's action. Inserts and samples wait for the save (a second or so per GiB)."""
         staging = directory.with_name(directory.name + ".partial")
@@ -200,6 +202,8 @@ class Replay:
                     "sampled": self.sampled, "max_priority": self._max_priority, "rng": self._rng.bit_generator.state,
                     "columns": self._stored_layout if size else {},
                 }
+                if progress is not None:
+                    meta[stamps.KEY] = stamps.stamp(progress)
             (staging / "meta.json").write_text(json.dumps(meta))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -215,13 +219,16 @@ class Replay:
         log.info("replay_saved", path=str(directory), unrolls=size, mib=round(written / 2**20, 1))
         return written
 
-    def restore(self, directory: pathlib.Path) -> bool:
+    def restore(self, directory: pathlib.Path, progress: stamps.Counters | None = None) -> bool:
         """Reads what ``save`` wrote into this (empty) replay; False, with a warning, when there is
-        nothing to read, it was saved with another capacity, or it cannot be read. A save cut short by a
-        crash left a complete copy beside ``directory``: the previous one, or the new one, whole."""
-        # The new copy first where a crash left it whole: the weights' checkpoint is written before it.
-        for candidate in (directory, directory.with_name(directory.name + ".partial"), directory.with_name(directory.name + ".old")):
-            if not (candidate / "meta.json").exists():
+        nothing to read, it was saved with another capacity, it cannot be read, or it is newer than the
+        checkpoint restored at ``progress``. A save cut short by a crash left a complete copy beside
+        ``directory``: the previous one, or the new one, whole; the one saved with that checkpoint is read first."""
+        candidates = [directory, directory.with_name(directory.name + ".partial"), directory.with_name(directory.name + ".old")]
+        saved = {candidate: _stamp(candidate) for candidate in candidates if (candidate / "meta.json").exists()}
+        mine = None if progress is None else stamps.stamp(progress)
+        for candidate in sorted(saved, key=lambda c: saved[c] != mine or mine is None):  # stable: the order above else
+            if not stamps.loadable(saved[candidate], progress, candidate):
                 continue
             try:
                 return self._read(candidate)
@@ -273,3 +280,12 @@ class Replay:
 def _layout(unroll: Unroll) -> dict[str, list[Any]]:
     """Each column's [shape, dtype] (as ``save`` writes them to meta.json)."""
     return {name: [list(np.shape(value)), np.asarray(value).dtype.str] for name, value in unroll.items()}
+
+
+def _stamp(directory: pathlib.Path) -> dict[str, int] | None:
+    """The stamp of the copy saved in ``directory``; None where it has none, or its meta.json is damaged (reading
+    the copy then says so)."""
+    try:
+        return json.loads((directory / "meta.json").read_text()).get(stamps.KEY)
+    except (OSError, ValueError, AttributeError):
+        return None

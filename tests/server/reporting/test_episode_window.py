@@ -8,6 +8,7 @@ import numpy as np
 
 from aioseed.server.reporting.episode_window import FILE, EpisodeWindow
 from aioseed.server.reporting.stats import Stats
+from aioseed.server.training.trainer import Progress
 
 
 def played(window: int, returns: list[float]) -> Stats:
@@ -39,3 +40,15 @@ def test_a_missing_or_damaged_window_leaves_a_new_runs_empty_one(tmp_path) -> No
         (tmp_path / "episodes" / FILE).write_text(damaged)
         assert not EpisodeWindow(stats).restore(tmp_path / "episodes")
         assert (stats.episodes, len(stats.returns), len(stats.lengths)) == (0, 0, 0)  # nothing half-restored
+
+
+def test_a_window_newer_than_the_checkpoint_restored_is_left_out_and_an_older_one_comes_back(tmp_path) -> None:
+    """Returns the restored weights never earned would reach the curves and a return stop."""
+    before = played(4, [1.0, 2.0, 3.0])
+    EpisodeWindow(before).save(tmp_path / "episodes", Progress(train_steps=20, frames=500))
+    rolled_back = Stats(4)
+    assert not EpisodeWindow(rolled_back).restore(tmp_path / "episodes", Progress(train_steps=10, frames=300))
+    assert (rolled_back.episodes, len(rolled_back.returns)) == (0, 0)
+    for progress in (Progress(train_steps=20, frames=500), Progress(train_steps=30, frames=800), None):
+        after = Stats(4)
+        assert EpisodeWindow(after).restore(tmp_path / "episodes", progress) and after.episode_state() == before.episode_state()

@@ -16,8 +16,12 @@ from structlog.testing import capture_logs
 
 from aioseed.errors import UserError
 from aioseed.server.acting.served import ServedPolicy
+from aioseed.server.reporting.episode_window import EpisodeWindow
+from aioseed.server.reporting.stats import Stats
 from aioseed.server.training.checkpoint import Checkpointer
 from aioseed.server.training.trainer import Progress
+from aioseed.server.trajectories.replay import Replay
+from tests.server.trajectories.test_replay import array_unrolls
 from tests.waiting import until
 
 DATA = ".data-00000-of-00001"
@@ -74,6 +78,28 @@ def test_a_state_file_that_is_no_checkpoint_state_is_a_user_error_naming_it(tmp_
     (tmp_path / "checkpoint").write_bytes(state)
     with pytest.raises(UserError, match=f"{tmp_path / 'checkpoint'} is damaged or not a checkpoint state file"):
         Checkpointer(tmp_path, weights(7.0)).restore()
+
+
+def with_attachments(directory: pathlib.Path, value: float) -> tuple[Checkpointer, Stats, Replay]:
+    """A checkpointer of weights all ``value`` that keeps an episode window and a replay beside them."""
+    checkpointer, stats, replay = Checkpointer(directory, weights(value)), Stats(4), Replay(16)
+    checkpointer.attach("episodes", EpisodeWindow(stats))
+    checkpointer.attach("replay", replay)
+    return checkpointer, stats, replay
+
+
+def test_a_checkpoint_restored_after_a_roll_back_leaves_the_replay_and_episodes_saved_since(tmp_path) -> None:
+    """The state file rolled back to ckpt-1 (ckpt-2 was damaged, say): the one replay and episode window kept are
+    ckpt-2's, experience and returns ckpt-1's weights never had. They were read beside it."""
+    writer, stats, replay = with_attachments(tmp_path, 1.0)
+    first = writer.save(Progress(train_steps=1, frames=10))
+    stats.record_episodes(np.array([5.0]), np.array([3]))
+    replay.insert(array_unrolls(2))
+    writer.save(Progress(train_steps=2, frames=20))
+    for path, kept in ((first, (0, 0)), (None, (1, 2))):  # ckpt-1, then the latest
+        reader, stats, replay = with_attachments(tmp_path, 7.0)
+        reader.restore(path)
+        assert (stats.episodes, len(replay)) == kept
 
 
 @contextlib.asynccontextmanager

@@ -11,6 +11,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from aioseed.server.training.trainer import Progress
 from aioseed.server.trajectories.replay import Replay
 from aioseed.server.trajectories.replay_feed import ReplayFeed
 from aioseed.server.trajectories.sum_tree import SumTree
@@ -238,10 +239,12 @@ def test_a_replay_of_another_capacity_or_none_is_not_restored(tmp_path) -> None:
 # Dies at its first rename, after moving the old copy aside, after renaming the new one into place.
 @pytest.mark.parametrize("crash_at", [0, 1, 2])
 def test_a_crash_while_a_save_replaces_the_previous_one_leaves_a_complete_copy_to_restore(tmp_path, monkeypatch, crash_at: int) -> None:
-    """The old copy used to be deleted before the new one was renamed into place: a crash in between lost both."""
+    """The old copy used to be deleted before the new one was renamed into place: a crash in between lost both.
+    The checkpoint is written before its replay: restored with it, the copy saved with it is read, wherever the
+    crash left it (the old copy used to be read where both were whole); an older checkpoint reads the old copy."""
     replay = Replay(16)
     replay.insert(array_unrolls(3))
-    replay.save(tmp_path / "replay")
+    replay.save(tmp_path / "replay", Progress(train_steps=10, frames=300))
     replay.insert(array_unrolls(2, seed=1))
     rename, renames, rmtree = pathlib.Path.rename, [], shutil.rmtree
 
@@ -259,11 +262,26 @@ def test_a_crash_while_a_save_replaces_the_previous_one_leaves_a_complete_copy_t
     monkeypatch.setattr(pathlib.Path, "rename", crashing_rename)
     monkeypatch.setattr(shutil, "rmtree", crashing_rmtree)
     with pytest.raises(KeyboardInterrupt):
-        replay.save(tmp_path / "replay")
+        replay.save(tmp_path / "replay", Progress(train_steps=20, frames=500))
     monkeypatch.undo()
-    restored = Replay(16)
-    assert restored.restore(tmp_path / "replay")
-    assert len(restored) in (3, 5) and restored.inserted == len(restored)  # one whole copy, old or new
+    for progress, unrolls in ((Progress(train_steps=20, frames=500), 5), (Progress(train_steps=10, frames=300), 3), (None, (3, 5))):
+        restored = Replay(16)
+        assert restored.restore(tmp_path / "replay", progress)
+        assert len(restored) in np.atleast_1d(unrolls) and restored.inserted == len(restored)  # one whole copy
+
+
+def test_a_replay_newer_than_the_checkpoint_restored_is_not_read_and_an_older_or_unstamped_one_is(tmp_path) -> None:
+    """A state file rolled back to an older checkpoint: the replay saved since holds experience its weights never
+    had. A crash after a checkpoint, before its replay, leaves the replay a save behind: the same run's."""
+    replay = Replay(16)
+    replay.insert(array_unrolls(3))
+    replay.save(tmp_path / "replay", Progress(train_steps=20, frames=500))
+    newer = Replay(16)
+    assert not newer.restore(tmp_path / "replay", Progress(train_steps=10, frames=300)) and len(newer) == 0
+    assert not Replay(16).restore(tmp_path / "replay", Progress(train_steps=20, frames=400))  # frames tell them apart
+    assert Replay(16).restore(tmp_path / "replay", Progress(train_steps=30, frames=700))
+    replay.save(tmp_path / "replay")  # as a replay saved before stamps existed
+    assert Replay(16).restore(tmp_path / "replay", Progress(train_steps=10, frames=300))
 
 
 def test_a_damaged_saved_replay_falls_back_to_a_whole_copy_else_the_learner_starts_with_an_empty_one(tmp_path) -> None:
