@@ -74,7 +74,7 @@ class Attachment(Protocol):
     """State saved beside the TensorFlow checkpoint in a directory of its own (R2D2's replay)."""
 
     def save(self, directory: pathlib.Path, progress: Progress | None = None) -> int:
-        """Writes it, stamped with the counters of the checkpoint it goes with (``aioseed.server.training.stamps``)."""
+        """Writes it, stamped with the counters of the checkpoint it goes with (``aioseed.server.trajectories.stamps``)."""
         ...
 
     def restore(self, directory: pathlib.Path, progress: Progress | None = None) -> bool:

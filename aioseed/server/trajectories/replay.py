@@ -228,9 +228,9 @@ class Replay:
         saved = {candidate: _stamp(candidate) for candidate in candidates if (candidate / "meta.json").exists()}
         mine = None if progress is None else stamps.stamp(progress)
         for candidate in sorted(saved, key=lambda c: saved[c] != mine or mine is None):  # stable: the order above else
-            if not stamps.loadable(saved[candidate], progress, candidate):
-                continue
             try:
+                if not stamps.loadable(saved[candidate], progress, candidate):
+                    continue
                 return self._read(candidate)
             except Exception as exc:  # damaged (a truncated file after a power loss): the next copy, else an empty replay
                 with self._lock:

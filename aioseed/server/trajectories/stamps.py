@@ -28,6 +28,7 @@ class Counters(Protocol):
     @property
     def frames(self) -> int: ...
 
+
 KEY = "checkpoint"
 """The stamp's key in an attachment's JSON."""
 
@@ -39,7 +40,8 @@ def stamp(progress: Counters) -> dict[str, int]:
 
 def loadable(saved: Mapping[str, int] | None, restored: Counters | None, path: pathlib.Path) -> bool:
     """Whether the attachment at ``path``, stamped ``saved`` (None: saved before stamps), loads beside the
-    checkpoint restored at ``restored`` (None: a caller with no checkpoint, which loads it as it is)."""
+    checkpoint restored at ``restored`` (None: a caller with no checkpoint, which loads it as it is). A damaged
+    stamp raises KeyError, TypeError or ValueError, as a damaged attachment does."""
     if saved is None or restored is None:
         return True
     mine = (restored.train_steps, restored.frames)
@@ -47,7 +49,7 @@ def loadable(saved: Mapping[str, int] | None, restored: Counters | None, path: p
     if theirs == mine:
         return True
     newer = theirs > mine
-    (log.warning if newer else log.info)(
+    log.warning(
         "attachment_of_another_checkpoint", path=str(path), saved_train_steps=theirs[0], saved_frames=theirs[1],
         restored_train_steps=mine[0], restored_frames=mine[1], loaded=not newer,
     )
