@@ -248,12 +248,13 @@ class Acting:
             unrolls = append(self._store, inputs, observations, boundaries, {**outputs, **state}, version, call.learn)
         evaluating = evaluation[boundaries.ended_rows]
         right_episodes = None if right is None else right[boundaries.ended_rows]
-        training = ~evaluation if right is None else ~(evaluation | right)
+        partial = boundaries.partial_rows  # the training envs' among them (usually none: only those rows are read)
+        training = ~evaluation[partial] if right is None else ~(evaluation[partial] | right[partial])
         seconds = time.perf_counter() - started
         return StepResult(
             actions=env_actions(outputs), boundaries=boundaries, unrolls=unrolls, seconds=seconds, invalid=invalid,
             evaluation_episodes=evaluating, call=call, version=version, right_episodes=right_episodes,
-            partial_episodes=int(training[boundaries.partial_rows].sum()),
+            partial_episodes=int(training.sum()),
         )
 
     def redo(self, result: StepResult) -> StepResult:
